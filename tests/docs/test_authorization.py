@@ -5,7 +5,7 @@ import sys
 
 import pytest
 from conftest import ROOT, WAIT
-from doc_blocks import block
+from doc_blocks import block, run_python
 
 PAGE = ROOT / "docs" / "authorization.md"
 
@@ -41,14 +41,11 @@ def test_oauth_client_example_logs_in_to_the_protected_demo(tmp_path):
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         LineReader(demo.stderr).wait_for("serving the demo")
-        script = tmp_path / "oauth_client.py"
-        script.write_text(_block("# oauth_client.py").replace("8000", str(port)))
-        done = subprocess.run(
-            [sys.executable, str(script)],
-            capture_output=True,
-            text=True,
+        done = run_python(
+            _block("# oauth_client.py").replace("8000", str(port)),
+            tmp_path,
+            "oauth_client.py",
             timeout=WAIT * 3,
-            cwd=tmp_path,
         )
         assert done.returncode == 0 and done.stdout == "signed in\n", done.stderr
         assert (tmp_path / "tokens.json").exists()

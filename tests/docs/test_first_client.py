@@ -5,7 +5,7 @@ import sys
 
 import pytest
 from conftest import ROOT, WAIT
-from doc_blocks import block, environment, run_python
+from doc_blocks import block, run_python
 from test_first_server import write_server_example
 
 PAGE = ROOT / "docs" / "first-client.md"
@@ -28,11 +28,7 @@ def _block(marker: str) -> str:
 @pytest.mark.slow
 def test_client_tour_runs(tmp_path):
     tour = _block("print(client.server_info.name, client.protocol_version)")
-    script = tmp_path / "tour.py"
-    script.write_text(tour)
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
-    )
+    done = run_python(tour, tmp_path, "tour.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "mcp-ref-demo 2026-07-28"
@@ -42,11 +38,7 @@ def test_client_tour_runs(tmp_path):
 
 @pytest.mark.slow
 def test_listen_example_runs_in_both_eras(tmp_path):
-    script = tmp_path / "listen.py"
-    script.write_text(_block("# listen.py"))
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
-    )
+    done = run_python(_block("# listen.py"), tmp_path, "listen.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     ack = "{'toolsListChanged': True, 'resourceSubscriptions': ['demo://counter']}"
     assert done.stdout.splitlines() == [
@@ -61,11 +53,7 @@ def test_listen_example_runs_in_both_eras(tmp_path):
 
 @pytest.mark.slow
 def test_tasks_example_runs(tmp_path):
-    script = tmp_path / "tasks.py"
-    script.write_text(_block("# tasks.py"))
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
-    )
+    done = run_python(_block("# tasks.py"), tmp_path, "tasks.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["2026-07-28 built docs True", "2025-11-25 built docs True"]
 
@@ -115,15 +103,8 @@ def test_the_http_client_example_calls_the_server(tmp_path):
 def test_callbacks_example_runs(tmp_path):
     """As pasted, beside first-server.md's server.py (``python server.py``)."""
     write_server_example(tmp_path, docs=False)
-    script = tmp_path / "callbacks.py"
-    script.write_text(_block("sampling_handler=lambda params"))
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=environment(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=WAIT * 3,
+    done = run_python(
+        _block("sampling_handler=lambda params"), tmp_path, "callbacks.py", timeout=WAIT * 3
     )
     assert done.returncode == 0, done.stderr
     # slow() asked the client's model, and the handler answered.  (The on_log callback prints from

@@ -1,11 +1,10 @@
 """docs/first-server.md: its examples, run as pasted over real transports."""
 
-import subprocess
 import sys
 
 import pytest
 from conftest import ROOT, WAIT
-from doc_blocks import block
+from doc_blocks import block, run_python
 
 PAGE = ROOT / "docs" / "first-server.md"
 
@@ -70,11 +69,7 @@ def test_server_example_serves(tmp_path, connect):
 @pytest.mark.slow
 def test_shop_example_runs(tmp_path):
     """Rich types both ways, an awaited ctx.info, the lifespan's value, and a ResourceError's message."""
-    script = tmp_path / "shop.py"
-    script.write_text(_block("# shop.py"))
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
-    )
+    done = run_python(_block("# shop.py"), tmp_path, "shop.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     # the on_log callback prints from its own thread: its line may come between ours, so look for the texts
     # (each print has one argument: one write, never split by the other thread's)
@@ -97,11 +92,7 @@ def test_dates_example_compares_refuses_and_takes_the_named_zone(tmp_path):
         zoneinfo.ZoneInfo("Europe/Paris")
     except zoneinfo.ZoneInfoNotFoundError:
         pytest.skip("no time zone database on this system")
-    script = tmp_path / "dates.py"
-    script.write_text(_block("# dates.py"))
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
-    )
+    done = run_python(_block("# dates.py"), tmp_path, "dates.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "true",

@@ -1,11 +1,8 @@
 """docs/policy.md: its examples build what they say, and run as pasted."""
 
-import subprocess
-import sys
-
 import pytest
 from conftest import ROOT, WAIT
-from doc_blocks import block, environment
+from doc_blocks import block, run_python
 from test_first_server import write_server_example
 
 PAGE = ROOT / "docs" / "policy.md"
@@ -53,14 +50,5 @@ def test_policy_examples_build_what_they_say():
 def test_approve_example_runs_as_pasted(tmp_path):
     """The approve hook's client, as pasted beside first-server.md's server.py: it connects, and closes."""
     write_server_example(tmp_path, docs=False)
-    script = tmp_path / "approve.py"
-    script.write_text(_block("server_request_limit="))
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=environment(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=WAIT * 3,
-    )
+    done = run_python(_block("server_request_limit="), tmp_path, "approve.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
