@@ -18,12 +18,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import doc_blocks
 import pytest
 from conftest import WAIT
+from doc_blocks import commands
 
 from mcp_ref import Client
 
-PAGE = (Path(__file__).resolve().parents[2] / "docs" / "command-line.md").read_text()
+PAGE_FILE = Path(__file__).resolve().parents[2] / "docs" / "command-line.md"
+PAGE = PAGE_FILE.read_text()
 
 BLOCKS = {
     "# server.py: a small server to try the command on": "test_the_example_server_serves",
@@ -39,18 +42,12 @@ BLOCKS = {
 
 def blocks() -> list[str]:
     """Every fenced code block of the page, whatever its language."""
-    return re.findall(r"^```[a-z]*\n(.*?)^```", PAGE, re.S | re.M)
+    return doc_blocks.blocks(PAGE_FILE)
 
 
 def block(marker: str) -> str:
     assert marker in BLOCKS, f"{marker!r}: add it to BLOCKS"
-    [found] = [b for b in blocks() if marker in b]
-    return found
-
-
-def commands(text: str) -> list[str]:
-    """A shell block's command lines, each without its trailing ``# comment``."""
-    return [re.sub(r"\s+#\s.*$", "", line).strip() for line in text.splitlines() if line.strip()]
+    return doc_blocks.block(PAGE_FILE, marker)
 
 
 def variants(line: str) -> list[str]:

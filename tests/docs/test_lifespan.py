@@ -7,17 +7,18 @@ and the test that runs it, or ``SKIP: <reason>``.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import threading
 
+import doc_blocks
 import pytest
 from conftest import ROOT, WAIT, run_threads
 
 from mcp_ref import Client
 
-PAGE = (ROOT / "docs" / "lifespan.md").read_text()
+PAGE_FILE = ROOT / "docs" / "lifespan.md"
+PAGE = PAGE_FILE.read_text()
 
 #: marker -> the test that runs the block holding it, or "SKIP: why it is not run".
 BLOCKS = {
@@ -31,13 +32,12 @@ BLOCKS = {
 
 def blocks() -> list[str]:
     """Every fenced code block of the page, whatever its language."""
-    return re.findall(r"^```[a-z]*\n(.*?)^```", PAGE, re.S | re.M)
+    return doc_blocks.blocks(PAGE_FILE)
 
 
 def block(marker: str) -> str:
     assert marker in BLOCKS, f"{marker!r}: add it to BLOCKS"
-    [found] = [b for b in blocks() if marker in b]
-    return found
+    return doc_blocks.block(PAGE_FILE, marker)
 
 
 def test_every_block_is_run_or_skipped_with_a_reason():
