@@ -274,14 +274,30 @@ class Page:
         element.send_keys(text)
 
     def open_item(self, kind: str, name: str) -> None:
-        """Click the listed tool/resource/template/prompt called ``name``."""
-        self.click(f'li[data-kind="{kind}"][data-name="{name}"] .name')
+        """Click the listed tool/resource/template/prompt called ``name`` (following "More" pages
+        until it is listed)."""
+        more = {"tool": "#tools-more", "resource": "#resources-more", "template": "#templates-more"}
+        more_button = more.get(kind, "#prompts-more")
+        item = f'li[data-kind="{kind}"][data-name="{name}"] .name'
+
+        def listed_or_more(d):
+            if d.find_elements(self.By.CSS_SELECTOR, item):
+                return True
+            for button in d.find_elements(self.By.CSS_SELECTOR, more_button):
+                if button.is_displayed() and button.is_enabled():
+                    button.click()
+            return False
+
+        self.until(listed_or_more, f"{kind} {name} is never listed")
+        self.click(item)
 
     def field(self, container: str, name: str):
         """The input of the form field ``name`` inside ``container``."""
-        return self.css(f'{container} [data-field="{name}"] input, '
-                        f'{container} [data-field="{name}"] select, '
-                        f'{container} [data-field="{name}"] textarea')
+        return self.css(
+            f'{container} [data-field="{name}"] input, '
+            f'{container} [data-field="{name}"] select, '
+            f'{container} [data-field="{name}"] textarea'
+        )
 
     def call_tool(self, name: str, **values: object) -> None:
         """Open tool ``name``, fill its form with ``values`` (text typed, selects chosen), Call."""

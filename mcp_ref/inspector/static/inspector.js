@@ -234,7 +234,8 @@
 
   function itemRow(kind, item, name, what, onOpen) {
     const button = el("button", { type: "button", className: "name", on: { click: () => { selectItem(li); onOpen(item); } } }, name);
-    const li = el("li", { dataset: { kind, name: asText(item.name || item.uri || item.uriTemplate || item.taskId) } }, button, el("span", { className: "what" }, what));
+    const key = kind === "resource" ? item.uri : item.name || item.uri || item.uriTemplate;
+    const li = el("li", { dataset: { kind, name: asText(key) } }, button, el("span", { className: "what" }, what));
     return li;
   }
 
@@ -454,7 +455,9 @@
   let currentTool = null;
   let toolFields = null;
   let callCount = 0;
+  const pageStamp = Date.now().toString(36);
   const calls = new Map(); // call id -> {progress(event), finish()}
+  const cancelled = new Set(); // the call ids the person cancelled
 
   function openTool(tool) {
     currentTool = tool;
@@ -501,17 +504,19 @@
       showError($("tool-error"), e);
       return;
     }
-    const callId = `c${++callCount}`;
+    const callId = `c${pageStamp}-${++callCount}`;
     const progress = $("tool-progress");
     const progressText = $("tool-progress-text");
     const call = {
       progress(update) {
+        if ($("tool-cancel").dataset.call !== callId) return; // an earlier call's late event
         show(progress, true);
         if (typeof update.total === "number" && update.total > 0) { progress.max = update.total; progress.value = Number(update.progress) || 0; }
         else progress.removeAttribute("value");
         progressText.textContent = [typeof update.total === "number" ? `${update.progress} of ${update.total}` : asText(update.progress), update.message ? `— ${asText(update.message)}` : ""].join(" ");
       },
-      finish() { $("tool-cancel").disabled = true; $("tool-call").disabled = false; calls.delete(callId); },
+      // kept a while after the call ends: its last progress events may come after its result
+      finish() { $("tool-cancel").disabled = true; $("tool-call").disabled = false; while (calls.size > 20) calls.delete(calls.keys().next().value); },
     };
     calls.set(callId, call);
     $("tool-call").disabled = true;
@@ -519,16 +524,17 @@
     $("tool-cancel").dataset.call = callId;
     show(progress, false);
     progress.removeAttribute("value");
-    progressText.textContent = "calling…";
+    progressText.textContent = "";
+    $("tool-status").textContent = "calling…";
     showError($("tool-error"), null);
     clear($("tool-result"));
     $("tool-result").classList.remove("is-error");
     try {
       const answer = await api("call", { call: callId, name: currentTool.name, arguments: args, task: $("tool-task").checked && !$("tool-task-label").hidden });
-      progressText.textContent = "done";
+      $("tool-status").textContent = "done";
       renderCallResult($("tool-result"), answer.result, answer.output_check);
     } catch (e) {
-      progressText.textContent = "";
+      $("tool-status").textContent = cancelled.has(callId) ? "cancelled" : "failed";
       showError($("tool-error"), e);
     } finally {
       call.finish();
@@ -540,7 +546,8 @@
     $("tool-cancel").disabled = true;
     try {
       const answer = await api("cancel", { call: callId });
-      $("tool-progress-text").textContent = answer.cancelled ? "cancelled" : "it had already finished";
+      if (answer.cancelled) cancelled.add(callId);
+      $("tool-status").textContent = answer.cancelled ? "cancelling…" : "it had already finished";
     } catch (e) {
       showError($("tool-error"), e);
     }
@@ -1158,7 +1165,7 @@
     if (record.kind === "message") {
       const type = asText(record.type);
       node.classList.add(record.direction === "receive" ? "receive" : "send", record.direction === "receive" ? "from-server" : "from-client");
-      node.classList.add(type === "invalid" ? "invalid-type" : type);
+      node.classList.add(`t-${type.replace(/[^a-z]/g, "")}`);
       node.dataset.type = type;
       node.dataset.method = asText(record.method);
       text = asText(record.label) || `${asText(record.method)} ${asText(record.id)}`;
