@@ -356,3 +356,59 @@ class Page:
             for entry in self.driver.get_log("browser")
             if entry.get("level") == "SEVERE"
         ]
+
+
+def synthetic_conversation(messages: int) -> str:
+    """An exported conversation (JSON lines, the header first) of ``messages`` message records:
+    tools/call requests and their results, alternating, as the export writes them."""
+    import json
+
+    lines = [
+        json.dumps(
+            {
+                "kind": "header",
+                "format": "mcp-ref-conversation",
+                "version": 1,
+                "target": "synthetic",
+                "revision": "2025-11-25",
+            }
+        )
+    ]
+    spec = {
+        "title": "Tools — Calling Tools",
+        "url": "https://modelcontextprotocol.io/specification/2025-11-25/server/tools#calling-tools",
+    }
+    for seq in range(1, messages + 1):
+        request_id = (seq + 1) // 2
+        if seq % 2:
+            message = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": f"message {seq}"}},
+            }
+            kind = dict(direction="send", type="request", label=f"tools/call #{request_id} echo")
+        else:
+            message = {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"content": [{"type": "text", "text": f"message {seq - 1}"}]},
+            }
+            kind = dict(direction="receive", type="result", label=f"#{request_id} result")
+        record = {
+            "seq": seq,
+            "time": 1_700_000_000 + seq / 1000,
+            "kind": "message",
+            **kind,
+            "message": message,
+            "method": "tools/call",
+            "id": request_id,
+            "valid": True,
+            "errors": [],
+            "schema": "2025-11-25",
+            "spec": spec,
+            "exchange": None,
+            "size": len(json.dumps(message)),
+        }
+        lines.append(json.dumps(record))
+    return "\n".join(lines) + "\n"

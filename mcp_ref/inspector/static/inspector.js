@@ -1090,8 +1090,8 @@
     rowNodes.clear();
     renderRows(true);
   }
-  $("filter-kind").addEventListener("change", refilter);
-  $("filter-method").addEventListener("input", refilter);
+  $("filter-kind").addEventListener("change", () => { refilter(); updateCounts(); });
+  $("filter-method").addEventListener("input", () => { refilter(); updateCounts(); });
 
   /** Records from the event stream: queued, drawn once per animation frame. */
   function receive(record) {
