@@ -121,7 +121,7 @@ class ExchangeTracer:
 
     def _head(self, exchange: int, response: Any) -> None:
         """A response's head: reported now for an SSE stream or a redirect (whose body nobody
-        reads), else when :func:`body_read` reports its body."""
+        reads), else when ``read_body`` reads its body or it is closed unread."""
         headers = tuple((str(k), str(v)) for k, v in response.headers.items())
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         seen = HttpResponseSeen(
@@ -140,7 +140,14 @@ class ExchangeTracer:
                     HttpResponseSeen(seen.exchange, seen.status, seen.reason, headers, body)
                 )
 
-        response.mcp_report_body = report_body
+        response.mcp_report_body = report_body  # read_body reports the body it read
+        close = response.close
+
+        def close_reported() -> None:  # a response closed unread: its head, no body
+            report_body(None)
+            close()
+
+        response.close = close_reported
 
     def event(self, response: Any, event: Any) -> None:
         """One event of ``response``'s stream (an :class:`~mcp_ref.http.sse.SseEvent`)."""
@@ -153,10 +160,3 @@ class ExchangeTracer:
                 event.retry,
             )
         )
-
-
-def body_read(response: Any, body: bytes | None) -> None:
-    """The transport read ``response``'s body (None: not read, too long): report it if traced."""
-    report = getattr(response, "mcp_report_body", None)
-    if report is not None:
-        report(body)

@@ -361,7 +361,8 @@ class MessageChecker:
     ``check(direction, message)`` (``"-->"``: client to server, ``"<--"``: back) returns the
     :class:`Check`.  The revision is the one :meth:`set_revision` gave, else the one the
     ``initialize`` result named, else (for the ``initialize`` request itself) the one it asks
-    for; a 2026-07-28 request and its answer are checked at the revision its ``_meta`` names.
+    for; a 2026-07-28 request and its answer are checked at the revision its ``_meta`` names, and
+    so are the notifications of a conversation that never had a handshake.
     Requests awaiting their answer are remembered up to :data:`MAX_PENDING`; past it the
     oldest is forgotten (its answer is then checked with ``valid`` None).  Thread-safe.
     """
@@ -372,6 +373,7 @@ class MessageChecker:
     def __init__(self, revision: str | None = None):
         self.revision = revision
         self._told = revision is not None
+        self._modern: str | None = None  # the revision the last 2026-07-28 request named
         self._pending: collections.OrderedDict[tuple[str, Any], tuple[str, str | None, bool]] = (
             collections.OrderedDict()
         )
@@ -397,7 +399,10 @@ class MessageChecker:
             request_id = message.get("id")
             if isinstance(method, str):
                 modern = _named_revision(message)
-                revision = modern or self.revision
+                if modern is not None:
+                    self._modern = modern
+                # a notification of a conversation with no handshake: the revision its requests name
+                revision = modern or self.revision or self._modern
                 if method == "initialize" and not self._told:
                     params = message.get("params")
                     asked = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -422,7 +427,8 @@ class MessageChecker:
                 and isinstance(result.get("protocolVersion"), str)
             ):
                 self.revision = result["protocolVersion"]
-            return check_message(message, modern or self.revision, answered, augmented)
+            revision = modern or self.revision or (self._modern if answered is None else None)
+            return check_message(message, revision, answered, augmented)
 
 
 def _hashable(value: Any) -> bool:
