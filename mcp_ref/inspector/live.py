@@ -97,14 +97,14 @@ class Ask:
     #: An elicitation's mode ("form" or "url"); None for sampling.
     mode: str | None
     #: The request's params, as the server sent them.
-    params: dict
+    params: dict[str, Any]
     #: When it expires, in epoch seconds (for the page), and on the monotonic clock (for the wait).
     expires: float
     deadline: float
     #: Set once the page answered.
     answered: threading.Event = field(default_factory=threading.Event)
     #: The page's answer: ``{"action", "content", "result"}``.
-    answer: dict = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)
 
     def event(self) -> dict:
         """The ``ask`` event the page is sent."""
@@ -217,9 +217,12 @@ class InspectedServer:
             state["transport"] = "sse" if self.args.transport == "sse" else "streamable"
         if client is None:
             return state
-        mode = getattr(client.session.transport, "mode", None)
-        if mode in ("sse", "streamable"):
-            state["transport"] = mode
+        if state["transport"] != "stdio":
+            from ..http.client import HttpClientTransport
+
+            transport = client.session.transport
+            if isinstance(transport, HttpClientTransport) and transport.mode == "sse":
+                state["transport"] = "sse"  # the 2024-11-05 HTTP+SSE transport, found by fallback
         info = client.server_info
         state.update(
             era=client.era,

@@ -40,6 +40,7 @@ LAYERS = {
     "oauth": 3,
     "proxy": 3,
     "workbench": 4,
+    "inspector": 4,
 }
 PROTOCOL = "protocol"
 ROLES = {"server", "client"}
@@ -199,6 +200,7 @@ NOT_PLAIN = (
     "mcp_ref.state",
     "mcp_ref.oauth",
     "mcp_ref.workbench",
+    "mcp_ref.inspector",
     "mcp_ref.http",
 )
 
