@@ -53,6 +53,8 @@ MAX_KNOWN_TOOLS = 10_000
 MAX_STARTED_TASKS = 1_000
 #: How often a parked request looks whether the server cancelled it, in seconds.
 CANCEL_CHECK_INTERVAL = 0.1
+#: A call the page cancelled before its request was sent: it is cancelled as soon as it is.
+CANCEL_ASKED = "cancel asked"
 #: What the page's ids (call ids) may be: at most this many characters.
 MAX_ID_LENGTH = 64
 
@@ -515,7 +517,10 @@ class InspectedServer:
         try:
             tool_call = _served(lambda: client.start_tool_call(name, arguments or {}, **options))
             with self._lock:
+                cancelled_early = self._calls.get(call_id) == CANCEL_ASKED
                 self._calls[call_id] = tool_call
+            if cancelled_early:  # the page cancelled it while it was being sent
+                tool_call.cancel("cancelled in the inspector")
             result = _served(tool_call.result)
         finally:
             with self._lock:
@@ -559,9 +564,12 @@ class InspectedServer:
         """``api/cancel``: cancel a running call."""
         call_id = _page_id(body.get("call"), "call")
         with self._lock:
-            tool_call = self._calls.get(call_id)
-        if tool_call is None:
-            return {"cancelled": False}
+            if call_id not in self._calls:
+                return {"cancelled": False}
+            tool_call = self._calls[call_id]
+            if tool_call is None or tool_call == CANCEL_ASKED:  # still being sent: cancelled once sent
+                self._calls[call_id] = CANCEL_ASKED
+                return {"cancelled": True}
         return {"cancelled": bool(tool_call.cancel("cancelled in the inspector"))}
 
     def read(self, body: dict) -> dict:
