@@ -275,8 +275,11 @@ class Client:
         JSON answer and each SSE event (bytes; default 4 MiB, as stdio's): past it the request
         fails with LimitExceeded.  ``min_retry_delay`` / ``max_retry_delay`` (seconds; default
         0.1 and 30) clamp the server's SSE ``retry`` before a stream is re-opened (see
-        :class:`~mcp_ref.http.client.HttpClientTransport`).  Other keywords are
-        :class:`Client`'s.
+        :class:`~mcp_ref.http.client.HttpClientTransport`).  ``http_trace``: a callable that sees
+        every HTTP request, response and SSE event (``mcp-ref inspect`` shows them), called on the
+        transport's threads with an ``HttpRequestSeen``, ``HttpResponseSeen`` or ``SseEventSeen``
+        (:mod:`mcp_ref.http.exchange_trace`; raw, secrets included; one that raises is logged once
+        and ignored).  Other keywords are :class:`Client`'s.
 
         No MCP server at ``url`` raises :class:`~mcp_ref.errors.ServerUnreachable` (a
         ``ConnectionError``) whose message names the URL, what was tried and what to do: nothing

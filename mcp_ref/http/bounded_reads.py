@@ -288,7 +288,9 @@ def stream_chunks(response, size: int = READ_SIZE):
 def read_body(response, limit: int) -> bytes | None:
     """The whole body of a streamed response, or None (the connection closed, the body unread)
     when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
-    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
+    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed.
+    A traced transport's observer sees the body (``mcp_ref.http.exchange_trace``)."""
+    whole: bytes | None = None
     try:
         bound_lines(response)
         length = response.headers.get("Content-Length", "")
@@ -301,8 +303,12 @@ def read_body(response, limit: int) -> bytes | None:
             if len(body) > limit:
                 abort(response)
                 return None
-        return bytes(body)
+        whole = bytes(body)
+        return whole
     finally:
+        report = getattr(response, "mcp_report_body", None)  # set only when traced
+        if report is not None:
+            report(whole)
         response.close()
 
 

@@ -48,7 +48,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
 from .. import lifecycle
@@ -122,6 +122,9 @@ __all__ = [
 #: The old private name of :class:`~mcp_ref.http.bounded_reads.Cursor` (tests use it).
 _Cursor = Cursor
 
+if TYPE_CHECKING:
+    from .exchange_trace import ExchangeTracer
+
 log = logging.getLogger(__name__)
 
 
@@ -150,7 +153,8 @@ def open_transport(
     """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
     SSE stream opened first when ``mode`` is ``"sse"``).
 
-    ``client_options`` are the keywords the :class:`~mcp_ref.Client` will be made with: their
+    ``client_options`` are the keywords the :class:`~mcp_ref.Client` will be made with (an
+    ``http_trace`` among them is taken out: it is this transport's observer); their
     ``era`` (with ``protocol_version``) tells the transport whether the client falls back to the
     handshake when ``server/discover`` finds no modern server (see
     :attr:`HttpClientTransport.modern_only`); and the 2024-11-05 transport (``mode="sse"``), which
@@ -158,6 +162,8 @@ def open_transport(
     from ..client.connection import AUTO, HANDSHAKE, MODERN, resolve_era
 
     client_options = {} if client_options is None else client_options
+    # Client.http's http_trace is the transport's (the Client never sees it)
+    options.setdefault("http_trace", client_options.pop("http_trace", None))
     if mode == "sse" and client_options.get("era", AUTO) == AUTO:
         client_options["era"] = HANDSHAKE
     era, _ = resolve_era(client_options.get("era", AUTO), client_options.get("protocol_version"))
@@ -199,6 +205,9 @@ class HttpClientTransport(LegacySseClient, Transport):
     request's stream (whose rest is then abandoned); one on the standalone GET stream (or the
     2024-11-05 stream) is dropped with a warning.  ``min_retry_delay`` / ``max_retry_delay``
     (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
+
+    ``http_trace``: an observer called with every HTTP request, response and SSE event this
+    transport makes or reads (:mod:`mcp_ref.http.exchange_trace`; raw values, secrets included).
     """
 
     session_id: str | None = None
@@ -213,6 +222,8 @@ class HttpClientTransport(LegacySseClient, Transport):
     _stateless = False
     _input_schema: Callable[[str], dict[str, Any] | None] | None = None
     _requests: OutgoingRequests | None = None  # the session's (attach)
+    #: The ``http_trace`` observer's reporter (None: not traced; see exchange_trace).
+    _tracer: ExchangeTracer | None = None
     #: True when the client speaks 2026-07-28 only (``Client(era="modern")``): then an answer to
     #: ``server/discover`` that is no MCP answer (a 404, an HTML page) ends the connection with
     #: :class:`~mcp_ref.errors.ServerUnreachable`; otherwise it is an error the client takes for a
@@ -232,6 +243,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         min_retry_delay: float = MIN_RETRY_DELAY,
         max_retry_delay: float = MAX_RETRY_DELAY,
+        http_trace: Callable[[Any], Any] | None = None,
     ):
         import requests  # heavy: loaded only for HTTP
 
@@ -269,6 +281,11 @@ class HttpClientTransport(LegacySseClient, Transport):
         self.http.hooks["response"].append(self._refuse_redirect_elsewhere)
         self.http.verify = verify
         resolve_environment(self.http, url)
+        if http_trace is not None:
+            from .exchange_trace import ExchangeTracer
+
+            self._tracer = ExchangeTracer(http_trace)
+            self._tracer.install(self.http)
         self.connect_timeout = connect_timeout
         self._incoming = Inbox()  # bounded: a stream's thread waits for room (bounded_reads.Inbox)
         self._pool = ThreadPoolExecutor(
@@ -489,7 +506,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             if response.status_code in (400, 404, 405) and self.mode == "auto":
                 # basic/transports §Backwards Compatibility: on such an answer the client
                 # "should assume this is a server supporting the old HTTP+SSE transport".
-                response.close()
+                discard_body(response)  # an error's body, bounded (an observer sees it)
                 self.start_legacy()
                 self._send_other(data, legacy=True)
                 return
@@ -498,7 +515,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 if self.mode == "auto":
                     self.mode = "streamable"
         elif response.status_code == 404 and sent_with and self._reinitialize is not None:
-            response.close()
+            discard_body(response)
             self._renew_session(generation)
             response = self._post(data, read_timeout=read_bound(self._requests, request.id))
         if self._track(request.id, response):
@@ -691,6 +708,8 @@ class HttpClientTransport(LegacySseClient, Transport):
                 if cursor is not None:
                     cursor.note(parser, len(events))
                 for event in events:
+                    if self._tracer is not None:
+                        self._tracer.event(response, event)
                     if event.too_large:
                         if strict:
                             raise EventTooLarge

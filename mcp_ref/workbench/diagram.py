@@ -113,6 +113,11 @@ class Recorder:
             message = json.loads(data)
         except ValueError:
             message = None
+        self.record(direction, message)
+
+    def record(self, direction: str, message: Any) -> None:
+        """Record one parsed message (a batch: each of its messages), as the trace hook does with
+        the bytes: the inspector's conversation feeds it its masked messages so."""
         with self.lock:
             for item in message if isinstance(message, list) else [message]:
                 self._record(direction, item)
@@ -143,7 +148,7 @@ class Recorder:
             if self.arrows >= MAX_ARROWS:
                 return
             self._note_hidden()
-            self.lines.append(f"    Note over C,S: {_short(text, 100)}")
+            self.lines.append(f"    Note over C,S: {short(text, 100)}")
             self.arrows += 1
 
     def _note_hidden(self) -> None:
@@ -157,14 +162,14 @@ class Recorder:
             return f"    {sender}-x{receiver}: (not a JSON-RPC message)"
         method = message.get("method")
         if method is not None and "id" in message:
-            return f"    {sender}->>{receiver}: {_label(method, message)} #{_short(message['id'])}"
+            return f"    {sender}->>{receiver}: {method_label(method, message)} #{short(message['id'])}"
         if method is not None:
-            return f"    {sender}--){receiver}: {_label(method, message)}"
+            return f"    {sender}--){receiver}: {method_label(method, message)}"
         answered = self.methods.get(("<--" if direction == "-->" else "-->", message.get("id")), "")
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
-            return f"    {sender}-->>{receiver}: #{_short(message.get('id'))} error {_short(error.get('code'))}"
-        return f"    {sender}-->>{receiver}: #{_short(message.get('id'))} {answered + ' ' if answered else ''}result"
+            return f"    {sender}-->>{receiver}: #{short(message.get('id'))} error {short(error.get('code'))}"
+        return f"    {sender}-->>{receiver}: #{short(message.get('id'))} {answered + ' ' if answered else ''}result"
 
     def mermaid(self, title: str) -> str:
         """The Markdown text: a heading and the ``sequenceDiagram``."""
@@ -178,7 +183,7 @@ class Recorder:
         head = [
             "sequenceDiagram",
             "    participant C as Client (mcp-ref)",
-            f"    participant S as {_short(self.server, 40)}",
+            f"    participant S as {short(self.server, 40)}",
         ]
         return f"# {title}\n\n```mermaid\n" + "\n".join(head + lines) + "\n```\n"
 
@@ -188,17 +193,20 @@ class Recorder:
             out.write(self.mermaid(title))
 
 
-def _label(method: str, message: dict) -> str:
-    """The method, and what names the request's subject (a tool or prompt, a URI, a log level)."""
+def method_label(method: str, message: dict) -> str:
+    """The method, and what names the request's subject (a tool or prompt, a URI, a log level).
+
+    The inspector's rows (``mcp_ref.inspector.conversation``) are labelled with it too."""
     params = message.get("params")
     if not isinstance(params, dict):
         return method
     subject = params.get("name") or params.get("uri") or params.get("level")
-    return f"{method} {_short(subject)}" if isinstance(subject, str) else method
+    return f"{method} {short(subject)}" if isinstance(subject, str) else method
 
 
-def _short(value: Any, limit: int = 32) -> str:
-    """A value for a label: short, and free of what Mermaid reads as syntax (``;``, ``#``, line breaks)."""
+def short(value: Any, limit: int = 32) -> str:
+    """A value for a label: short, and free of what Mermaid reads as syntax (``;``, ``#``, line
+    breaks).  The inspector's rows use it too."""
     text = str(value)
     for bad, good in ((";", ","), ("#", ""), ("\n", " ")):
         text = text.replace(bad, good)

@@ -153,44 +153,68 @@ class WireValidator:
                 )
             self._unchecked = True
             return
-        known = schemas.type_names(version)
-        # The schema type ``payload`` is checked as (None: none applies).
-        name: str | None = None
-        payload = msg
         if "method" in msg and "id" in msg:
             self.methods[(direction, msg["id"])] = (msg["method"], _modern_version(msg))
             if isinstance(msg.get("params"), dict) and "task" in msg["params"]:
                 self.augmented.add((direction, msg["id"]))
-            name = REQUEST_TYPES.get(msg["method"], (None, None))[0]
-        elif "method" in msg:
-            name = NOTIFICATION_TYPES.get(msg["method"])
-        elif "result" in msg:
-            method = self._request_of(direction, msg)[0]
-            result = payload = msg["result"]
-            result_type = result.get("resultType") if isinstance(result, dict) else None
-            if result_type == "task":
-                # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
-                self._found(direction, task_errors(result))
-            elif result_type == "input_required" and "InputRequiredResult" in known:
-                name = "InputRequiredResult"
-            elif (
-                isinstance(result, dict)
-                and "task" in result
-                and (_asked_way(direction), msg.get("id")) in self.augmented
-                and "CreateTaskResult" in known
-            ):  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
-                name = "CreateTaskResult"
-            else:
-                name = REQUEST_TYPES.get(method or "", (None, None))[1]
-        elif "error" in msg and (msg.get("id") is not None or version >= "2025-11-25"):
-            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in known else "JSONRPCError"
-        if name in known:
-            self._found(direction, schemas.errors(version, name, payload))
+        augmented = (_asked_way(direction), msg.get("id")) in self.augmented
+        self._found(
+            direction, message_errors(msg, version, self._request_of(direction, msg)[0], augmented)
+        )
 
     def _found(self, direction: str, errors: list[str]) -> None:
         self.errors += errors
         if direction == "<--":
             self.received_errors += errors
+
+
+def schema_type(
+    msg: dict, version: str, answered: str | None = None, task_augmented: bool = False
+) -> tuple[str | None, object, list[str]]:
+    """What one JSON-RPC message is checked as at ``version``: ``(type name, the part checked,
+    errors found without a schema)``; the name is None when no type of the schema applies.
+
+    A request is its request type, a notification its notification type, a result the result
+    type of ``answered`` (the method of the request it answers; an ``input_required`` result
+    ``InputRequiredResult``, a task-augmented request's (``task_augmented``) ``CreateTaskResult``),
+    an error a JSON-RPC error.  ``WireValidator`` and the inspector's checks both use it.
+    """
+    known = schemas.type_names(version)
+    name: str | None = None
+    payload: object = msg
+    found: list[str] = []
+    if "method" in msg and "id" in msg:
+        name = REQUEST_TYPES.get(msg["method"], (None, None))[0]
+    elif "method" in msg:
+        name = NOTIFICATION_TYPES.get(msg["method"])
+    elif "result" in msg:
+        result = payload = msg["result"]
+        result_type = result.get("resultType") if isinstance(result, dict) else None
+        if result_type == "task":
+            # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
+            found = task_errors(result)
+        elif result_type == "input_required" and "InputRequiredResult" in known:
+            name = "InputRequiredResult"
+        elif (
+            isinstance(result, dict)
+            and "task" in result
+            and task_augmented
+            and "CreateTaskResult" in known
+        ):  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
+            name = "CreateTaskResult"
+        else:
+            name = REQUEST_TYPES.get(answered or "", (None, None))[1]
+    elif "error" in msg and (msg.get("id") is not None or version >= "2025-11-25"):
+        name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in known else "JSONRPCError"
+    return (name if name in known else None), payload, found
+
+
+def message_errors(
+    msg: dict, version: str, answered: str | None = None, task_augmented: bool = False
+) -> list[str]:
+    """Every way ``msg`` breaks its type (:func:`schema_type`) of ``version``'s schema; empty when valid."""
+    name, payload, found = schema_type(msg, version, answered, task_augmented)
+    return found + (schemas.errors(version, name, payload) if name is not None else [])
 
 
 def _asked_way(direction: str) -> str:

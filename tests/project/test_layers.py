@@ -4,7 +4,7 @@ no extra and little code (issue 33, "Done when").  The budgets count code tokens
 (``test_architecture.code_tokens``), not lines: ``ruff format`` changes the lines, not the tokens.
 
     protocol (the modules at the top: jsonrpc, session, lifecycle, types, stdio ...), schemas
-      <  server, client, state  <  http  <  extensions, state.redis, oauth  <  workbench
+      <  server, client, state  <  http  <  extensions, state.redis, oauth  <  workbench, inspector
       <  mcp_ref (the package's __init__ and __main__)
 
 A module imports from its own layer or lower ones.  Two exceptions, both lazy (inside a function,
@@ -40,7 +40,7 @@ LAYERS = {
     "oauth": 3,
     "proxy": 3,
     "workbench": 4,
-    "inspector": 4,
+    "inspector": 4,  # the inspector's record uses the workbench's diagram and checks; the verbs, it
 }
 PROTOCOL = "protocol"
 ROLES = {"server", "client"}

@@ -1,0 +1,443 @@
+"""Each message of the conversation checked: valid against its revision's schema, and its spec section.
+
+:func:`check_message` checks one JSON-RPC message (a dict) against the official JSON Schema of
+the revision given, as :mod:`mcp_ref.workbench.wire_check` (the check ``mcp-ref check`` runs)
+types it: a request as its request type, a notification as its notification type, a result as
+the result type of the method it answers, an error as a JSON-RPC error.  The answer is a
+:class:`Check`: ``valid`` (None when no type of the schema applies), at most
+:data:`MAX_ERRORS` short errors, the revision checked against, and the spec section the message
+obeys (:func:`spec_section`, a link to modelcontextprotocol.io).
+
+:class:`MessageChecker` pairs answers with their requests (by id, each way) so that a result is
+checked as the answer to its method, and learns the negotiated revision from the ``initialize``
+result when it is not told; a 2026-07-28 request names its revision in its own ``_meta``, and
+it and its answer are checked at that revision.
+
+:data:`SECTIONS` is the table of every method and notification of each revision's schema
+(2025-03-26 to 2026-07-28) to its page and section heading, taken from the specification's own
+text (each heading is the one under which the spec introduces the message; the inspector's tests
+check every row against the spec text when it is at hand).  The 2024-11-05 revision's text is not
+among those, so its methods link to their page, without a section (:data:`PAGES_2024`).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .. import schemas
+from ..workbench.wire_check import message_errors, schema_type
+
+#: At most this many errors are kept for one message (the first ones the schema reports).
+MAX_ERRORS = 5
+#: An error line is cut to this many characters (a message's whole payload may be quoted in it).
+MAX_ERROR_LENGTH = 300
+#: The site the links point to.
+SPEC_SITE = "https://modelcontextprotocol.io/specification"
+
+#: revision -> method -> (page path under the revision, page title, section heading).
+SECTIONS: dict[str, dict[str, tuple[str, str, str]]] = {
+    "2026-07-28": {
+        "completion/complete": (
+            "server/utilities/completion",
+            "Completion",
+            "Requesting Completions",
+        ),
+        "elicitation/create": ("client/elicitation", "Elicitation", "Elicitation Requests"),
+        "notifications/cancelled": (
+            "basic/patterns/cancellation",
+            "Cancellation",
+            "Cancellation Flow",
+        ),
+        "notifications/message": (
+            "server/utilities/logging",
+            "Logging",
+            "Log Message Notifications",
+        ),
+        "notifications/progress": ("basic/patterns/progress", "Progress", "Progress Flow"),
+        "notifications/prompts/list_changed": (
+            "server/prompts",
+            "Prompts",
+            "List Changed Notification",
+        ),
+        "notifications/resources/list_changed": (
+            "server/resources",
+            "Resources",
+            "List Changed Notification",
+        ),
+        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
+        "notifications/subscriptions/acknowledged": (
+            "basic/patterns/subscriptions",
+            "Subscriptions",
+            "Acknowledgment",
+        ),
+        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
+        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
+        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
+        "resources/list": ("server/resources", "Resources", "Listing Resources"),
+        "resources/read": ("server/resources", "Resources", "Reading Resources"),
+        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
+        "roots/list": ("client/roots", "Roots", "Listing Roots"),
+        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
+        "server/discover": ("server/discover", "Discovery", "Request"),
+        "subscriptions/listen": (
+            "basic/patterns/subscriptions",
+            "Subscriptions",
+            "Opening a Stream",
+        ),
+        "tools/call": ("server/tools", "Tools", "Calling Tools"),
+        "tools/list": ("server/tools", "Tools", "Listing Tools"),
+    },
+    "2025-11-25": {
+        "completion/complete": (
+            "server/utilities/completion",
+            "Completion",
+            "Requesting Completions",
+        ),
+        "elicitation/create": ("client/elicitation", "Elicitation", "Elicitation Requests"),
+        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
+        "notifications/cancelled": (
+            "basic/utilities/cancellation",
+            "Cancellation",
+            "Cancellation Flow",
+        ),
+        "notifications/elicitation/complete": (
+            "client/elicitation",
+            "Elicitation",
+            "Completion Notifications for URL Mode Elicitation",
+        ),
+        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "notifications/message": (
+            "server/utilities/logging",
+            "Logging",
+            "Log Message Notifications",
+        ),
+        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
+        "notifications/prompts/list_changed": (
+            "server/prompts",
+            "Prompts",
+            "List Changed Notification",
+        ),
+        "notifications/resources/list_changed": (
+            "server/resources",
+            "Resources",
+            "List Changed Notification",
+        ),
+        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
+        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
+        "notifications/tasks/status": (
+            "basic/utilities/tasks",
+            "Tasks",
+            "Task Status Notification",
+        ),
+        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
+        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
+        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
+        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
+        "resources/list": ("server/resources", "Resources", "Listing Resources"),
+        "resources/read": ("server/resources", "Resources", "Reading Resources"),
+        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
+        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
+        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
+        "roots/list": ("client/roots", "Roots", "Listing Roots"),
+        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
+        "tasks/cancel": ("basic/utilities/tasks", "Tasks", "Cancelling Tasks"),
+        "tasks/get": ("basic/utilities/tasks", "Tasks", "Getting Tasks"),
+        "tasks/list": ("basic/utilities/tasks", "Tasks", "Listing Tasks"),
+        "tasks/result": ("basic/utilities/tasks", "Tasks", "Retrieving Task Results"),
+        "tools/call": ("server/tools", "Tools", "Calling Tools"),
+        "tools/list": ("server/tools", "Tools", "Listing Tools"),
+    },
+    "2025-06-18": {
+        "completion/complete": (
+            "server/utilities/completion",
+            "Completion",
+            "Requesting Completions",
+        ),
+        "elicitation/create": (
+            "client/elicitation",
+            "Elicitation",
+            "Creating Elicitation Requests",
+        ),
+        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
+        "notifications/cancelled": (
+            "basic/utilities/cancellation",
+            "Cancellation",
+            "Cancellation Flow",
+        ),
+        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "notifications/message": (
+            "server/utilities/logging",
+            "Logging",
+            "Log Message Notifications",
+        ),
+        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
+        "notifications/prompts/list_changed": (
+            "server/prompts",
+            "Prompts",
+            "List Changed Notification",
+        ),
+        "notifications/resources/list_changed": (
+            "server/resources",
+            "Resources",
+            "List Changed Notification",
+        ),
+        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
+        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
+        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
+        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
+        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
+        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
+        "resources/list": ("server/resources", "Resources", "Listing Resources"),
+        "resources/read": ("server/resources", "Resources", "Reading Resources"),
+        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
+        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
+        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
+        "roots/list": ("client/roots", "Roots", "Listing Roots"),
+        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
+        "tools/call": ("server/tools", "Tools", "Calling Tools"),
+        "tools/list": ("server/tools", "Tools", "Listing Tools"),
+    },
+    "2025-03-26": {
+        "completion/complete": (
+            "server/utilities/completion",
+            "Completion",
+            "Requesting Completions",
+        ),
+        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
+        "notifications/cancelled": (
+            "basic/utilities/cancellation",
+            "Cancellation",
+            "Cancellation Flow",
+        ),
+        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
+        "notifications/message": (
+            "server/utilities/logging",
+            "Logging",
+            "Log Message Notifications",
+        ),
+        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
+        "notifications/prompts/list_changed": (
+            "server/prompts",
+            "Prompts",
+            "List Changed Notification",
+        ),
+        "notifications/resources/list_changed": (
+            "server/resources",
+            "Resources",
+            "List Changed Notification",
+        ),
+        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
+        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
+        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
+        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
+        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
+        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
+        "resources/list": ("server/resources", "Resources", "Listing Resources"),
+        "resources/read": ("server/resources", "Resources", "Reading Resources"),
+        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
+        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
+        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
+        "roots/list": ("client/roots", "Roots", "Listing Roots"),
+        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
+        "tools/call": ("server/tools", "Tools", "Calling Tools"),
+        "tools/list": ("server/tools", "Tools", "Listing Tools"),
+    },
+}
+#: 2024-11-05 (no spec text here to take anchors from): the page of each method, no section.
+PAGES_2024: dict[str, tuple[str, str]] = {
+    "completion/complete": ("server/utilities/completion", "Completion"),
+    "initialize": ("basic/lifecycle", "Lifecycle"),
+    "logging/setLevel": ("server/utilities/logging", "Logging"),
+    "notifications/cancelled": ("basic/utilities/cancellation", "Cancellation"),
+    "notifications/initialized": ("basic/lifecycle", "Lifecycle"),
+    "notifications/message": ("server/utilities/logging", "Logging"),
+    "notifications/progress": ("basic/utilities/progress", "Progress"),
+    "notifications/prompts/list_changed": ("server/prompts", "Prompts"),
+    "notifications/resources/list_changed": ("server/resources", "Resources"),
+    "notifications/resources/updated": ("server/resources", "Resources"),
+    "notifications/roots/list_changed": ("client/roots", "Roots"),
+    "notifications/tools/list_changed": ("server/tools", "Tools"),
+    "ping": ("basic/utilities/ping", "Ping"),
+    "prompts/get": ("server/prompts", "Prompts"),
+    "prompts/list": ("server/prompts", "Prompts"),
+    "resources/list": ("server/resources", "Resources"),
+    "resources/read": ("server/resources", "Resources"),
+    "resources/subscribe": ("server/resources", "Resources"),
+    "resources/templates/list": ("server/resources", "Resources"),
+    "resources/unsubscribe": ("server/resources", "Resources"),
+    "roots/list": ("client/roots", "Roots"),
+    "sampling/createMessage": ("client/sampling", "Sampling"),
+    "tools/call": ("server/tools", "Tools"),
+    "tools/list": ("server/tools", "Tools"),
+}
+
+
+def anchor(heading: str) -> str:
+    """The URL fragment the spec site gives a heading: lower case, punctuation dropped, spaces as ``-``."""
+    text = re.sub(r"[^\w\s-]", "", heading.replace("`", "").strip().lower())
+    return re.sub(r"\s+", "-", text)
+
+
+def spec_section(method: str | None, revision: str | None) -> dict[str, str] | None:
+    """``{"title", "url"}`` of the spec section of ``method`` at ``revision``; None when it has none.
+
+    >>> spec_section("tools/call", "2025-11-25")["url"]
+    'https://modelcontextprotocol.io/specification/2025-11-25/server/tools#calling-tools'
+    """
+    if method is None or revision is None:
+        return None
+    row = SECTIONS.get(revision, {}).get(method)
+    if row is not None:
+        path, title, heading = row
+        return {
+            "title": f"{title} — {heading}",
+            "url": f"{SPEC_SITE}/{revision}/{path}#{anchor(heading)}",
+        }
+    if revision == "2024-11-05" and method in PAGES_2024:
+        path, title = PAGES_2024[method]
+        return {"title": title, "url": f"{SPEC_SITE}/{revision}/{path}"}
+    return None
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the checks found for one message.
+
+    ``valid``: True or False against ``schema_type`` of ``schema``'s JSON Schema; None when no
+    type applies (an unknown method, a result whose request was not seen, no revision known).
+    ``errors``: at most :data:`MAX_ERRORS` lines.  ``method``: the request's method, or for an
+    answer the method of the request it answers (None when unknown).  ``spec``: :func:`spec_section`.
+    """
+
+    valid: bool | None
+    errors: tuple[str, ...]
+    schema: str | None
+    schema_type: str | None
+    method: str | None
+    spec: dict[str, str] | None
+
+
+def check_message(
+    message: Any,
+    revision: str | None,
+    answered: str | None = None,
+    task_augmented: bool = False,
+) -> Check:
+    """Check one JSON-RPC message (a parsed dict) against ``revision``'s schema.
+
+    ``answered``: for a result or an error, the method of the request it answers (a result is
+    checked as that method's result type).  ``task_augmented``: the request it answers asked
+    for a task (2025-11-25 tasks).  Anything but a dict is invalid: it is no JSON-RPC message.
+    """
+    if not isinstance(message, dict):
+        return Check(False, ("not a JSON-RPC message (a JSON object)",), revision, None, None, None)
+    method = message.get("method") if isinstance(message.get("method"), str) else answered
+    spec = spec_section(method, revision)
+    if revision not in schemas.VERSIONS:
+        return Check(None, (), None, None, method, spec)
+    assert revision is not None
+    name, _payload, found = schema_type(message, revision, answered, task_augmented)
+    if name is None and not found:
+        return Check(None, (), revision, None, method, spec)
+    errors = message_errors(message, revision, answered, task_augmented)
+    short = tuple(_short(error) for error in errors[:MAX_ERRORS])
+    return Check(not errors, short, revision, name, method, spec)
+
+
+def _short(error: str) -> str:
+    return error if len(error) <= MAX_ERROR_LENGTH else error[: MAX_ERROR_LENGTH - 1] + "…"
+
+
+class MessageChecker:
+    """Checks a conversation's messages in order, pairing each answer with its request.
+
+    ``check(direction, message)`` (``"-->"``: client to server, ``"<--"``: back) returns the
+    :class:`Check`.  The revision is the one :meth:`set_revision` gave, else the one the
+    ``initialize`` result named, else (for the ``initialize`` request itself) the one it asks
+    for; a 2026-07-28 request and its answer are checked at the revision its ``_meta`` names, and
+    so are the notifications of a conversation that never had a handshake.
+    Requests awaiting their answer are remembered up to :data:`MAX_PENDING`; past it the
+    oldest is forgotten (its answer is then checked with ``valid`` None).  Thread-safe.
+    """
+
+    #: Requests remembered until answered; past it the oldest is forgotten.
+    MAX_PENDING = 10_000
+
+    def __init__(self, revision: str | None = None):
+        self.revision = revision
+        self._told = revision is not None
+        self._modern: str | None = None  # the revision the last 2026-07-28 request named
+        self._pending: collections.OrderedDict[tuple[str, Any], tuple[str, str | None, bool]] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def set_revision(self, revision: str | None) -> None:
+        """The negotiated revision: messages from now on are checked against it."""
+        with self._lock:
+            self.revision = revision
+            self._told = revision is not None
+
+    def clear(self) -> None:
+        """Forget the requests awaiting answers (a new connection)."""
+        with self._lock:
+            self._pending.clear()
+
+    def check(self, direction: str, message: Any) -> Check:
+        """Check one message sent in ``direction`` (``"-->"`` or ``"<--"``)."""
+        with self._lock:
+            if not isinstance(message, dict):
+                return check_message(message, self.revision)
+            method = message.get("method")
+            request_id = message.get("id")
+            if isinstance(method, str):
+                modern = _named_revision(message)
+                if modern is not None:
+                    self._modern = modern
+                # a notification of a conversation with no handshake: the revision its requests name
+                revision = modern or self.revision or self._modern
+                if method == "initialize" and not self._told:
+                    params = message.get("params")
+                    asked = params.get("protocolVersion") if isinstance(params, dict) else None
+                    revision = asked if isinstance(asked, str) else revision
+                if "id" in message and _hashable(request_id):
+                    params = message.get("params")
+                    augmented = isinstance(params, dict) and "task" in params
+                    self._pending[(direction, request_id)] = (method, modern, augmented)
+                    if len(self._pending) > self.MAX_PENDING:
+                        self._pending.popitem(last=False)
+                return check_message(message, revision)
+            asked_way = "<--" if direction == "-->" else "-->"
+            request = (
+                self._pending.pop((asked_way, request_id), None) if _hashable(request_id) else None
+            )
+            answered, modern, augmented = request or (None, None, False)
+            result = message.get("result")
+            if (
+                answered == "initialize"
+                and not self._told
+                and isinstance(result, dict)
+                and isinstance(result.get("protocolVersion"), str)
+            ):
+                self.revision = result["protocolVersion"]
+            revision = modern or self.revision or (self._modern if answered is None else None)
+            return check_message(message, revision, answered, augmented)
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) or value is None
+
+
+def _named_revision(message: dict) -> str | None:
+    """The revision a 2026-07-28-era request names in ``params._meta`` (None: none, or not known)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    named = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    return named if named in schemas.VERSIONS else None

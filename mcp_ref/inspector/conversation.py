@@ -1,0 +1,419 @@
+"""The inspector's record of one conversation: every message, HTTP exchange, SSE event and log line.
+
+A :class:`Conversation` is fed by the client's hooks (``Client(trace=conv.trace)``,
+``Client.http(..., http_trace=conv.http_trace)``, a launched server's stderr lines through
+:meth:`Conversation.stderr`) and by the inspector's own notes.  It keeps a bounded log of
+records, hands new ones to subscribers, and exports the whole as JSON lines or as the Mermaid
+sequence diagram ``mcp-ref --diagram`` writes.
+
+The record format (also the export format, one record a line)
+-------------------------------------------------------------
+Every record is a JSON object, JSON-safe, its secrets already masked
+(:mod:`mcp_ref.inspector.masking`), with ``seq`` (1, 2, ... per conversation, never reused, not
+even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
+
+- ``"message"``: ``direction`` (``"send"``: client to server; ``"receive"``: server to client),
+  ``message`` (the JSON-RPC object, masked; for what is no JSON, its text), ``type``
+  (``"request"``, ``"notification"``, ``"result"``, ``"error"`` or ``"invalid"``), ``method``
+  (a request's or notification's; for a result or error the method of the request it answers,
+  when known), ``id``, ``label`` (``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``),
+  ``valid`` (true, false, or null when no schema type applies), ``errors`` (at most 5 lines),
+  ``schema`` (the revision checked against), ``spec`` (``{"title", "url"}`` of the spec section,
+  or null), ``exchange`` (the HTTP exchange that carried it; null over stdio) and ``size``
+  (bytes).  The checks are :mod:`mcp_ref.inspector.checks`'s.
+- ``"http"`` and ``"sse"``: one HTTP request or response, one server-sent event
+  (:mod:`mcp_ref.inspector.http_view` lists their fields).
+- ``"stderr"``: ``line``, a launched server's stderr line.
+- ``"note"``: ``text``, e.g. ``connected over stdio, 2026-07-28``.
+
+Messages and exchanges are paired: a message received names the exchange whose JSON body or SSE
+event carried it (matched by content); a message sent over HTTP is recorded when the request
+carrying it goes out, so that it names that exchange too (an HTTP conversation is recognised by
+its first HTTP report, or told: ``Conversation(http=True)``).  A sent message whose request is not
+seen before the next message received (the 2026-07-28 era sends no client notifications over
+HTTP) is recorded with ``exchange`` null; should its request still come, the record is completed
+then, and the request's record lists it in ``messages`` (the seqs of the messages a request
+carried).
+
+The JSON-lines export starts with a header record ``{"kind": "header", "format":
+"mcp-ref-conversation", "version": 1, "target", "revision", "dropped", "exported"}``, then one
+record a line, oldest first.
+
+Bounds: at most ``max_records`` records (default 50,000): past it the oldest are dropped and
+:attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
+:data:`SUBSCRIBER_QUEUE` records: a subscriber that falls that far behind is closed (its
+``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
+from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import queue
+import threading
+import time
+from typing import Any
+
+from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
+from ..workbench.diagram import Recorder, method_label, short
+from .checks import MessageChecker
+from .http_view import carried_messages, cut, http_record, sse_record
+from .masking import mask_json
+
+#: Records a subscriber's queue holds; past it the subscriber is closed.
+SUBSCRIBER_QUEUE = 10_000
+#: Entries each pairing table (messages carried by exchanges; sent messages awaiting their
+#: request) holds; past it the oldest is forgotten.
+MAX_PAIRING = 10_000
+#: Sent messages of the very same text awaiting their request, at most (the latest are kept).
+MAX_SAME = 16
+#: What ``records()`` returns at most per call.
+MAX_PAGE = 10_000
+#: The export's format name and version (its header record).
+EXPORT_FORMAT = "mcp-ref-conversation"
+EXPORT_VERSION = 1
+DIRECTIONS = {"-->": "send", "<--": "receive"}
+
+
+class Subscription:
+    """New records of a :class:`Conversation` as they come, through a bounded queue.
+
+    ``get(timeout)`` returns the next record, or None when ``timeout`` passed or the
+    subscription is closed (:attr:`closed`: by :meth:`close`, or by the conversation when
+    :data:`SUBSCRIBER_QUEUE` records were waiting: read the rest with ``records(after=...)``).
+    """
+
+    def __init__(self, conversation: Conversation):
+        self._conversation = conversation
+        self._queue: queue.Queue[dict | None] = queue.Queue(SUBSCRIBER_QUEUE)
+        self._closed = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        """True once closed: no more records come (those already queued are still returned)."""
+        return self._closed.is_set()
+
+    def get(self, timeout: float | None = None) -> dict | None:
+        """The next record; None when ``timeout`` (seconds) passed or the subscription is closed."""
+        if self._closed.is_set() and self._queue.empty():
+            return None
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """Stop receiving records (idempotent)."""
+        self._conversation._unsubscribe(self)
+        self._closed_now()
+
+    def _offer(self, record: dict) -> bool:
+        """Queue ``record``; False (and closed) when the queue is full."""
+        try:
+            self._queue.put_nowait(record)
+            return True
+        except queue.Full:
+            self._closed_now()
+            return False
+
+    def _closed_now(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            try:
+                self._queue.put_nowait(None)  # wakes a reader waiting in get()
+            except queue.Full:
+                pass
+
+
+class Conversation:
+    """The bounded, thread-safe record of one conversation (the module docstring has the format).
+
+    ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`).
+    ``target``: what is inspected (a command line or URL), for the export's header.
+    ``http``: True when the client talks HTTP (so that the very first message sent waits for its
+    request too; later ones do once any HTTP report came).
+    """
+
+    def __init__(self, max_records: int = 50_000, *, target: str = "", http: bool = False):
+        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
+            raise ValueError(f"max_records must be a positive int, not {max_records!r}")
+        self.max_records = max_records
+        #: What is inspected (a command line or URL): the export's header names it.
+        self.target = target
+        #: Records dropped from the start of the log since it began (or since :meth:`clear`).
+        self.dropped = 0
+        self._http = http
+        self._lock = threading.Lock()
+        self._records: collections.deque[dict] = collections.deque(maxlen=max_records)
+        self._seq = itertools.count(1)
+        self._subscribers: list[Subscription] = []
+        self._checker = MessageChecker()
+        self._recorder = Recorder()
+        # message text (canonical JSON) -> the exchange that carried it, for messages received
+        self._carried: collections.OrderedDict[str, int] = collections.OrderedDict()
+        # message text -> its record, for messages sent whose request has not been seen yet
+        self._unsent: collections.OrderedDict[str, list[dict]] = collections.OrderedDict()
+        self._held: list[dict] = []  # records of those, waiting to be appended (HTTP)
+
+    # -- what feeds it -------------------------------------------------------------------
+
+    @property
+    def revision(self) -> str | None:
+        """The revision messages are checked against (told, or learnt from ``initialize``)."""
+        return self._checker.revision
+
+    def set_revision(self, version: str | None) -> None:
+        """The negotiated revision: the checks use it from now on."""
+        self._checker.set_revision(version)
+
+    def trace(self, direction: str, data: bytes) -> None:
+        """The client's ``trace`` hook: ``"-->"`` a message sent, ``"<--"`` one received."""
+        now = time.time()
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError):
+            parsed = _NOT_JSON
+        with self._lock:
+            if parsed is _NOT_JSON:
+                text = bytes(data).decode("utf-8", errors="replace")
+                record = self._invalid(direction, cut(text)[0], len(data), now)
+                self._flush_held()
+                self._append(record)
+                return
+            items = parsed if isinstance(parsed, list) and parsed else [parsed]
+            self._recorder.record(direction, mask_json(parsed))
+            for item in items:
+                size = len(data) if len(items) == 1 else len(_canonical(item).encode())
+                record = self._message(direction, item, size, now)
+                if direction == "-->":
+                    key = _canonical(item)
+                    self._remember(self._unsent, key, record)
+                    if self._http:
+                        self._held.append(record)
+                        continue
+                else:
+                    record["exchange"] = self._carried.pop(_canonical(item), None)
+                    self._flush_held()
+                self._append(record)
+
+    def http_trace(self, seen: HttpRequestSeen | HttpResponseSeen | SseEventSeen) -> None:
+        """The HTTP client's observer (``Client.http(..., http_trace=conv.http_trace)``)."""
+        now = time.time()
+        if isinstance(seen, SseEventSeen):
+            record = sse_record(seen)
+            carried = carried_messages(seen.data)
+        else:
+            record = http_record(seen)
+            carried = carried_messages(seen.body)
+        with self._lock:
+            self._http = True
+            record["time"] = now
+            if isinstance(seen, HttpRequestSeen):
+                linked = []
+                for item in carried:
+                    waiting = self._unsent.get(_canonical(item))
+                    if not waiting:
+                        continue
+                    message = waiting.pop(0)
+                    if not waiting:
+                        del self._unsent[_canonical(item)]
+                    message["exchange"] = seen.exchange
+                    if any(message is held for held in self._held):
+                        self._held = [held for held in self._held if held is not message]
+                        self._append(message)
+                    linked.append(message["seq"])
+                record["messages"] = linked
+            else:
+                for item in carried:
+                    self._carried[_canonical(item)] = seen.exchange
+                    self._carried.move_to_end(_canonical(item))
+                    if len(self._carried) > MAX_PAIRING:
+                        self._carried.popitem(last=False)
+            self._append(record)
+
+    def stderr(self, line: str) -> None:
+        """A line the launched server wrote on its stderr."""
+        self._add({"kind": "stderr", "line": cut(str(line).rstrip("\r\n"))[0]})
+
+    def note(self, text: str) -> None:
+        """A note of the inspector's own (connected, reconnecting, closed ...); also a note across
+        the lifelines of the Mermaid diagram."""
+        self._recorder.note(text)
+        self._add({"kind": "note", "text": str(text)})
+
+    # -- what it gives ---------------------------------------------------------------------
+
+    def records(self, after: int = 0, limit: int = 1000) -> list[dict]:
+        """Up to ``limit`` (at most :data:`MAX_PAGE`) records whose ``seq`` is past ``after``, oldest first."""
+        limit = max(0, min(int(limit), MAX_PAGE))
+        with self._lock:
+            if not self._records:
+                return []
+            first = self._records[0]["seq"]
+            start = max(0, int(after) - first + 1)
+            return list(itertools.islice(self._records, start, start + limit))
+
+    @property
+    def last(self) -> int:
+        """The seq of the newest record (0: none yet)."""
+        with self._lock:
+            return self._records[-1]["seq"] if self._records else 0
+
+    def subscribe(self) -> Subscription:
+        """A :class:`Subscription` to every record appended from now on."""
+        subscription = Subscription(self)
+        with self._lock:
+            self._subscribers.append(subscription)
+        return subscription
+
+    def export_jsonl(self) -> str:
+        """The conversation as JSON lines: a header record, then every record kept, oldest first."""
+        with self._lock:
+            header = {
+                "kind": "header",
+                "format": EXPORT_FORMAT,
+                "version": EXPORT_VERSION,
+                "target": self.target,
+                "revision": self._checker.revision,
+                "dropped": self.dropped,
+                "exported": time.time(),
+            }
+            lines = [json.dumps(header, ensure_ascii=False)]
+            lines += [json.dumps(record, ensure_ascii=False) for record in self._records]
+        return "\n".join(lines) + "\n"
+
+    def mermaid(self, title: str) -> str:
+        """The conversation as the Markdown and Mermaid ``sequenceDiagram`` ``--diagram`` writes
+        (:class:`~mcp_ref.workbench.diagram.Recorder`: bounded, look-alike runs summarised)."""
+        return self._recorder.mermaid(title)
+
+    def clear(self) -> None:
+        """Forget every record (``seq`` goes on from where it was: a reader's ``after`` stays good)."""
+        with self._lock:
+            self._records.clear()
+            self.dropped = 0
+            self._held.clear()
+            self._unsent.clear()
+            self._carried.clear()
+            self._checker.clear()
+            self._recorder = Recorder()
+
+    # -- inside --------------------------------------------------------------------------------
+
+    def _add(self, record: dict) -> None:
+        record["time"] = time.time()
+        with self._lock:
+            self._flush_held()
+            self._append(record)
+
+    def _append(self, record: dict) -> None:
+        """Number ``record``, keep it, and hand it to the subscribers (under the lock)."""
+        record["seq"] = next(self._seq)
+        if len(self._records) == self.max_records:
+            self.dropped += 1
+        self._records.append(record)
+        if self._subscribers:
+            self._subscribers = [s for s in self._subscribers if s._offer(record)]
+
+    def _flush_held(self) -> None:
+        """Append the sent messages still waiting for their request (it did not come in time)."""
+        held, self._held = self._held, []
+        for record in held:
+            self._append(record)
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._subscribers = [s for s in self._subscribers if s is not subscription]
+
+    @staticmethod
+    def _remember(table: collections.OrderedDict, key: str, record: dict) -> None:
+        waiting = table.setdefault(key, [])
+        waiting.append(record)
+        del waiting[:-MAX_SAME]  # the same text sent again and again: the latest few
+        table.move_to_end(key)
+        if len(table) > MAX_PAIRING:
+            table.popitem(last=False)
+
+    def _invalid(self, direction: str, text: str, size: int, now: float) -> dict:
+        return {
+            "kind": "message",
+            "time": now,
+            "direction": DIRECTIONS.get(direction, direction),
+            "message": text,
+            "type": "invalid",
+            "method": None,
+            "id": None,
+            "label": "(not JSON)",
+            "valid": False,
+            "errors": ["not JSON"],
+            "schema": self._checker.revision,
+            "spec": None,
+            "exchange": None,
+            "size": size,
+        }
+
+    def _message(self, direction: str, message: Any, size: int, now: float) -> dict:
+        check = self._checker.check(direction, message)
+        kind = message_type(message)
+        request_id = message.get("id") if isinstance(message, dict) else None
+        return {
+            "kind": "message",
+            "time": now,
+            "direction": DIRECTIONS.get(direction, direction),
+            "message": mask_json(message),
+            "type": kind,
+            "method": check.method,
+            "id": request_id if _json_scalar(request_id) else None,
+            "label": label(message, kind),
+            "valid": check.valid,
+            "errors": list(check.errors),
+            "schema": check.schema,
+            "spec": check.spec,
+            "exchange": None,
+            "size": size,
+        }
+
+
+_NOT_JSON = object()
+
+
+def _json_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _canonical(message: Any) -> str:
+    """A message's text, the same however it was spaced or ordered: the key that pairs it."""
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def message_type(message: Any) -> str:
+    """``"request"``, ``"notification"``, ``"result"``, ``"error"`` or ``"invalid"``."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return "invalid"
+    if isinstance(message.get("method"), str):
+        return "request" if "id" in message else "notification"
+    if "result" in message:
+        return "result"
+    if "error" in message:
+        return "error"
+    return "invalid"
+
+
+def label(message: Any, kind: str | None = None) -> str:
+    """The short text of a message's row: ``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``,
+    ``notifications/progress`` (the diagram's rules: methods, names, URIs, codes; never payloads)."""
+    kind = kind or message_type(message)
+    if kind == "invalid" or not isinstance(message, dict):
+        return "(not a JSON-RPC message)"
+    ident = f"#{short(message.get('id'))}"
+    if kind == "request":
+        subject = method_label(message["method"], message)[len(message["method"]) :].strip()
+        return f"{short(message['method'], 64)} {ident}" + (f" {subject}" if subject else "")
+    if kind == "notification":
+        return method_label(short(message["method"], 64), message)
+    if kind == "error":
+        error = message["error"] if isinstance(message["error"], dict) else {}
+        return f"{ident} error {short(error.get('code'))}"
+    return f"{ident} result"

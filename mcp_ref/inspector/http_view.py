@@ -1,0 +1,127 @@
+"""The inspector's records of HTTP traffic: the observer's reports as JSON-safe, masked records.
+
+:func:`http_record` turns an :class:`~mcp_ref.http.exchange_trace.HttpRequestSeen` or
+:class:`~mcp_ref.http.exchange_trace.HttpResponseSeen` into a record of kind ``"http"``,
+:func:`sse_record` an :class:`~mcp_ref.http.exchange_trace.SseEventSeen` into one of kind
+``"sse"`` (the fields are :mod:`mcp_ref.inspector.conversation`'s; ``seq`` and ``time`` are
+added there):
+
+- ``http``: ``exchange``, ``phase`` (``"request"`` or ``"response"``), ``method`` and ``url``
+  (a request's; null on a response), ``status`` and ``reason`` (a response's; null on a
+  request), ``headers`` (``[[name, value], ...]``, masked), ``mcp_headers`` (below), ``body``
+  (text, masked; null when there is none), ``truncated`` (true when the body was cut at
+  :data:`MAX_BODY_TEXT`), ``sse`` (true for a response that is an event stream);
+- ``sse``: ``exchange``, ``event_id``, ``event``, ``data`` (masked, cut as a body), ``retry``.
+
+``mcp_headers`` lists the protocol's own headers, each ``{"name", "raw", "decoded"}``:
+``MCP-Protocol-Version`` and ``Mcp-Session-Id`` (decoded as they are), and the 2026-07-28
+``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` whose values may be Base64 (``=?base64?...?=``,
+2026-07-28 basic/transports/streamable-http §Value Encoding): ``decoded`` is the value they carry
+(null when it does not decode).
+
+:func:`carried_messages` gives the JSON-RPC messages a body or an event's data holds, so the
+conversation can link each message to the exchange that carried it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
+from ..http.headers import decode_value
+from .masking import mask_headers, mask_text, mask_url
+
+#: A body or an event's data is shown up to this many characters (64 KiB); the rest is cut.
+MAX_BODY_TEXT = 64 * 1024
+#: Headers of the protocol whose values are shown as they are.
+PLAIN_MCP_HEADERS = frozenset({"mcp-protocol-version", "mcp-session-id"})
+#: 2026-07-28 headers whose values may be Base64-encoded (§Value Encoding).
+ENCODED_MCP_HEADERS = frozenset({"mcp-method", "mcp-name"})
+
+
+def mcp_headers(headers) -> list[dict[str, Any]]:
+    """The protocol's headers among ``headers`` (pairs), each ``{"name", "raw", "decoded"}``."""
+    found = []
+    for name, value in headers:
+        lower = name.lower()
+        if lower in PLAIN_MCP_HEADERS:
+            found.append({"name": name, "raw": value, "decoded": value})
+        elif lower in ENCODED_MCP_HEADERS or lower.startswith("mcp-param-"):
+            try:
+                decoded: str | None = decode_value(value)
+            except ValueError:
+                decoded = None
+            found.append({"name": name, "raw": value, "decoded": decoded})
+    return found
+
+
+def body_text(body: bytes | None, content_type: str | None = None) -> tuple[str | None, bool]:
+    """``(text, truncated)``: a body decoded (UTF-8, bad bytes replaced), masked, cut at
+    :data:`MAX_BODY_TEXT`; ``(None, False)`` for no body."""
+    if body is None:
+        return None, False
+    text = body.decode("utf-8", errors="replace")
+    return cut(mask_text(text, content_type))
+
+
+def cut(text: str) -> tuple[str, bool]:
+    """``(text, truncated)``: ``text`` cut at :data:`MAX_BODY_TEXT` characters."""
+    if len(text) <= MAX_BODY_TEXT:
+        return text, False
+    return text[:MAX_BODY_TEXT], True
+
+
+def _content_type(headers) -> str | None:
+    for name, value in headers:
+        if name.lower() == "content-type":
+            return value
+    return None
+
+
+def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:
+    """The ``http`` record of a request or a response (without ``seq`` and ``time``)."""
+    content_type = _content_type(seen.headers)
+    body, truncated = body_text(seen.body, content_type)
+    request = isinstance(seen, HttpRequestSeen)
+    return {
+        "kind": "http",
+        "exchange": seen.exchange,
+        "phase": "request" if request else "response",
+        "method": seen.method if isinstance(seen, HttpRequestSeen) else None,
+        "url": mask_url(seen.url) if isinstance(seen, HttpRequestSeen) else None,
+        "status": seen.status if isinstance(seen, HttpResponseSeen) else None,
+        "reason": seen.reason if isinstance(seen, HttpResponseSeen) else None,
+        "headers": mask_headers(seen.headers),
+        "mcp_headers": mcp_headers(mask_headers(seen.headers)),
+        "body": body,
+        "truncated": truncated,
+        "sse": not request
+        and (content_type or "").split(";")[0].strip().lower() == "text/event-stream",
+    }
+
+
+def sse_record(seen: SseEventSeen) -> dict[str, Any]:
+    """The ``sse`` record of one event (without ``seq`` and ``time``)."""
+    data, truncated = cut(mask_text(seen.data))
+    return {
+        "kind": "sse",
+        "exchange": seen.exchange,
+        "event_id": seen.event_id,
+        "event": seen.event,
+        "data": data,
+        "truncated": truncated,
+        "retry": seen.retry,
+    }
+
+
+def carried_messages(data: bytes | str | None) -> list[Any]:
+    """The JSON-RPC messages a body or an event's data carries (a batch's each), parsed; none
+    when it is not JSON."""
+    if not data:
+        return []
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return []
+    return parsed if isinstance(parsed, list) else [parsed]

@@ -1,0 +1,183 @@
+"""Secrets masked before the inspector shows or exports anything: headers, JSON, forms, URLs.
+
+What is masked (the value replaced by :data:`MASK`, the kind of secret kept where there is one):
+
+- headers (:data:`SECRET_HEADERS`): ``Authorization`` and ``Proxy-Authorization`` keep their
+  scheme word (``Bearer ••••••``, ``DPoP ••••••``, ``Basic ••••••``); ``Cookie`` keeps each
+  cookie's name (``session=••••••``); ``Set-Cookie`` its name and attributes (``sid=••••••;
+  Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone;
+- JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
+  ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
+  ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...); a string that
+  reads as an ``Authorization`` value (``Bearer x``) under any such key keeps its scheme word;
+- form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
+  and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
+  URL's userinfo (``https://••••••@host/``);
+- SSE data and other text: as JSON when it parses, else as a form when it reads as one.
+
+JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
+raises: text that is neither JSON nor a form is shown as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+#: What stands where a secret was.
+MASK = "••••••"
+#: Header names (lower case) whose values are secrets.
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "dpop",
+        "x-api-key",
+        "api-key",
+        "x-auth-token",
+    }
+)
+#: Key names (lower case, ``_`` and ``-`` left out) whose values are secrets, in JSON, forms and queries.
+SECRET_KEYS = frozenset(
+    {
+        "accesstoken",
+        "refreshtoken",
+        "idtoken",
+        "token",
+        "clientsecret",
+        "codeverifier",
+        "password",
+        "passwd",
+        "secret",
+        "apikey",
+        "authorization",
+        "proxyauthorization",
+        "clientassertion",
+        "assertion",
+        "subjecttoken",
+        "actortoken",
+        "devicecode",
+        "registrationaccesstoken",
+        "privatekey",
+        "cookie",
+        "dpop",
+    }
+)
+#: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code).
+FORM_ONLY_KEYS = frozenset({"code"})
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")
+#: The authentication schemes whose word is kept when a JSON value holds a credential.
+KNOWN_SCHEMES = frozenset(
+    {"bearer", "basic", "dpop", "digest", "negotiate", "token", "mac", "ntlm"}
+)
+
+
+def secret_key(name: str, form: bool = False) -> bool:
+    """True when a JSON key (or, ``form``, a form or query key) names a secret."""
+    key = name.lower().replace("_", "").replace("-", "")
+    return key in SECRET_KEYS or (form and key in FORM_ONLY_KEYS)
+
+
+def mask_credential(value: str, any_scheme: bool = False) -> str:
+    """A credential masked, its scheme word kept: ``Bearer abc`` -> ``Bearer ••••••``.
+
+    The first word is kept when it is one of :data:`KNOWN_SCHEMES` (or any word, ``any_scheme``:
+    an ``Authorization`` header always starts with its scheme); else all of it is masked (a
+    password with a space in it keeps none of its words)."""
+    match = _SCHEME.match(value.strip())
+    if match and (any_scheme or match.group(1).lower() in KNOWN_SCHEMES):
+        return f"{match.group(1)} {MASK}"
+    return MASK
+
+
+def mask_header(name: str, value: str) -> str:
+    """``value`` of header ``name``, masked when the header carries a secret."""
+    lower = name.lower()
+    if lower not in SECRET_HEADERS:
+        return value
+    if lower in ("authorization", "proxy-authorization"):
+        return mask_credential(value, any_scheme=True)
+    if lower == "cookie":
+        names = [part.split("=", 1)[0].strip() for part in value.split(";") if part.strip()]
+        return "; ".join(f"{cookie}={MASK}" for cookie in names) or MASK
+    if lower == "set-cookie":
+        first, _, attributes = value.partition(";")
+        cookie = first.split("=", 1)[0].strip()
+        return f"{cookie}={MASK}" + (f";{attributes}" if attributes else "")
+    return MASK
+
+
+def mask_headers(headers) -> list[list[str]]:
+    """``[[name, value], ...]`` with every secret value masked (``headers``: pairs or a mapping)."""
+    pairs = headers.items() if hasattr(headers, "items") else headers
+    return [[str(name), mask_header(str(name), str(value))] for name, value in pairs]
+
+
+def mask_json(value: Any) -> Any:
+    """A copy of a parsed JSON value with every secret key's value masked, at any depth."""
+    if isinstance(value, dict):
+        return {
+            key: _masked_value(item) if secret_key(str(key)) else mask_json(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_json(item) for item in value]
+    return value
+
+
+def _masked_value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return mask_credential(value)
+    return MASK
+
+
+def mask_form(text: str) -> str:
+    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked."""
+    pairs = parse_qsl(text, keep_blank_values=True)
+    return "&".join(
+        f"{quote(key, safe='')}={MASK if secret_key(key, form=True) else quote(value, safe='')}"
+        for key, value in pairs
+    )
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its userinfo and the query values of secret keys (and ``code``) masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query and any(secret_key(key, form=True) for key, _ in parse_qsl(query)):
+        query = mask_form(query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _looks_like_form(text: str) -> bool:
+    return bool(re.fullmatch(r"[^\s=&]+=[^\s&]*(&[^\s=&]+=[^\s&]*)*", text.strip()))
+
+
+def mask_text(text: str, content_type: str | None = None) -> str:
+    """A body or an event's data as text, masked: JSON (re-encoded, secrets masked) when it parses,
+    a form when ``content_type`` says so or it reads as one, else unchanged."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "application/x-www-form-urlencoded" or (
+        kind != "application/json" and _looks_like_form(text)
+    ):
+        return mask_form(text)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(parsed, (dict, list)):
+        return text
+    masked = mask_json(parsed)
+    return text if masked == parsed else json.dumps(masked, ensure_ascii=False)

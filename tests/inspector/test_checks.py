@@ -1,0 +1,211 @@
+"""Each message checked against its revision's official schema and linked to its spec section.
+
+The table of spec sections (mcp_ref.inspector.checks.SECTIONS) covers every method and notification
+of each revision's schema; when the specification's text is at hand (beside the repository, as in
+the project's workspace) each row's heading is found on its page.  Answers are checked as the
+answer to their request's method, paired by id and direction.  The demo's whole walkthrough, in
+both eras, is valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from mcp_ref import schemas
+from mcp_ref.inspector.checks import (
+    MAX_ERRORS,
+    PAGES_2024,
+    SECTIONS,
+    MessageChecker,
+    anchor,
+    check_message,
+    spec_section,
+)
+from mcp_ref.workbench.wire_check import NOTIFICATION_TYPES, REQUEST_TYPES
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_TEXT = ROOT.parent / "shared" / "spec" / "docs"
+
+
+def schema_methods(version: str) -> set[str]:
+    """Every method and notification name the revision's schema defines."""
+    root = schemas.load(version)
+    types = root.get("$defs") or root["definitions"]
+    found = {t.get("properties", {}).get("method", {}).get("const") for t in types.values()}
+    return found - {None}
+
+
+@pytest.mark.parametrize("version", schemas.VERSIONS)
+def test_every_method_of_every_revision_has_its_spec_link(version):
+    methods = schema_methods(version)
+    assert methods >= {m for m in {**REQUEST_TYPES, **NOTIFICATION_TYPES} if m in methods}
+    for method in methods:
+        link = spec_section(method, version)
+        assert link is not None, f"{method} has no spec section at {version}"
+        assert link["url"].startswith(f"https://modelcontextprotocol.io/specification/{version}/")
+        if version != "2024-11-05":
+            path, title, heading = SECTIONS[version][method]
+            assert link["url"] == (
+                f"https://modelcontextprotocol.io/specification/{version}/{path}#{anchor(heading)}"
+            )
+            assert link["title"] == f"{title} — {heading}"
+    # and nothing in the table that the revision does not have
+    table = set(SECTIONS[version]) if version in SECTIONS else set(PAGES_2024)
+    assert table == methods
+
+
+def test_links_name_the_page_and_section():
+    assert spec_section("tools/call", "2025-11-25") == {
+        "title": "Tools — Calling Tools",
+        "url": "https://modelcontextprotocol.io/specification/2025-11-25/server/tools#calling-tools",
+    }
+    assert spec_section("notifications/progress", "2026-07-28")["url"].endswith(
+        "/2026-07-28/basic/patterns/progress#progress-flow"
+    )
+    assert spec_section("prompts/get", "2025-03-26")["url"].endswith("#getting-a-prompt")
+    assert spec_section("tools/list", "2024-11-05") == {
+        "title": "Tools",
+        "url": "https://modelcontextprotocol.io/specification/2024-11-05/server/tools",
+    }
+    assert spec_section("ping", "2026-07-28") is None  # no ping in that revision
+    assert spec_section("no/such", "2025-11-25") is None
+    assert spec_section("tools/list", None) is None
+    assert anchor("Completion Notifications for URL Mode Elicitation") == (
+        "completion-notifications-for-url-mode-elicitation"
+    )
+
+
+@pytest.mark.skipif(
+    not SPEC_TEXT.is_dir(), reason="the specification's text is not beside the repository"
+)
+def test_every_heading_of_the_table_is_on_its_page_in_the_spec_text():
+    for version, table in SECTIONS.items():
+        for method, (path, title, heading) in table.items():
+            text = (SPEC_TEXT / version / f"{path}.mdx").read_text(encoding="utf-8")
+            assert re.search(rf"^title:\s*\"?{re.escape(title)}\"?\s*$", text, re.M), (
+                version,
+                path,
+            )
+            assert re.search(rf"^#{{2,4}}\s+{re.escape(heading)}\s*$", text, re.M), (
+                version,
+                method,
+                heading,
+            )
+            # the page names the method (resources/unsubscribe, in no page's text, is linked to
+            # the Subscriptions section with resources/subscribe)
+            assert method in text or method == "resources/unsubscribe", (version, method, path)
+
+
+def test_a_known_bad_message_is_invalid_with_a_useful_error():
+    bad = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}
+    check = check_message(bad, "2025-11-25")
+    assert check.valid is False
+    assert check.schema == "2025-11-25" and check.schema_type == "CallToolRequest"
+    assert check.errors == ("CallToolRequest: 'name' is a required property at /params",)
+    assert check.spec["title"] == "Tools — Calling Tools"
+
+
+def test_errors_are_few_and_short():
+    result = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"x": "y" * 1000}] * 20}}
+    check = check_message(result, "2025-06-18", answered="tools/list")
+    assert check.valid is False
+    assert 0 < len(check.errors) <= MAX_ERRORS
+    assert all(len(error) <= 300 for error in check.errors)
+
+
+def test_no_schema_applies_to_an_unknown_method_or_revision():
+    message = {"jsonrpc": "2.0", "id": 1, "method": "vendor/thing", "params": {}}
+    assert check_message(message, "2025-11-25").valid is None
+    assert check_message({"jsonrpc": "2.0", "id": 1, "method": "ping"}, "1999-01-01").valid is None
+    assert check_message([1], "2025-11-25").valid is False
+
+
+def test_an_answer_is_checked_as_its_request_s_method_each_way():
+    checker = MessageChecker("2025-11-25")
+    # the client's request 1 and the server's request 1 are different requests
+    checker.check("-->", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    checker.check("<--", {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    roots = checker.check("-->", {"jsonrpc": "2.0", "id": 1, "result": {"roots": []}})
+    tools = checker.check("<--", {"jsonrpc": "2.0", "id": 1, "result": {"roots": []}})
+    assert (roots.method, roots.valid, roots.schema_type) == ("roots/list", True, "ListRootsResult")
+    assert (tools.method, tools.valid, tools.schema_type) == (
+        "tools/list",
+        False,
+        "ListToolsResult",
+    )
+    assert tools.spec["title"] == "Tools — Listing Tools"
+    orphan = checker.check("<--", {"jsonrpc": "2.0", "id": 9, "result": {}})
+    assert (orphan.method, orphan.valid) == (None, None)  # whose answer? no type applies
+
+
+def test_the_revision_is_learnt_from_initialize_unless_told():
+    checker = MessageChecker()
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    assert checker.check("-->", init).schema == "2025-06-18"  # what it asks for
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "result": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"},
+        },
+    }
+    assert checker.check("<--", answer).valid is True
+    assert checker.revision == "2025-03-26"
+    assert (
+        checker.check("-->", {"jsonrpc": "2.0", "id": 1, "method": "ping"}).schema == "2025-03-26"
+    )
+    told = MessageChecker("2025-11-25")
+    told.check("-->", init)
+    told.check("<--", answer)
+    assert told.revision == "2025-11-25"
+
+
+def test_a_modern_request_and_its_answer_are_checked_at_the_revision_they_name():
+    checker = MessageChecker()
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    assert checker.check("-->", request).schema == "2026-07-28"
+    answer = checker.check("<--", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+    assert answer.schema == "2026-07-28" and answer.method == "tools/list"
+    note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert checker.check("<--", note).schema == "2026-07-28"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_the_demo_walkthrough_is_valid_throughout(era):
+    from mcp_ref.inspector.conversation import Conversation
+    from mcp_ref.workbench import walkthrough
+
+    conv = Conversation()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert walkthrough.run(trace=conv.trace, era=era, timeout=30) == 0
+    messages = [r for r in conv.records(limit=10_000) if r["kind"] == "message"]
+    assert len(messages) > 300
+    assert [r for r in messages if r["valid"] is False] == []
+    checked = [r for r in messages if r["valid"]]
+    # only the tasks extension's messages (SEP-2663, no official schema) go unchecked
+    assert {r["method"] for r in messages if r["valid"] is None} <= {
+        "tools/call",
+        "tasks/get",
+        "tasks/cancel",
+        "tasks/update",
+    }
+    assert len(checked) >= len(messages) - 10
+    assert all(r["spec"] is not None for r in checked)

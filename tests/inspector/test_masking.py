@@ -1,0 +1,138 @@
+"""The inspector masks secrets in headers, JSON (at any depth), form bodies and URLs, keeping the
+kind of secret (the scheme word, the cookie's name) so a reader sees what was there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_ref.inspector.masking import (
+    MASK,
+    mask_header,
+    mask_headers,
+    mask_json,
+    mask_text,
+    mask_url,
+    secret_key,
+)
+
+
+@pytest.mark.parametrize(
+    "name, value, shown",
+    [
+        ("Authorization", "Bearer eyJhbGciOi.secret.sig", f"Bearer {MASK}"),
+        ("authorization", "DPoP abc", f"DPoP {MASK}"),
+        ("Proxy-Authorization", "Basic dXNlcjpwYXNz", f"Basic {MASK}"),
+        ("Authorization", "justatoken", MASK),
+        ("Cookie", "session=abc; theme=dark", f"session={MASK}; theme={MASK}"),
+        ("Set-Cookie", "sid=abc; Path=/; HttpOnly", f"sid={MASK}; Path=/; HttpOnly"),
+        ("DPoP", "eyJ0eXAiOiJkcG9wK2p3dCJ9.x.y", MASK),
+        ("X-Api-Key", "k-123", MASK),
+        ("Content-Type", "application/json", "application/json"),
+        ("Mcp-Session-Id", "abc", "abc"),
+    ],
+)
+def test_secret_headers_are_masked_keeping_their_kind(name, value, shown):
+    assert mask_header(name, value) == shown
+
+
+def test_mask_headers_takes_pairs_or_a_mapping():
+    pairs = [("Authorization", "Bearer t0k3n"), ("Accept", "text/event-stream")]
+    assert mask_headers(pairs) == [
+        ["Authorization", f"Bearer {MASK}"],
+        ["Accept", "text/event-stream"],
+    ]
+    assert mask_headers(dict(pairs)) == mask_headers(pairs)
+
+
+def test_nested_json_secrets_are_masked_and_nothing_else():
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "login",
+            "arguments": {
+                "user": "ada",
+                "password": "hunter2 is long",
+                "deep": [{"accessToken": "at-1", "refresh_token": "rt-1"}, {"count": 3}],
+                "client-secret": {"nested": "object"},
+                "headers": {"Authorization": "Bearer zzz"},
+            },
+        },
+    }
+    masked = mask_json(message)
+    text = json.dumps(masked)
+    for secret in ("hunter2", "at-1", "rt-1", "zzz", "object"):
+        assert secret not in text
+    arguments = masked["params"]["arguments"]
+    assert arguments["password"] == MASK  # no word of it kept: "hunter2" is no scheme
+    assert arguments["deep"] == [{"accessToken": MASK, "refresh_token": MASK}, {"count": 3}]
+    assert arguments["client-secret"] == MASK
+    assert arguments["headers"]["Authorization"] == f"Bearer {MASK}"
+    assert arguments["user"] == "ada"
+    assert message["params"]["arguments"]["password"] == "hunter2 is long"  # a copy: not changed
+
+
+def test_a_json_rpc_error_code_is_no_secret():
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}
+    assert mask_json(error) == error
+
+
+def test_a_form_encoded_token_request_is_masked():
+    body = (
+        "grant_type=authorization_code&code=SplxlOBeZQQYbYS6WxSbIA"
+        "&redirect_uri=http%3A%2F%2F127.0.0.1%3A5000%2Fcallback"
+        "&client_id=mcp-ref&client_secret=s3cr3t&code_verifier=dBjftJeZ4CVP"
+    )
+    shown = mask_text(body, "application/x-www-form-urlencoded")
+    for secret in ("SplxlOBeZQQYbYS6WxSbIA", "s3cr3t", "dBjftJeZ4CVP"):
+        assert secret not in shown
+    assert "grant_type=authorization_code" in shown
+    assert "client_id=mcp-ref" in shown
+    assert f"code={MASK}" in shown
+    # read as a form without a Content-Type too (a body in an exported record)
+    assert "s3cr3t" not in mask_text(body)
+
+
+def test_a_token_response_body_is_masked():
+    body = json.dumps({"access_token": "AT", "token_type": "Bearer", "refresh_token": "RT"})
+    shown = json.loads(mask_text(body, "application/json"))
+    assert shown == {"access_token": MASK, "token_type": "Bearer", "refresh_token": MASK}
+
+
+def test_text_that_is_neither_json_nor_a_form_is_left_as_it_is():
+    assert mask_text("<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
+    assert mask_text('{"a": 1}') == '{"a": 1}'  # nothing to mask: the text unchanged
+
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("https://user:pw@example.com/mcp", f"https://{MASK}@example.com/mcp"),
+        (
+            "http://127.0.0.1:8000/cb?code=abc&state=xyz",
+            f"http://127.0.0.1:8000/cb?code={MASK}&state=xyz",
+        ),
+        ("http://h/mcp?access_token=abc&x=1", f"http://h/mcp?access_token={MASK}&x=1"),
+        ("http://h/mcp?x=1", "http://h/mcp?x=1"),
+    ],
+)
+def test_urls_lose_their_userinfo_and_secret_query_values(url, shown):
+    assert mask_url(url) == shown
+
+
+def test_secret_key_names_are_matched_loosely():
+    for name in (
+        "access_token",
+        "accessToken",
+        "ACCESS-TOKEN",
+        "client_secret",
+        "Password",
+        "id_token",
+    ):
+        assert secret_key(name)
+    for name in ("code", "name", "tokens_used_count", "description"):
+        assert not secret_key(name)
+    assert secret_key("code", form=True)
