@@ -220,8 +220,8 @@ class InspectorApp:
             return _json(start_response, exc.status, {"error": exc.error})
 
     def connect_route(self, body: dict) -> dict:
-        """``api/connect``: reconnect in ``era``; the state."""
-        return self.inspected.connect(body.get("era", "auto"))
+        """``api/connect``: reconnect in ``era`` (without it: the command line's); the state."""
+        return self.inspected.connect(body.get("era"))
 
     def clear_route(self, body: dict) -> dict:
         """``api/clear``: forget the records."""

@@ -53,6 +53,8 @@ MAX_KNOWN_TOOLS = 10_000
 MAX_STARTED_TASKS = 1_000
 #: How often a parked request looks whether the server cancelled it, in seconds.
 CANCEL_CHECK_INTERVAL = 0.1
+#: A call the page cancelled before its request was sent: it is cancelled as soon as it is.
+CANCEL_ASKED = "cancel asked"
 #: What the page's ids (call ids) may be: at most this many characters.
 MAX_ID_LENGTH = 64
 
@@ -97,14 +99,14 @@ class Ask:
     #: An elicitation's mode ("form" or "url"); None for sampling.
     mode: str | None
     #: The request's params, as the server sent them.
-    params: dict
+    params: dict[str, Any]
     #: When it expires, in epoch seconds (for the page), and on the monotonic clock (for the wait).
     expires: float
     deadline: float
     #: Set once the page answered.
     answered: threading.Event = field(default_factory=threading.Event)
     #: The page's answer: ``{"action", "content", "result"}``.
-    answer: dict = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)
 
     def event(self) -> dict:
         """The ``ask`` event the page is sent."""
@@ -217,9 +219,12 @@ class InspectedServer:
             state["transport"] = "sse" if self.args.transport == "sse" else "streamable"
         if client is None:
             return state
-        mode = getattr(client.session.transport, "mode", None)
-        if mode in ("sse", "streamable"):
-            state["transport"] = mode
+        if state["transport"] != "stdio":
+            from ..http.client import HttpClientTransport
+
+            transport = client.session.transport
+            if isinstance(transport, HttpClientTransport) and transport.mode == "sse":
+                state["transport"] = "sse"  # the 2024-11-05 HTTP+SSE transport, found by fallback
         info = client.server_info
         state.update(
             era=client.era,
@@ -512,7 +517,10 @@ class InspectedServer:
         try:
             tool_call = _served(lambda: client.start_tool_call(name, arguments or {}, **options))
             with self._lock:
+                cancelled_early = self._calls.get(call_id) == CANCEL_ASKED
                 self._calls[call_id] = tool_call
+            if cancelled_early:  # the page cancelled it while it was being sent
+                tool_call.cancel("cancelled in the inspector")
             result = _served(tool_call.result)
         finally:
             with self._lock:
@@ -556,9 +564,12 @@ class InspectedServer:
         """``api/cancel``: cancel a running call."""
         call_id = _page_id(body.get("call"), "call")
         with self._lock:
-            tool_call = self._calls.get(call_id)
-        if tool_call is None:
-            return {"cancelled": False}
+            if call_id not in self._calls:
+                return {"cancelled": False}
+            tool_call = self._calls[call_id]
+            if tool_call is None or tool_call == CANCEL_ASKED:  # still being sent: cancelled once sent
+                self._calls[call_id] = CANCEL_ASKED
+                return {"cancelled": True}
         return {"cancelled": bool(tool_call.cancel("cancelled in the inspector"))}
 
     def read(self, body: dict) -> dict:
