@@ -1224,7 +1224,9 @@
     const record = store.bySeq.get(seq);
     if (!record) return;
     selectedSeq = seq;
-    if (reveal) {
+    const wasOpen = !$("details").hidden;
+    renderDetails(record); // first: opening the details pane shrinks the diagram
+    if (reveal || !wasOpen) {
       const position = visible.findIndex((i) => store.records[i].seq === seq);
       if (position >= 0) {
         const top = position * ROW;
@@ -1235,7 +1237,6 @@
       }
     }
     renderRows(false);
-    renderDetails(record);
   }
 
   function renderDetails(record) {
