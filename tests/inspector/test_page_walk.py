@@ -145,7 +145,7 @@ def prompt(page: Page) -> None:
     page.text_in("#prompt-messages .message.role-user", "Hey Ada!")
 
 
-def diagram(page: Page, http: bool) -> None:
+def diagram(page: Page, http: bool, era: str) -> None:
     seq = page.row("r.kind === 'message' && r.type === 'request' && r.method === 'tools/call'")
     details = page.open_row(seq)
     page.text_in("#details-title", "tools/call")
@@ -162,6 +162,18 @@ def diagram(page: Page, http: bool) -> None:
         page.css("#details-transport .http-request .headers tr.mcp")  # MCP-Protocol-Version &c.
         chip = page.css(f'#diagram .row[data-seq="{seq}"] .chip')
         assert chip.text == "200"
+        # a call answered as an event stream: its events, with their ids, under the request
+        streamed = page.row(
+            "r.kind === 'message' && r.type === 'request' && r.method === 'tools/call'"
+            " && r.message.params.name === 'count_slowly'"
+        )
+        page.open_row(streamed)
+        page.text_in("#details-transport .http-response", "text/event-stream")
+        page.text_in("#details-transport .sse-event", "notifications/progress")
+        # the handshake era's server numbers its events (for resumption); 2026-07-28 has no
+        # resumption, and its events no ids
+        page.text_in("#details-transport .sse-event", "id: " if era == "handshake" else "(no id)")
+        snap(page, "conversation-http-sse")
     else:
         page.text_in("#details-transport h4", "Server stderr")
     assert details.is_displayed()
@@ -202,7 +214,7 @@ def walk(page: Page, era: str, transport: str, tmp_path) -> None:
     subscription(page)
     template(page)
     prompt(page)
-    diagram(page, http=transport != "stdio")
+    diagram(page, http=transport != "stdio", era=era)
     replay(page, tmp_path)
 
 
