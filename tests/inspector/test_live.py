@@ -71,7 +71,9 @@ def test_listings_come_one_page_at_a_time(inspect, place):
     for what, name in (("resources", "demo://readme"), ("templates", "demo://greeting/{name}")):
         items = inspector.post("list", {"what": what})["items"]
         assert name in [item.get("uri") or item.get("uriTemplate") for item in items]
-    assert "greet" in [prompt["name"] for prompt in inspector.post("list", {"what": "prompts"})["items"]]
+    assert "greet" in [
+        prompt["name"] for prompt in inspector.post("list", {"what": "prompts"})["items"]
+    ]
     refused = inspector.post("list", {"what": "everything"}, status=400)
     assert refused["error"]["message"].startswith("what must be")
 
@@ -87,7 +89,9 @@ def test_a_call_pushes_its_progress_and_its_result_is_checked(inspect, place):
     assert answer["result"]["content"][0]["text"] == "counted to 3"
     progress = events.wait_for("progress", lambda data: data["progress"] == 3)
     assert progress == {"call": "c1", "progress": 3, "total": 3, "message": "step 3 of 3"}
-    weather = inspector.post("call", {"call": "c2", "name": "weather", "arguments": {"city": "Oslo"}})
+    weather = inspector.post(
+        "call", {"call": "c2", "name": "weather", "arguments": {"city": "Oslo"}}
+    )
     assert weather["result"]["structuredContent"]["city"] == "Oslo"
     assert weather["output_check"] == {"valid": True, "errors": []}
     failed = inspector.post("call", {"call": "c3", "name": "divide", "arguments": {"a": 1, "b": 0}})
@@ -119,9 +123,7 @@ def test_an_elicitation_is_answered_through_the_page(inspect, place):
     assert ask["kind"] == "elicitation" and ask["mode"] == "form"
     assert ask["params"]["requestedSchema"]["required"] == ["name"]
     assert ask["expires"] > 0
-    inspector.post(
-        "answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}}
-    )
+    inspector.post("answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}})
     assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
     assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "answered"}
     gone = inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
@@ -138,7 +140,9 @@ def test_a_sampling_request_is_answered_or_declined_through_the_page(inspect, pl
     ask = events.wait_for("ask")
     assert ask["kind"] == "sampling" and ask["mode"] is None
     assert ask["params"]["messages"][0]["content"]["text"] == "6 x 7?"
-    bad = inspector.post("answer", {"ask": ask["ask"], "action": "accept", "result": {}}, status=400)
+    bad = inspector.post(
+        "answer", {"ask": ask["ask"], "action": "accept", "result": {}}, status=400
+    )
     assert "CreateMessageResult" in bad["error"]["message"]
     reply = {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "a person"}
     inspector.post("answer", {"ask": ask["ask"], "action": "accept", "result": reply})
@@ -234,7 +238,11 @@ def test_roots_edited_on_the_page(inspect, place, tmp_path):
     assert inspector.post("roots", {"roots": [{"uri": root, "name": "work"}]}) == {}
     shown = inspector.post("call", {"call": "c1", "name": "show_roots", "arguments": {}})
     assert shown["result"]["content"][0]["text"] == f"work: {root}"
-    sent = [r["message"].get("method") for r in inspector.conversation.records() if r["kind"] == "message"]
+    sent = [
+        r["message"].get("method")
+        for r in inspector.conversation.records()
+        if r["kind"] == "message"
+    ]
     assert ("notifications/roots/list_changed" in sent) == (place[1] == "handshake")
     bad = inspector.post("roots", {"roots": [{"uri": "https://example.com/"}]}, status=400)
     assert "file://" in bad["error"]["message"]
@@ -283,7 +291,10 @@ def test_the_page_works_when_the_first_connect_fails():
     inspector = Inspector("--", "no-such-command-for-mcp-ref")
     try:
         state = inspector.state
-        assert not state["connected"] and "cannot launch 'no-such-command-for-mcp-ref'" in state["error"]
+        assert (
+            not state["connected"]
+            and "cannot launch 'no-such-command-for-mcp-ref'" in state["error"]
+        )
         refused = inspector.post("list", {"what": "tools"}, status=409)
         assert refused["error"]["message"] == "not connected: connect first"
         assert inspector.get("api/state").json()["error"] == state["error"]
