@@ -29,7 +29,9 @@ def inspect(args: Any, hooks: Any) -> int:
     from ..inspector.conversation import Conversation
     from ..inspector.live import InspectedServer
 
-    conversation = Conversation()
+    conversation = Conversation(
+        target=args.target, http=args.target.startswith(("http://", "https://"))
+    )
     inspected = InspectedServer(
         args, conversation, trace=combine_hooks(conversation.trace, hooks.trace)
     )

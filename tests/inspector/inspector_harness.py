@@ -30,7 +30,9 @@ class Inspector:
 
     def __init__(self, *words: str, answer_timeout: float | None = None, connect: bool = True):
         args = parse(["inspect", "--quiet-server", "--timeout", str(WAIT), *words])
-        self.conversation = Conversation()
+        self.conversation = Conversation(
+            target=args.target, http=args.target.startswith(("http://", "https://"))
+        )
         self.inspected = InspectedServer(args, self.conversation, answer_timeout=answer_timeout)
         self.served = serve(self.inspected, self.conversation)
         self.url = self.served.url
@@ -83,9 +85,10 @@ class Inspector:
             return exc
 
     def close(self) -> None:
+        self.served.close()  # its event streams end first: a reader then sees the end at once
         for reader in self.readers:
+            reader.thread.join(WAIT)
             reader.close()
-        self.served.close()
         self.inspected.close()
         self.http.close()
 
