@@ -358,9 +358,10 @@ class Page:
         ]
 
 
-def synthetic_conversation(messages: int) -> str:
+def synthetic_conversation(messages: int, dropped: int = 0) -> str:
     """An exported conversation (JSON lines, the header first) of ``messages`` message records:
-    tools/call requests and their results, alternating, as the export writes them."""
+    tools/call requests and their results, alternating, as the export writes them (``dropped``:
+    the header says that many earlier records were dropped)."""
     import json
 
     lines = [
@@ -371,6 +372,7 @@ def synthetic_conversation(messages: int) -> str:
                 "version": 1,
                 "target": "synthetic",
                 "revision": "2025-11-25",
+                "dropped": dropped,
             }
         )
     ]

@@ -79,3 +79,17 @@ def test_roots_logs_and_tasks_on_the_page(driver, era, tmp_path):
         roots(page, era, tmp_path)
         logs(page, era)
         tasks(page)
+        # Clear forgets the records, here and in the inspector; new ones go on numbering
+        last = page.driver.execute_script("return window.inspector.find(r => true).pop()")
+        page.click("#clear")
+        page.text_in("#row-count", "0 of 0 records")
+        page.call_tool("echo", text="after")
+        page.result("after")
+        first = page.row("r.kind === 'message' && r.method === 'tools/call'")
+        assert first > last
+        assert (
+            page.driver.execute_script(
+                "return window.inspector.find(r => r.seq <= arguments[0]).length", last
+            )
+            == 0
+        )

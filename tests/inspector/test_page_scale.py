@@ -36,7 +36,7 @@ def scroll_to_the_end_and_open_the_last(page: Page, last_seq: int) -> None:
 
 def test_a_replay_of_10000_messages_keeps_a_few_hundred_rows_in_the_dom(driver, tmp_path):
     path = tmp_path / "big.jsonl"
-    path.write_text(synthetic_conversation(10_000))
+    path.write_text(synthetic_conversation(10_000, dropped=7))
     with inspect(DEMO_COMMAND) as address:
         page = Page(driver, address)
         page.connected()
@@ -44,6 +44,7 @@ def test_a_replay_of_10000_messages_keeps_a_few_hundred_rows_in_the_dom(driver, 
         page.visible("#replay-banner")
         page.until(lambda d: d.execute_script("return window.inspector.records()") == 10_000)
         page.text_in("#row-count", "10000 of 10000 records")
+        page.text_in("#dropped", "7 earlier records dropped")
         page.css('#diagram .row[data-seq="1"]')
         assert 0 < rows_in_dom(page) <= MOST_ROWS
         scroll_to_the_end_and_open_the_last(page, 10_000)

@@ -1358,6 +1358,7 @@
       if (!replayed.add(record)) bad += 1;
     }
     replayed.trim();
+    if (header && typeof header.dropped === "number" && header.dropped > 0) replayed.dropped += header.dropped;
     if (!header || header.format !== "mcp-ref-conversation") {
       window.alert(`${name}: not an exported conversation (its first line is not the mcp-ref-conversation header)`);
       $("replay-file").value = "";
