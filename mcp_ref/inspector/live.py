@@ -567,7 +567,8 @@ class InspectedServer:
             if call_id not in self._calls:
                 return {"cancelled": False}
             tool_call = self._calls[call_id]
-            if tool_call is None or tool_call == CANCEL_ASKED:  # still being sent: cancelled once sent
+            # still being sent: it is cancelled as soon as it is
+            if tool_call is None or tool_call == CANCEL_ASKED:
                 self._calls[call_id] = CANCEL_ASKED
                 return {"cancelled": True}
         return {"cancelled": bool(tool_call.cancel("cancelled in the inspector"))}
