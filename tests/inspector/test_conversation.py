@@ -95,7 +95,7 @@ def test_what_is_not_json_is_an_invalid_record_and_nothing_breaks():
 
 
 def test_a_batch_is_one_record_per_message():
-    conv = Conversation()
+    conv = Conversation(http=False)
     batch = [
         {"jsonrpc": "2.0", "id": 1, "method": "ping"},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -264,7 +264,7 @@ def test_a_sent_message_whose_request_never_comes_is_recorded_at_the_next_event(
 
 
 def test_a_message_already_recorded_is_completed_when_its_request_comes():
-    conv = Conversation()  # not told it is HTTP: the first message is recorded at once
+    conv = Conversation(http=False)  # told it is not HTTP: a message is recorded at once
     data = request(1, "server/discover")
     conv.trace("-->", data)
     (first,) = conv.records()
@@ -274,6 +274,22 @@ def test_a_message_already_recorded_is_completed_when_its_request_comes():
     assert message["exchange"] == 1 and post["messages"] == [1]
     conv.trace("-->", request(2, "tools/list"))  # from now on it waits for its request
     assert conv.records(after=2) == []
+
+
+def test_whether_it_is_http_is_found_out():
+    http = Conversation()
+    data = request(1, "initialize")
+    http.trace("-->", data)
+    assert http.records() == []  # not known yet: waits for its request or the next event
+    http.http_trace(seen_request(1, data))
+    assert [(r["kind"], r["exchange"]) for r in http.records()] == [("message", 1), ("http", 1)]
+    stdio = Conversation()
+    stdio.trace("-->", data)
+    stdio.trace("<--", result(1, {}))  # an answer with no HTTP before it: not HTTP
+    assert [r["label"] for r in stdio.records()] == ["initialize #1", "#1 result"]
+    stdio.trace("-->", request(2, "ping"))  # recorded at once from now on
+    assert stdio.records(after=2)[0]["label"] == "ping #2"
+    assert all(r["exchange"] is None for r in stdio.records())
 
 
 def test_a_received_message_names_the_exchange_whose_body_carried_it():
@@ -441,3 +457,16 @@ def test_over_stdio_messages_have_no_exchange_and_stderr_is_recorded():
     assert {"kind": "stderr", "line": "starting"}.items() <= next(
         r for r in records if r["kind"] == "stderr"
     ).items()
+
+
+def test_messages_waiting_for_their_request_are_bounded():
+    from mcp_ref.inspector.conversation import MAX_HELD
+
+    conv = Conversation(http=True)
+    for n in range(MAX_HELD + 5):
+        conv.trace("-->", request(n, "ping"))
+    held_out = conv.records()
+    assert [r["id"] for r in held_out] == [0, 1, 2, 3, 4]  # the oldest, without an exchange
+    assert all(r["exchange"] is None for r in held_out)
+    conv.http_trace(seen_request(1, request(2, "ping")))  # its request came after all
+    assert conv.records()[2]["exchange"] == 1
