@@ -23,7 +23,7 @@ even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
   (bytes).  The checks are :mod:`mcp_ref.inspector.checks`'s.
 - ``"http"`` and ``"sse"``: one HTTP request or response, one server-sent event
   (:mod:`mcp_ref.inspector.http_view` lists their fields).
-- ``"stderr"``: ``line``, a launched server's stderr line.
+- ``"stderr"``: ``line``, a launched server's stderr line (what reads as a secret masked).
 - ``"note"``: ``text``, e.g. ``connected over stdio, 2026-07-28``.
 
 Messages and exchanges are paired: a message received names the exchange whose JSON body or SSE
@@ -62,7 +62,7 @@ from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSee
 from ..workbench.diagram import Recorder, method_label, short
 from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
-from .masking import mask_json
+from .masking import mask_free_text, mask_json
 
 #: Records a subscriber's queue holds; past it the subscriber is closed.
 SUBSCRIBER_QUEUE = 10_000
@@ -183,8 +183,9 @@ class Conversation:
             parsed = _NOT_JSON
         with self._lock:
             if parsed is _NOT_JSON:
-                text = bytes(data).decode("utf-8", errors="replace")
+                text = mask_free_text(bytes(data).decode("utf-8", errors="replace"))
                 record = self._invalid(direction, cut(text)[0], len(data), now)
+                self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
                 self._flush_held()
                 self._append(record)
                 return
@@ -245,7 +246,7 @@ class Conversation:
 
     def stderr(self, line: str) -> None:
         """A line the launched server wrote on its stderr."""
-        self._add({"kind": "stderr", "line": cut(str(line).rstrip("\r\n"))[0]})
+        self._add({"kind": "stderr", "line": cut(mask_free_text(str(line).rstrip("\r\n")))[0]})
 
     def note(self, text: str) -> None:
         """A note of the inspector's own (connected, reconnecting, closed ...); also a note across

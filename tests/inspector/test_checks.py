@@ -59,6 +59,20 @@ def test_every_method_of_every_revision_has_its_spec_link(version):
     assert table == methods
 
 
+def test_every_method_the_library_speaks_has_its_spec_link_where_it_exists():
+    from mcp_ref import SUPPORTED_VERSIONS
+    from mcp_ref.lifecycle import MODERN_VERSIONS
+    from mcp_ref.server.connection import METHODS, MODERN_METHODS
+
+    spoken = {version: set(METHODS) | {"ping"} for version in SUPPORTED_VERSIONS}
+    spoken.update({version: set(MODERN_METHODS) for version in MODERN_VERSIONS})
+    both = set(REQUEST_TYPES) | set(NOTIFICATION_TYPES)
+    for version, methods in spoken.items():
+        for method in (methods | both) & schema_methods(version):
+            assert spec_section(method, version) is not None, (version, method)
+        assert methods <= schema_methods(version), (version, methods - schema_methods(version))
+
+
 def test_links_name_the_page_and_section():
     assert spec_section("tools/call", "2025-11-25") == {
         "title": "Tools — Calling Tools",

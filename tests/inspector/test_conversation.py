@@ -216,6 +216,16 @@ def test_secrets_are_masked_in_records_export_and_diagram():
     assert "hunter2" not in text and "AT-42" not in text
 
 
+def test_stderr_lines_and_what_is_not_json_are_masked_too():
+    conv = Conversation()
+    conv.stderr("token refreshed: Bearer abc.def.ghi\n")
+    conv.trace("<--", b'oops {"refresh_token": "RT-1", ')
+    text = json.dumps(conv.records())
+    assert "abc.def.ghi" not in text and "RT-1" not in text
+    assert conv.records()[0]["line"] == f"token refreshed: Bearer {MASK}"
+    assert "S-xC: (not a JSON-RPC message)" in conv.mermaid("t")
+
+
 def test_labels():
     assert label(
         {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "file:///a"}}
