@@ -157,7 +157,7 @@ def test_an_answer_is_checked_as_its_request_s_method_each_way():
     assert (orphan.method, orphan.valid) == (None, None)  # whose answer? no type applies
 
 
-def test_the_revision_is_learnt_from_initialize_unless_told():
+def test_the_revision_is_learnt_from_each_initialize():
     checker = MessageChecker()
     init = {
         "jsonrpc": "2.0",
@@ -184,10 +184,13 @@ def test_the_revision_is_learnt_from_initialize_unless_told():
     assert (
         checker.check("-->", {"jsonrpc": "2.0", "id": 1, "method": "ping"}).schema == "2025-03-26"
     )
-    told = MessageChecker("2025-11-25")
-    told.check("-->", init)
-    told.check("<--", answer)
-    assert told.revision == "2025-11-25"
+    # a new handshake (the inspector reconnects in the other era) checks at its own revision
+    told = MessageChecker("2026-07-28")
+    assert told.check("-->", init).valid is True
+    assert told.check("<--", answer).valid is True
+    assert told.revision == "2025-03-26"
+    told.set_revision("2025-06-18")
+    assert told.check("-->", {"jsonrpc": "2.0", "id": 1, "method": "ping"}).schema == "2025-06-18"
 
 
 def test_a_modern_request_and_its_answer_are_checked_at_the_revision_they_name():
