@@ -15,6 +15,8 @@
     mcp-ref demo
     mcp-ref serve-demo [--http HOST:PORT [--stateless] [--auth]]
     mcp-ref proxy TARGET (--http HOST:PORT [--stateless] | --stdio)
+    mcp-ref inspect TARGET [--port N] [--no-browser]   the inspector: a web page showing the protocol
+    mcp-ref dev SERVER[:OBJ] [--port N] [-- ARGS ...]  your server, served and inspected
     mcp-ref logout URL
 
 TARGET is the URL of an HTTP server (Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE
@@ -31,8 +33,9 @@ This module is :func:`main`: it reads the command line (:mod:`~mcp_ref.workbench
 and runs the verb's handler: the client verbs are in :mod:`~mcp_ref.workbench.cli_verbs`, what
 they print in :mod:`~mcp_ref.workbench.cli_output`, the answers to a server's sampling and
 elicitation requests in :mod:`~mcp_ref.workbench.cli_answers`, serving in
-:mod:`~mcp_ref.workbench.cli_serve`, loading your own server in :mod:`~mcp_ref.workbench.cli_run`
-and the proxy in :mod:`~mcp_ref.workbench.cli_proxy`.
+:mod:`~mcp_ref.workbench.cli_serve`, loading your own server in :mod:`~mcp_ref.workbench.cli_run`,
+the proxy in :mod:`~mcp_ref.workbench.cli_proxy`, and the inspector's verbs in
+:mod:`~mcp_ref.workbench.cli_inspect`.
 """
 
 from __future__ import annotations

@@ -161,6 +161,16 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _inspect_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        metavar="N",
+        help="serve the page on 127.0.0.1:N (default 0: a free port; the address is printed)",
+    )
+
+
 def _proxy_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument(
@@ -358,6 +368,44 @@ VERBS: tuple[Verb, ...] = (
         ),
         "mcp_ref.workbench.cli_proxy:run",
         options=_proxy_options,
+    ),
+    Verb(
+        "inspect",
+        "a web page showing the protocol with TARGET: every message, checked, as a sequence diagram",
+        "mcp-ref inspect TARGET [--port N] [--no-browser]",
+        "Connect to TARGET and serve the inspector on 127.0.0.1: a page that drives the server "
+        "(tools, resources, prompts; it answers the server's sampling, elicitation and roots "
+        "requests) and shows every message as it flies, checked against the official JSON Schema "
+        "of the negotiated revision and linked to its spec section, with the HTTP exchanges or "
+        "the server's stderr under it.  The address, with its secret token, is printed on stderr "
+        "and opened in the browser (--no-browser: printed only).  --era, --transport, --header, "
+        "--timeout and OAuth login are as for the other verbs; --answer-timeout bounds how long a "
+        "server's request waits for an answer on the page.  Ctrl-C stops it.",
+        (
+            'mcp-ref inspect "mcp-ref serve-demo"',
+            "mcp-ref inspect python server.py --no-browser",
+            "mcp-ref inspect http://127.0.0.1:8000/mcp --era handshake",
+            "mcp-ref inspect --port 6274 -- python server.py --db data.sqlite",
+        ),
+        "mcp_ref.workbench.cli_inspect:inspect",
+        options=_inspect_options,
+    ),
+    Verb(
+        "dev",
+        "serve your own server (server.py[:OBJ]) and inspect it in one step",
+        "mcp-ref dev SERVER[:OBJ] [--port N] [--no-browser] [-- ARGS ...]",
+        "Inspect `python -m mcp_ref run SERVER -- ARGS`: SERVER is loaded as `mcp-ref run` loads "
+        "it (a file or a module, :OBJ naming the server), launched over stdio, and shown on the "
+        "inspector's page (see `mcp-ref inspect --help`).  Connect again on the page after "
+        "editing the file.",
+        (
+            "mcp-ref dev server.py",
+            "mcp-ref dev server.py:build_server --no-browser",
+            "mcp-ref dev server.py -- --db data.sqlite",
+        ),
+        "mcp_ref.workbench.cli_inspect:dev",
+        shape="server",
+        options=_inspect_options,
     ),
     Verb(
         "serve-demo",
@@ -691,10 +739,10 @@ def _unknown_option(verb: str, option: str) -> str:
             f"unknown option {option}; if it is the server's, put the server's command "
             f"last, after --: mcp-ref {verb} ... -- python server.py {option}"
         )
-    if verb == "run":
+    if VERB_NAMES[verb].shape == "server":
         return (
             f"unknown option {option}; the server's own arguments go last, after --: "
-            f"mcp-ref run server.py -- {option}"
+            f"mcp-ref {verb} server.py -- {option}"
         )
     return f"unknown option {option}"
 
@@ -732,8 +780,8 @@ def _read_words(
             )
         if len(words) > 1:
             raise UsageError(
-                f"run takes one SERVER, not {' '.join(words)!r}; the server's own arguments go "
-                f"after --: mcp-ref run {words[0]} -- {' '.join(words[1:])}"
+                f"{verb.name} takes one SERVER, not {' '.join(words)!r}; the server's own "
+                f"arguments go after --: mcp-ref {verb.name} {words[0]} -- {' '.join(words[1:])}"
             )
         args.server, args.server_args = words[0], tail or []
         return

@@ -188,10 +188,19 @@ def header_options(given: list[str]) -> dict[str, str]:
     return headers
 
 
-def connect(args, trace):
-    """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
+def connect(args, trace, *, options: dict | None = None, on_stderr=None, http_trace=None):
+    """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`.
+
+    Every verb that connects comes here (``mcp-ref inspect`` too): the same launch, the same OAuth
+    login, the same messages for each failure.  ``options``: the :class:`~mcp_ref.client.Client`
+    keywords to use instead of the command line's own (:func:`client_options`); ``on_stderr(line)``
+    sees each stderr line of a launched server besides its usual handling; ``http_trace`` is the
+    HTTP observer of a URL target (``Client.http(http_trace=)``).
+    """
     from ..client import Client
 
+    if options is None:
+        options = client_options(args, trace)
     if args.target.startswith(("http://", "https://")):
         headers = header_options(args.header)
         auth = None
@@ -211,7 +220,8 @@ def connect(args, trace):
                 auth=auth,
                 transport=args.transport,
                 connect_timeout=args.connect_timeout,
-                **client_options(args, trace),
+                **({} if http_trace is None else {"http_trace": http_trace}),
+                **options,
             )
         except AuthorizationError as exc:
             raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
@@ -248,14 +258,14 @@ def connect(args, trace):
     command = shlex.split(args.target)
     if not command:
         raise CliError("TARGET is empty", EXIT_USAGE)
-    stderr = ServerStderr(args.quiet_server)
+    stderr = ServerStderr(args.quiet_server, on_stderr)
     try:
         # getattr: install's --env, set for the launch that asks the server's name
         return Client.stdio(
             command,
             stderr=stderr,
             env=getattr(args, "server_env", None),
-            **client_options(args, trace),
+            **options,
         )
     except (FileNotFoundError, PermissionError) as exc:
         why = "command not found" if isinstance(exc, FileNotFoundError) else "permission denied"
@@ -325,13 +335,17 @@ class ServerStderr:
     """A launched server's stderr: passed through (unless ``--quiet-server``), its last lines kept
     to explain a server that exits before answering."""
 
-    def __init__(self, quiet: bool):
+    def __init__(self, quiet: bool, also: Callable[[str], None] | None = None):
         import collections
 
         self.quiet = quiet
+        #: Called with each line as the server wrote it, before anything else (the inspector's record).
+        self.also = also
         self.lines: collections.deque[str] = collections.deque(maxlen=10)
 
     def __call__(self, line: str) -> None:
+        if self.also is not None:
+            self.also(line)
         line = one_line(line)  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:

@@ -200,6 +200,7 @@ NOT_PLAIN = (
     "mcp_ref.state",
     "mcp_ref.oauth",
     "mcp_ref.workbench",
+    "mcp_ref.inspector",
     "mcp_ref.http",
 )
 

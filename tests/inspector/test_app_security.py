@@ -1,0 +1,233 @@
+"""The inspector's web app serves its user only: on 127.0.0.1, under the secret token, to this
+address's Host and Origin, JSON POSTs of bounded size; every response with the CSP and the other
+headers.  Real sockets (raw HTTP where a client library would correct what is sent)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+
+import pytest
+from conftest import WAIT
+from inspector_harness import EventReader, Inspector
+
+from mcp_ref.inspector.app import CONTENT_SECURITY_POLICY, MAX_BODY
+
+
+@pytest.fixture
+def inspector():
+    """An inspector never connected (what is checked comes before any server is asked)."""
+    made = Inspector("--", "no-such-command-for-mcp-ref", connect=False)
+    yield made
+    made.close()
+
+
+def raw(inspector: Inspector, method: str, path: str, headers: dict, body: bytes = b""):
+    """One request on a socket of its own, sent exactly as given: (status, headers, body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", inspector.port, timeout=WAIT)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders(body or None)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def assert_guarded(headers: dict) -> None:
+    """The headers every response carries."""
+    assert headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert (
+        "script-src 'self'" in CONTENT_SECURITY_POLICY
+        and "unsafe-inline" not in CONTENT_SECURITY_POLICY
+    )
+    assert headers["Referrer-Policy"] == "no-referrer"
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Cache-Control"] == "no-store"
+
+
+def good(inspector: Inspector) -> dict:
+    return {"Host": f"127.0.0.1:{inspector.port}"}
+
+
+def page_path(inspector: Inspector, route: str = "") -> str:
+    return f"/{inspector.served.app.token}/{route}"
+
+
+def test_the_page_is_served_with_its_token_and_guarded(inspector):
+    status, headers, body = raw(inspector, "GET", page_path(inspector), good(inspector))
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    assert b'<script src="static/inspector.js"' in body
+    assert_guarded(headers)
+    status, headers, _ = raw(
+        inspector, "GET", page_path(inspector, "static/inspector.js"), good(inspector)
+    )
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert_guarded(headers)
+    by_name = {"Host": f"localhost:{inspector.port}"}
+    assert raw(inspector, "GET", page_path(inspector, "api/state"), by_name)[0] == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/index.html",
+        "/static/inspector.js",
+        "/api/state",
+        "/{wrong}/",
+        "/{wrong}/api/state",
+        "/{token}",  # the token, not a folder: nothing under it
+        "/{token}x/api/state",
+        "/{token}/static/../app.py",
+        "/{token}/static/live.py",
+        "/{token}/nothing",
+    ],
+)
+def test_without_the_token_nothing_is_served(inspector, path):
+    token = inspector.served.app.token
+    wrong = token[:-1] + ("A" if token[-1] != "A" else "B")  # as long, one character off
+    path = path.format(token=token, wrong=wrong)
+    status, headers, body = raw(inspector, "GET", path, good(inspector))
+    assert (status, body) == (404, b"Not Found")
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert_guarded(headers)
+    assert not {"Set-Cookie", "Location", "Content-Disposition"} & set(headers)
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example:{port}", "127.0.0.1:{other}", "127.0.0.1", "[::1]:{port}", ""]
+)
+def test_another_host_is_refused(inspector, host):
+    host = host.format(port=inspector.port, other=inspector.port + 1)
+    headers = {"Host": host} if host else {}
+    status, answered, body = raw(inspector, "GET", page_path(inspector, "api/state"), headers)
+    assert (status, body) == (421, b"Misdirected Request")
+    assert_guarded(answered)
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1:{port}"]
+)
+def test_a_foreign_origin_is_refused(inspector, origin):
+    origin = origin.format(port=inspector.port)
+    for method, route in (("GET", "api/state"), ("GET", "events"), ("POST", "api/clear")):
+        headers = {**good(inspector), "Origin": origin, "Content-Type": "application/json"}
+        status, answered, body = raw(
+            inspector,
+            method,
+            page_path(inspector, route),
+            headers,
+            b"{}" if method == "POST" else b"",
+        )
+        assert status == 403 and body.startswith(b"Forbidden")
+        assert_guarded(answered)
+
+
+def test_a_post_needs_the_origin_and_json_and_a_bounded_body(inspector):
+    inspector.conversation.note("kept")
+    clear = page_path(inspector, "api/clear")
+    origin = {"Origin": inspector.origin}
+    cases = [
+        ({"Content-Type": "application/json"}, b"{}", 403),  # no Origin: a form of another site
+        ({**origin, "Content-Type": "text/plain"}, b"{}", 415),
+        ({**origin}, b"{}", 415),
+        ({**origin, "Content-Type": "application/x-www-form-urlencoded"}, b"a=1", 415),
+        ({**origin, "Content-Type": "application/json"}, b"[1]", 400),
+        ({**origin, "Content-Type": "application/json"}, b"{nope", 400),
+    ]
+    for headers, body, expected in cases:
+        status, answered, _ = raw(
+            inspector,
+            "POST",
+            clear,
+            {**good(inspector), **headers, "Content-Length": str(len(body))},
+            body,
+        )
+        assert status == expected, headers
+        assert_guarded(answered)
+    # too large: refused from its Content-Length, before a byte of it is read
+    status, answered, body = raw(
+        inspector,
+        "POST",
+        clear,
+        {
+            **good(inspector),
+            **origin,
+            "Content-Type": "application/json",
+            "Content-Length": str(MAX_BODY + 1),
+        },
+    )
+    assert status == 413
+    assert_guarded(answered)
+    assert [r["text"] for r in inspector.conversation.records() if r["kind"] == "note"] == ["kept"]
+    # the page's own request is done
+    assert inspector.post("clear", {}) == {}
+    assert inspector.conversation.records() == []
+
+
+def test_a_bad_request_to_the_api_is_a_clear_json_error(inspector):
+    assert raw(inspector, "GET", page_path(inspector, "api/clear"), good(inspector))[0] == 405
+    assert raw(inspector, "PUT", page_path(inspector, ""), good(inspector))[0] == 405
+    refused = inspector.post("call", {"call": "c1", "name": "echo"}, status=409)
+    assert refused == {
+        "error": {"code": None, "message": "not connected: connect first", "data": None}
+    }
+    assert inspector.post("connect", {"era": "sideways"}, status=400)["error"][
+        "message"
+    ].startswith("era")
+    bad = inspector.get("api/records?after=-1")
+    assert bad.status_code == 400 and "Traceback" not in bad.text
+
+
+def test_it_listens_on_127_0_0_1_only(inspector):
+    assert inspector.served.server.server_address[0] == "127.0.0.1"
+    assert inspector.url.startswith(f"http://127.0.0.1:{inspector.port}/")
+    token = inspector.url.rstrip("/").rsplit("/", 1)[1]
+    assert len(token) >= 32  # secrets.token_urlsafe(24)
+    # another address of this machine's loopback does not reach it
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.2", inspector.port), timeout=WAIT).close()
+
+
+def test_events_replay_from_after_and_last_event_id_then_go_live(inspector):
+    for text in ("one", "two", "three"):
+        inspector.conversation.note(text)
+    events = inspector.events(after=1)
+    assert events.wait_for("state")["connected"] is False
+    replayed = [events.wait_for("record")["text"], events.wait_for("record")["text"]]
+    assert replayed == ["two", "three"]
+    inspector.conversation.note("four")
+    assert events.wait_for("record")["text"] == "four"
+    resumed = EventReader(inspector.url + "events?after=0", headers={"Last-Event-ID": "3"})
+    inspector.readers.append(resumed)
+    assert resumed.wait_for("record")["text"] == "four"
+    assert [item[2] for item in resumed.seen if item[0] == "record"] == ["4"]
+    records = inspector.get("api/records?after=2&limit=1").json()
+    assert [r["text"] for r in records["records"]] == ["three"] and records["last"] == 3
+    exported = inspector.get("api/export.jsonl")
+    assert exported.headers["Content-Disposition"].startswith("attachment")
+    assert json.loads(exported.text.splitlines()[0])["kind"] == "header"
+    assert inspector.get("api/export.md").text.count("sequenceDiagram") == 1
+
+
+def test_a_stream_ends_when_its_browser_goes(inspector):
+    app = inspector.served.app
+    connection = socket.create_connection(("127.0.0.1", inspector.port), timeout=WAIT)
+    connection.sendall(
+        f"GET {page_path(inspector, 'events')} HTTP/1.1\r\nHost: 127.0.0.1:{inspector.port}\r\n\r\n".encode()
+    )
+    assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+    assert len(app._streams) == 1
+    connection.close()
+    ended = threading.Event()
+    for _ in range(int(WAIT / 0.05)):  # the server's watchdog notices within a fraction of a second
+        if not app._streams:
+            ended.set()
+            break
+        ended.wait(0.05)
+    assert ended.is_set(), "the stream outlived its browser"

@@ -1,0 +1,132 @@
+"""``mcp-ref inspect`` and ``mcp-ref dev`` as the user runs them: real subprocesses that print the
+page's address, serve it over the token, and stop cleanly on Ctrl-C (exit 0, nothing left)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import signal
+import subprocess
+import sys
+
+import pytest
+import requests
+from conftest import ROOT, WAIT, run_cli
+
+pytestmark = pytest.mark.slow
+
+ADDRESS = r"^mcp-ref inspector: (http://127\.0\.0\.1:(\d+)/([A-Za-z0-9_-]+)/)$"
+DEMO = shlex.join([sys.executable, "-m", "mcp_ref", "serve-demo"])  # `mcp-ref serve-demo`
+
+
+class Running:
+    """``python -m mcp_ref ARGS`` running: the address it printed; :meth:`stop` sends Ctrl-C."""
+
+    def __init__(self, *args: str, cwd=None):
+        from test_http_deploy import LineReader
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_ref", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr = LineReader(self.proc.stderr)
+        found = self.stderr.wait_for(ADDRESS)
+        self.url, self.port = found.group(1), int(found.group(2))
+        self.http = requests.Session()
+
+    def state_when(self, ready) -> dict:
+        """The state, once the page's event stream says ``ready(state)``."""
+        with self.http.get(self.url + "events", stream=True, timeout=(WAIT, WAIT)) as stream:
+            for line in stream.iter_lines(decode_unicode=True):
+                if line.startswith("data: "):
+                    data = json.loads(line[6:])
+                    if "connected" in data and ready(data):
+                        return data
+        raise AssertionError("the event stream ended")
+
+    def stop(self) -> tuple[int, str]:
+        """Ctrl-C; the exit code and the rest of stderr."""
+        self.http.close()
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            code = self.proc.wait(WAIT)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(WAIT)
+        self.stderr.thread.join(WAIT)
+        return code, "".join(self.stderr.all)
+
+
+def test_inspect_serves_the_page_and_stops_on_ctrl_c():
+    """``mcp-ref inspect "mcp-ref serve-demo" --no-browser``."""
+    running = Running("inspect", DEMO, "--no-browser")
+    try:
+        page = running.http.get(running.url, timeout=WAIT)
+        assert page.status_code == 200 and "text/html" in page.headers["Content-Type"]
+        assert (
+            running.http.get(running.url.rsplit("/", 2)[0] + "/", timeout=WAIT).status_code == 404
+        )
+        state = running.state_when(lambda s: s["connected"] or s["error"])
+        assert state["connected"], state
+        assert state["server_info"]["name"] == "mcp-ref-demo" and state["transport"] == "stdio"
+        assert running.http.get(running.url + "api/state", timeout=WAIT).json()["connected"]
+    finally:
+        code, stderr = running.stop()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    [line] = [line for line in stderr.splitlines() if line.startswith("mcp-ref inspector:")]
+    assert re.match(ADDRESS, line)
+    with pytest.raises(requests.ConnectionError):  # nothing serves any more
+        requests.get(running.url, timeout=WAIT)
+
+
+def test_dev_inspects_the_readme_s_first_server(tmp_path):
+    """``mcp-ref dev server.py``, on the README's first server."""
+    from test_readme import _block
+
+    (tmp_path / "server.py").write_text(_block("# server.py"))
+    running = Running("dev", "server.py", "--no-browser", cwd=tmp_path)
+    try:
+        state = running.state_when(lambda s: s["connected"] or s["error"])
+        assert state["connected"], state
+        assert state["server_info"]["name"] == "notes"
+        assert "-m mcp_ref run server.py" in state["target"]
+        origin = {"Origin": f"http://127.0.0.1:{running.port}"}
+        called = running.http.post(
+            running.url + "api/call",
+            json={"call": "c1", "name": "add_note", "arguments": {"title": "a", "text": "b"}},
+            headers=origin,
+            timeout=WAIT,
+        ).json()
+        assert called["result"]["content"][0]["text"] == "saved a"
+    finally:
+        code, stderr = running.stop()
+    assert code == 0, stderr
+
+
+def test_a_target_that_cannot_start_is_shown_on_the_page():
+    running = Running("inspect", "--no-browser", "--", "no-such-command-for-mcp-ref")
+    try:
+        state = running.state_when(lambda s: not s["connecting"] and s["error"])
+        assert "cannot launch 'no-such-command-for-mcp-ref'" in state["error"]
+    finally:
+        code, _ = running.stop()
+    assert code == 0
+
+
+def test_help_and_usage_errors():
+    for verb in ("inspect", "dev"):
+        shown = run_cli(verb, "--help")
+        assert shown.returncode == 0 and "--port N" in shown.stdout and "examples:" in shown.stdout
+    assert "inspect" in run_cli("--help").stdout
+    missing = run_cli("inspect")
+    assert missing.returncode == 2 and "inspect needs TARGET" in missing.stderr
+    two = run_cli("dev", "a.py", "b.py")
+    assert two.returncode == 2 and "dev takes one SERVER" in two.stderr
+    assert ROOT.is_dir()

@@ -1,0 +1,302 @@
+"""The inspector's live side over its real HTTP API: the demo server over stdio (a subprocess) and
+over HTTP (a subprocess on a real socket), in both eras; the page's requests, the server's asks
+answered through the API, and what is pushed on the ``events`` stream."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import WAIT
+from inspector_harness import Inspector, demo_over_http, record_of
+
+from mcp_ref.inspector import live
+from mcp_ref.workbench.demo import server_command
+
+pytestmark = pytest.mark.slow
+
+PLACES = [
+    pytest.param(("stdio", "modern"), id="stdio-modern"),
+    pytest.param(("stdio", "handshake"), id="stdio-handshake"),
+    pytest.param(("http", "modern"), id="http-modern"),
+    pytest.param(("http", "handshake"), id="http-handshake"),
+]
+
+
+@pytest.fixture(scope="module")
+def demo_url():
+    with demo_over_http() as url:
+        yield url
+
+
+@pytest.fixture
+def inspect(demo_url):
+    """``inspect(place, **options)``: an inspector of the demo, over stdio or HTTP, in one era;
+    connected; closed after the test."""
+    made: list[Inspector] = []
+
+    def start(place: tuple[str, str], **options) -> Inspector:
+        transport, era = place
+        target = [demo_url] if transport == "http" else ["--", *server_command()]
+        made.append(Inspector("--era", era, *target, **options))
+        state = made[-1].state
+        assert state["connected"], state
+        assert state["era"] == era
+        return made[-1]
+
+    yield start
+    for inspector in made:
+        inspector.close()
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_the_state_says_who_the_server_is(inspect, place):
+    inspector = inspect(place)
+    state = inspector.post("connect", {"era": place[1]})
+    assert state["server_info"]["name"] == "mcp-ref-demo"
+    assert state["instructions"].startswith("A demo of every MCP feature")
+    assert state["transport"] == ("stdio" if place[0] == "stdio" else "streamable")
+    assert "tools" in state["capabilities"]
+    assert {"sampling", "elicitation", "roots"} <= set(state["client_capabilities"])
+    assert state["protocol_version"] == ("2026-07-28" if place[1] == "modern" else "2025-11-25")
+    assert inspector.get("api/state").json() == state
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_listings_come_one_page_at_a_time(inspect, place):
+    inspector = inspect(place)
+    first = inspector.post("list", {"what": "tools", "cursor": None})
+    assert [tool["name"] for tool in first["items"]][:2] == ["echo", "add"]
+    assert len(first["items"]) == 5 and first["nextCursor"]  # the demo's pages hold 5
+    second = inspector.post("list", {"what": "tools", "cursor": first["nextCursor"]})
+    assert second["items"] and second["items"][0]["name"] not in {t["name"] for t in first["items"]}
+    for what, name in (("resources", "demo://readme"), ("templates", "demo://greeting/{name}")):
+        items = inspector.post("list", {"what": what})["items"]
+        assert name in [item.get("uri") or item.get("uriTemplate") for item in items]
+    assert "greet" in [
+        prompt["name"] for prompt in inspector.post("list", {"what": "prompts"})["items"]
+    ]
+    refused = inspector.post("list", {"what": "everything"}, status=400)
+    assert refused["error"]["message"].startswith("what must be")
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_call_pushes_its_progress_and_its_result_is_checked(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    inspector.post("list", {"what": "tools"})  # the tools' outputSchema, known from the listing
+    answer = inspector.post(
+        "call", {"call": "c1", "name": "count_slowly", "arguments": {"steps": 3, "delay": 0}}
+    )
+    assert answer["result"]["content"][0]["text"] == "counted to 3"
+    progress = events.wait_for("progress", lambda data: data["progress"] == 3)
+    assert progress == {"call": "c1", "progress": 3, "total": 3, "message": "step 3 of 3"}
+    weather = inspector.post(
+        "call", {"call": "c2", "name": "weather", "arguments": {"city": "Oslo"}}
+    )
+    assert weather["result"]["structuredContent"]["city"] == "Oslo"
+    assert weather["output_check"] == {"valid": True, "errors": []}
+    failed = inspector.post("call", {"call": "c3", "name": "divide", "arguments": {"a": 1, "b": 0}})
+    assert failed["result"]["isError"] is True and failed["output_check"] is None
+    unknown = inspector.post("call", {"call": "c4", "name": "no_such_tool", "arguments": {}})
+    assert set(unknown) == {"error"} or unknown["result"]["isError"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_call_is_cancelled_from_the_page(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    waiting = inspector.in_background(
+        "call", {"call": "long", "name": "wait_for_cancel", "arguments": {"seconds": WAIT * 3}}
+    )
+    events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+    assert inspector.post("cancel", {"call": "long"}) == {"cancelled": True}
+    answer = waiting()
+    assert answer["error"]["message"] == "cancelled"
+    assert inspector.post("cancel", {"call": "long"}) == {"cancelled": False}  # it has ended
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_an_elicitation_is_answered_through_the_page(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert ask["kind"] == "elicitation" and ask["mode"] == "form"
+    assert ask["params"]["requestedSchema"]["required"] == ["name"]
+    assert ask["expires"] > 0
+    inspector.post("answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}})
+    assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "answered"}
+    gone = inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
+    assert "no such request" in gone["error"]["message"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_sampling_request_is_answered_or_declined_through_the_page(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    waiting = inspector.in_background(
+        "call", {"call": "c1", "name": "ask_llm", "arguments": {"question": "6 x 7?"}}
+    )
+    ask = events.wait_for("ask")
+    assert ask["kind"] == "sampling" and ask["mode"] is None
+    assert ask["params"]["messages"][0]["content"]["text"] == "6 x 7?"
+    bad = inspector.post(
+        "answer", {"ask": ask["ask"], "action": "accept", "result": {}}, status=400
+    )
+    assert "CreateMessageResult" in bad["error"]["message"]
+    reply = {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "a person"}
+    inspector.post("answer", {"ask": ask["ask"], "action": "accept", "result": reply})
+    assert waiting()["result"]["content"][0]["text"] == "a person says: 42"
+    declined = inspector.in_background(
+        "call", {"call": "c2", "name": "ask_llm", "arguments": {"question": "again?"}}
+    )
+    second = events.wait_for("ask", lambda data: data["ask"] != ask["ask"])
+    inspector.post("answer", {"ask": second["ask"], "action": "decline"})
+    answer = declined()
+    # the server's tool fails on the refusal: a tool error, or the refusal itself (2026-07-28)
+    refused = answer.get("error") or answer["result"]
+    assert "rejected" in str(refused)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_an_ask_that_nobody_answers_expires(inspect, place):
+    inspector = inspect(place, answer_timeout=0.3)
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "expired"}
+    assert waiting()["result"]["content"][0]["text"] == "the user chose to cancel"
+
+
+def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
+    monkeypatch.setattr(live, "MAX_ASKS", 1)
+    inspector = inspect(("stdio", "handshake"))
+    events = inspector.events()
+    first = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    second = inspector.post("call", {"call": "c2", "name": "ask_user", "arguments": {}})
+    assert second["result"]["content"][0]["text"] == "the user chose to cancel"
+    inspector.post("answer", {"ask": ask["ask"], "action": "decline"})
+    assert first()["result"]["content"][0]["text"] == "the user chose to decline"
+    notes = [r["text"] for r in inspector.conversation.records() if r["kind"] == "note"]
+    assert any("already wait for an answer" in note for note in notes)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_subscription_pushes_updates(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    assert inspector.post("subscribe", {"uri": "demo://counter", "on": True}) == {}
+    inspector.post("call", {"call": "c1", "name": "bump_counter", "arguments": {}})
+    assert events.wait_for("updated") == {"uri": "demo://counter"}
+    read = inspector.post("read", {"uri": "demo://counter"})
+    assert read["result"]["contents"][0]["uri"] == "demo://counter"
+    assert inspector.post("subscribe", {"uri": "demo://counter", "on": False}) == {}
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_completion_and_a_prompt(inspect, place):
+    inspector = inspect(place)
+    completed = inspector.post(
+        "complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "style", "value": "f"},
+            "context": {"arguments": {"name": "Ada"}},
+        },
+    )
+    assert completed["completion"]["values"] == ["formal"]
+    template = inspector.post(
+        "complete",
+        {
+            "ref": {"type": "ref/resource", "uri": "demo://greeting/{name}"},
+            "argument": {"name": "name", "value": ""},
+            "context": None,
+        },
+    )
+    assert template["completion"]["values"]
+    prompt = inspector.post("prompt", {"name": "greet", "arguments": {"name": "Ada"}})
+    assert "Ada" in prompt["result"]["messages"][0]["content"]["text"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_the_log_level_and_the_log_pane(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    assert inspector.post("log-level", {"level": "debug"}) == {}
+    inspector.post("call", {"call": "c1", "name": "log_levels", "arguments": {}})
+    debug = events.wait_for("log", lambda data: data["level"] == "debug")
+    assert debug == {"level": "debug", "logger": "demo", "data": "a debug message"}
+    assert inspector.get("api/state").json()["log_level"] == "debug"
+    inspector.post("log-level", {"level": "loud"}, status=400)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_roots_edited_on_the_page(inspect, place, tmp_path):
+    inspector = inspect(place)
+    root = tmp_path.as_uri()
+    assert inspector.post("roots", {"roots": [{"uri": root, "name": "work"}]}) == {}
+    shown = inspector.post("call", {"call": "c1", "name": "show_roots", "arguments": {}})
+    assert shown["result"]["content"][0]["text"] == f"work: {root}"
+    sent = [
+        r["message"].get("method")
+        for r in inspector.conversation.records()
+        if r["kind"] == "message"
+    ]
+    assert ("notifications/roots/list_changed" in sent) == (place[1] == "handshake")
+    bad = inspector.post("roots", {"roots": [{"uri": "https://example.com/"}]}, status=400)
+    assert "file://" in bad["error"]["message"]
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_task(inspect, place):
+    inspector = inspect(place)
+    answer = inspector.post(
+        "call", {"call": "t1", "name": "build_report", "arguments": {"topic": "owls"}, "task": True}
+    )
+    assert answer["result"]["content"][0]["text"] == "A short report on owls: it works."
+    tasks = inspector.post("list", {"what": "tasks"})["items"]
+    assert tasks, "the task the call made is listed"
+    task_id = tasks[0]["taskId"]
+    got = inspector.post("task", {"action": "get", "taskId": task_id})["result"]
+    assert got.get("status") == "completed" or got.get("task", {}).get("status") == "completed"
+    result = inspector.post("task", {"action": "result", "taskId": task_id})["result"]
+    assert "owls" in str(result)
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_reconnecting_in_the_other_era(inspect, place):
+    inspector = inspect(place)
+    other = "handshake" if place[1] == "modern" else "modern"
+    events = inspector.events()
+    state = inspector.post("connect", {"era": other})
+    assert state["connected"] and state["era"] == other
+    note = events.wait_for("record", lambda r: r["kind"] == "note" and "reconnecting" in r["text"])
+    assert other in note["text"]
+    events.wait_for("state", lambda s: s["connected"] and s["era"] == other)
+    assert inspector.post("list", {"what": "tools"})["items"]
+
+
+def test_records_carry_the_http_exchanges(inspect):
+    inspector = inspect(("http", "modern"))
+    inspector.post("call", {"call": "c1", "name": "echo", "arguments": {"text": "hi"}})
+    records = inspector.get("api/records?after=0&limit=1000").json()["records"]
+    exchanges = [r for r in records if r["kind"] == "http"]
+    assert {r["phase"] for r in exchanges} == {"request", "response"}
+    calls = [r for r in records if record_of("tools/call", "echo")(r)]
+    assert calls and calls[0]["exchange"] in {r["exchange"] for r in exchanges}
+
+
+def test_the_page_works_when_the_first_connect_fails():
+    inspector = Inspector("--", "no-such-command-for-mcp-ref")
+    try:
+        state = inspector.state
+        assert (
+            not state["connected"]
+            and "cannot launch 'no-such-command-for-mcp-ref'" in state["error"]
+        )
+        refused = inspector.post("list", {"what": "tools"}, status=409)
+        assert refused["error"]["message"] == "not connected: connect first"
+        assert inspector.get("api/state").json()["error"] == state["error"]
+    finally:
+        inspector.close()
