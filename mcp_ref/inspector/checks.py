@@ -359,9 +359,9 @@ class MessageChecker:
     """Checks a conversation's messages in order, pairing each answer with its request.
 
     ``check(direction, message)`` (``"-->"``: client to server, ``"<--"``: back) returns the
-    :class:`Check`.  The revision is the one :meth:`set_revision` gave, else the one the
-    ``initialize`` result named, else (for the ``initialize`` request itself) the one it asks
-    for; a 2026-07-28 request and its answer are checked at the revision its ``_meta`` names, and
+    :class:`Check`.  The revision is the one the last ``initialize`` result named or
+    :meth:`set_revision` gave, whichever came last (the ``initialize`` request itself is checked
+    at the revision it asks for); a 2026-07-28 request and its answer are checked at the revision its ``_meta`` names, and
     so are the notifications of a conversation that never had a handshake.
     Requests awaiting their answer are remembered up to :data:`MAX_PENDING`; past it the
     oldest is forgotten (its answer is then checked with ``valid`` None).  Thread-safe.
@@ -372,7 +372,6 @@ class MessageChecker:
 
     def __init__(self, revision: str | None = None):
         self.revision = revision
-        self._told = revision is not None
         self._modern: str | None = None  # the revision the last 2026-07-28 request named
         self._pending: collections.OrderedDict[tuple[str, Any], tuple[str, str | None, bool]] = (
             collections.OrderedDict()
@@ -383,7 +382,6 @@ class MessageChecker:
         """The negotiated revision: messages from now on are checked against it."""
         with self._lock:
             self.revision = revision
-            self._told = revision is not None
 
     def clear(self) -> None:
         """Forget the requests awaiting answers (a new connection)."""
@@ -403,7 +401,7 @@ class MessageChecker:
                     self._modern = modern
                 # a notification of a conversation with no handshake: the revision its requests name
                 revision = modern or self.revision or self._modern
-                if method == "initialize" and not self._told:
+                if method == "initialize":  # checked at the revision it asks for
                     params = message.get("params")
                     asked = params.get("protocolVersion") if isinstance(params, dict) else None
                     revision = asked if isinstance(asked, str) else revision
@@ -421,8 +419,7 @@ class MessageChecker:
             answered, modern, augmented = request or (None, None, False)
             result = message.get("result")
             if (
-                answered == "initialize"
-                and not self._told
+                answered == "initialize"  # a handshake: its answer names the revision from now on
                 and isinstance(result, dict)
                 and isinstance(result.get("protocolVersion"), str)
             ):

@@ -23,17 +23,18 @@ even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
   (bytes).  The checks are :mod:`mcp_ref.inspector.checks`'s.
 - ``"http"`` and ``"sse"``: one HTTP request or response, one server-sent event
   (:mod:`mcp_ref.inspector.http_view` lists their fields).
-- ``"stderr"``: ``line``, a launched server's stderr line.
+- ``"stderr"``: ``line``, a launched server's stderr line (what reads as a secret masked).
 - ``"note"``: ``text``, e.g. ``connected over stdio, 2026-07-28``.
 
 Messages and exchanges are paired: a message received names the exchange whose JSON body or SSE
 event carried it (matched by content); a message sent over HTTP is recorded when the request
-carrying it goes out, so that it names that exchange too (an HTTP conversation is recognised by
-its first HTTP report, or told: ``Conversation(http=True)``).  A sent message whose request is not
-seen before the next message received (the 2026-07-28 era sends no client notifications over
-HTTP) is recorded with ``exchange`` null; should its request still come, the record is completed
-then, and the request's record lists it in ``messages`` (the seqs of the messages a request
-carried).
+carrying it goes out, so that it names that exchange too.  Until the conversation is known to be
+HTTP's or not (told, ``Conversation(http=...)``, or found out: the first HTTP report says HTTP, a
+message received with none before it says not), a sent message waits for its request or the next
+other record.  A sent message whose request is not seen before the next other record (the
+2026-07-28 era sends no client notifications over HTTP) is recorded with ``exchange`` null;
+should its request still come, the record is completed then, and the request's record lists it
+in ``messages`` (the seqs of the messages a request carried).
 
 The JSON-lines export starts with a header record ``{"kind": "header", "format":
 "mcp-ref-conversation", "version": 1, "target", "revision", "dropped", "exported"}``, then one
@@ -43,7 +44,8 @@ Bounds: at most ``max_records`` records (default 50,000): past it the oldest are
 :attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
 :data:`SUBSCRIBER_QUEUE` records: a subscriber that falls that far behind is closed (its
 ``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
-from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`).
+from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`, :data:`MAX_SAME`,
+:data:`MAX_HELD`).
 """
 
 from __future__ import annotations
@@ -60,13 +62,16 @@ from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSee
 from ..workbench.diagram import Recorder, method_label, short
 from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
-from .masking import mask_json
+from .masking import mask_free_text, mask_json
 
 #: Records a subscriber's queue holds; past it the subscriber is closed.
 SUBSCRIBER_QUEUE = 10_000
 #: Entries each pairing table (messages carried by exchanges; sent messages awaiting their
 #: request) holds; past it the oldest is forgotten.
 MAX_PAIRING = 10_000
+#: Sent messages waiting for the request that carries them, at most; past it the oldest is
+#: recorded without its exchange (it is completed should its request still come).
+MAX_HELD = 1_000
 #: Sent messages of the very same text awaiting their request, at most (the latest are kept).
 MAX_SAME = 16
 #: What ``records()`` returns at most per call.
@@ -132,11 +137,12 @@ class Conversation:
 
     ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`).
     ``target``: what is inspected (a command line or URL), for the export's header.
-    ``http``: True when the client talks HTTP (so that the very first message sent waits for its
-    request too; later ones do once any HTTP report came).
+    ``http``: True when the client talks HTTP, False when it does not, None (the default) to
+    find out (the first message sent waits for its request or the next event; the first HTTP
+    report, or a message received with none before it, decides).
     """
 
-    def __init__(self, max_records: int = 50_000, *, target: str = "", http: bool = False):
+    def __init__(self, max_records: int = 50_000, *, target: str = "", http: bool | None = None):
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise ValueError(f"max_records must be a positive int, not {max_records!r}")
         self.max_records = max_records
@@ -144,7 +150,7 @@ class Conversation:
         self.target = target
         #: Records dropped from the start of the log since it began (or since :meth:`clear`).
         self.dropped = 0
-        self._http = http
+        self._http = http  # None: not known yet (a sent message waits for the next event)
         self._lock = threading.Lock()
         self._records: collections.deque[dict] = collections.deque(maxlen=max_records)
         self._seq = itertools.count(1)
@@ -177,8 +183,9 @@ class Conversation:
             parsed = _NOT_JSON
         with self._lock:
             if parsed is _NOT_JSON:
-                text = bytes(data).decode("utf-8", errors="replace")
+                text = mask_free_text(bytes(data).decode("utf-8", errors="replace"))
                 record = self._invalid(direction, cut(text)[0], len(data), now)
+                self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
                 self._flush_held()
                 self._append(record)
                 return
@@ -190,12 +197,16 @@ class Conversation:
                 if direction == "-->":
                     key = _canonical(item)
                     self._remember(self._unsent, key, record)
-                    if self._http:
+                    if self._http is not False:
                         self._held.append(record)
+                        if len(self._held) > MAX_HELD:  # the oldest goes without its exchange
+                            self._append(self._held.pop(0))
                         continue
                 else:
                     record["exchange"] = self._carried.pop(_canonical(item), None)
                     self._flush_held()
+                    if self._http is None:  # an answer with no HTTP before it: not HTTP
+                        self._http = False
                 self._append(record)
 
     def http_trace(self, seen: HttpRequestSeen | HttpResponseSeen | SseEventSeen) -> None:
@@ -235,7 +246,7 @@ class Conversation:
 
     def stderr(self, line: str) -> None:
         """A line the launched server wrote on its stderr."""
-        self._add({"kind": "stderr", "line": cut(str(line).rstrip("\r\n"))[0]})
+        self._add({"kind": "stderr", "line": cut(mask_free_text(str(line).rstrip("\r\n")))[0]})
 
     def note(self, text: str) -> None:
         """A note of the inspector's own (connected, reconnecting, closed ...); also a note across

@@ -17,7 +17,7 @@ added there):
 ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` (decoded as they are), and the 2026-07-28
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` whose values may be Base64 (``=?base64?...?=``,
 2026-07-28 basic/transports/streamable-http §Value Encoding): ``decoded`` is the value they carry
-(null when it does not decode).
+(null when it does not decode); any other ``Mcp-`` header is listed as it is.
 
 :func:`carried_messages` gives the JSON-RPC messages a body or an event's data holds, so the
 conversation can link each message to the exchange that carried it.
@@ -53,6 +53,8 @@ def mcp_headers(headers) -> list[dict[str, Any]]:
             except ValueError:
                 decoded = None
             found.append({"name": name, "raw": value, "decoded": decoded})
+        elif lower.startswith("mcp-"):  # one of a later revision's, or an extension's
+            found.append({"name": name, "raw": value, "decoded": value})
     return found
 
 

@@ -567,10 +567,14 @@ class InspectedServer:
             if call_id not in self._calls:
                 return {"cancelled": False}
             tool_call = self._calls[call_id]
-            if tool_call is None or tool_call == CANCEL_ASKED:  # still being sent: cancelled once sent
+            # still being sent: it is cancelled as soon as it is
+            if tool_call is None or tool_call == CANCEL_ASKED:
                 self._calls[call_id] = CANCEL_ASKED
                 return {"cancelled": True}
-        return {"cancelled": bool(tool_call.cancel("cancelled in the inspector"))}
+        tool_call.cancel("cancelled in the inspector")
+        # Running (it is in the table until its answer is taken): cancelled now, even when the
+        # request on the wire had ended (a 2026-07-28 call answering the server's input requests).
+        return {"cancelled": True}
 
     def read(self, body: dict) -> dict:
         """``api/read``: ``resources/read``, its result as the server sent it."""

@@ -13,10 +13,13 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
   URL's userinfo (``https://••••••@host/``);
-- SSE data and other text: as JSON when it parses, else as a form when it reads as one.
+- SSE data and other text: as JSON when it parses, else as a form when it reads as one;
+- text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
+  what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, ``"access_token": "..."``,
+  ``client_secret=...``.
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
-raises: text that is neither JSON nor a form is shown as it is.
+raises.
 """
 
 from __future__ import annotations
@@ -161,13 +164,37 @@ def mask_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+#: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a
+#: plain lower-case word ("Basic usage" stays; "Bearer eyJ0eXAi..." does not).
+_CREDENTIAL = re.compile(
+    r"\b(Bearer|DPoP|Basic)(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}",
+    re.IGNORECASE,
+)
+_QUOTED_PAIR = re.compile(r'"([A-Za-z0-9_-]{1,64})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
+_BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
+
+
+def mask_free_text(text: str) -> str:
+    """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
+    with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
+    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key."""
+    text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _QUOTED_PAIR.sub(
+        lambda m: f'"{m.group(1)}"{m.group(2)}"{MASK}"' if secret_key(m.group(1)) else m.group(0),
+        text,
+    )
+    return _BARE_PAIR.sub(
+        lambda m: f"{m.group(1)}={MASK}" if secret_key(m.group(1)) else m.group(0), text
+    )
+
+
 def _looks_like_form(text: str) -> bool:
     return bool(re.fullmatch(r"[^\s=&]+=[^\s&]*(&[^\s=&]+=[^\s&]*)*", text.strip()))
 
 
 def mask_text(text: str, content_type: str | None = None) -> str:
     """A body or an event's data as text, masked: JSON (re-encoded, secrets masked) when it parses,
-    a form when ``content_type`` says so or it reads as one, else unchanged."""
+    a form when ``content_type`` says so or it reads as one, else :func:`mask_free_text`."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "application/x-www-form-urlencoded" or (
         kind != "application/json" and _looks_like_form(text)
@@ -176,7 +203,7 @@ def mask_text(text: str, content_type: str | None = None) -> str:
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
-        return text
+        return mask_free_text(text)
     if not isinstance(parsed, (dict, list)):
         return text
     masked = mask_json(parsed)

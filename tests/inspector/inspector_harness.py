@@ -149,6 +149,19 @@ class EventReader:
         self.response.close()
 
 
+def state_when(url: str, ready: Callable[[dict], bool]) -> dict:
+    """The state of the inspector at ``url`` (its page's address), once its ``events`` stream
+    says ``ready(state)``."""
+    with requests.get(url + "events", stream=True, timeout=(WAIT, WAIT)) as stream:
+        assert stream.status_code == 200, stream.text
+        for line in stream.iter_lines(decode_unicode=True):
+            if line.startswith("data: "):
+                data = json.loads(line[len("data: ") :])
+                if "connected" in data and "replay" in data and ready(data):
+                    return data
+    raise AssertionError("the event stream ended")
+
+
 def record_of(method: str, name: str | None = None) -> Callable[[dict], bool]:
     """A ``where`` for :meth:`EventReader.wait_for`: a record of a sent request ``method`` (for
     ``tools/call``, of the tool ``name``)."""

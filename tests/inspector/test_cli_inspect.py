@@ -3,7 +3,6 @@ page's address, serve it over the token, and stop cleanly on Ctrl-C (exit 0, not
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import signal
@@ -13,6 +12,7 @@ import sys
 import pytest
 import requests
 from conftest import ROOT, WAIT, run_cli
+from inspector_harness import state_when
 
 pytestmark = pytest.mark.slow
 
@@ -41,13 +41,7 @@ class Running:
 
     def state_when(self, ready) -> dict:
         """The state, once the page's event stream says ``ready(state)``."""
-        with self.http.get(self.url + "events", stream=True, timeout=(WAIT, WAIT)) as stream:
-            for line in stream.iter_lines(decode_unicode=True):
-                if line.startswith("data: "):
-                    data = json.loads(line[6:])
-                    if "connected" in data and ready(data):
-                        return data
-        raise AssertionError("the event stream ended")
+        return state_when(self.url, ready)
 
     def stop(self) -> tuple[int, str]:
         """Ctrl-C; the exit code and the rest of stderr."""

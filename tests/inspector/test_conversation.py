@@ -16,6 +16,7 @@ from mcp_ref.inspector.conversation import (
     Conversation,
     label,
 )
+from mcp_ref.inspector.masking import MASK
 
 
 def wire(message: dict) -> bytes:
@@ -94,7 +95,7 @@ def test_what_is_not_json_is_an_invalid_record_and_nothing_breaks():
 
 
 def test_a_batch_is_one_record_per_message():
-    conv = Conversation()
+    conv = Conversation(http=False)
     batch = [
         {"jsonrpc": "2.0", "id": 1, "method": "ping"},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -215,6 +216,16 @@ def test_secrets_are_masked_in_records_export_and_diagram():
     assert "hunter2" not in text and "AT-42" not in text
 
 
+def test_stderr_lines_and_what_is_not_json_are_masked_too():
+    conv = Conversation()
+    conv.stderr("token refreshed: Bearer abc.def.ghi\n")
+    conv.trace("<--", b'oops {"refresh_token": "RT-1", ')
+    text = json.dumps(conv.records())
+    assert "abc.def.ghi" not in text and "RT-1" not in text
+    assert conv.records()[0]["line"] == f"token refreshed: Bearer {MASK}"
+    assert "S-xC: (not a JSON-RPC message)" in conv.mermaid("t")
+
+
 def test_labels():
     assert label(
         {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "file:///a"}}
@@ -229,3 +240,243 @@ def test_labels():
 def test_max_records_must_be_positive():
     with pytest.raises(ValueError):
         Conversation(max_records=0)
+
+
+def seen_request(exchange: int, body: bytes):
+    from mcp_ref.http.exchange_trace import HttpRequestSeen
+
+    return HttpRequestSeen(exchange, "POST", "http://127.0.0.1:1/mcp", (), body)
+
+
+def test_an_http_conversation_records_a_sent_message_when_its_request_goes():
+    conv = Conversation(http=True)
+    subscription = conv.subscribe()
+    data = request(1, "tools/list")
+    conv.trace("-->", data)
+    assert conv.records() == []  # waiting for the request that carries it
+    conv.http_trace(seen_request(7, data))
+    message, post = subscription.get(WAIT), subscription.get(WAIT)
+    assert (message["kind"], message["exchange"], message["seq"]) == ("message", 7, 1)
+    assert (post["kind"], post["exchange"], post["messages"]) == ("http", 7, [1])
+
+
+def test_a_sent_message_whose_request_never_comes_is_recorded_at_the_next_event():
+    conv = Conversation(http=True)
+    conv.trace("-->", wire({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}))
+    conv.trace("<--", result(1, {}))  # the 2026-07-28 era sends no client notification over HTTP
+    assert [(r["type"], r["exchange"]) for r in conv.records()] == [
+        ("notification", None),
+        ("result", None),
+    ]
+    conv.trace("-->", request(2, "ping"))
+    conv.note("closed")
+    assert [r["kind"] for r in conv.records(after=2)] == ["message", "note"]
+
+
+def test_a_message_already_recorded_is_completed_when_its_request_comes():
+    conv = Conversation(http=False)  # told it is not HTTP: a message is recorded at once
+    data = request(1, "server/discover")
+    conv.trace("-->", data)
+    (first,) = conv.records()
+    assert first["exchange"] is None
+    conv.http_trace(seen_request(1, data))
+    message, post = conv.records()
+    assert message["exchange"] == 1 and post["messages"] == [1]
+    conv.trace("-->", request(2, "tools/list"))  # from now on it waits for its request
+    assert conv.records(after=2) == []
+
+
+def test_whether_it_is_http_is_found_out():
+    http = Conversation()
+    data = request(1, "initialize")
+    http.trace("-->", data)
+    assert http.records() == []  # not known yet: waits for its request or the next event
+    http.http_trace(seen_request(1, data))
+    assert [(r["kind"], r["exchange"]) for r in http.records()] == [("message", 1), ("http", 1)]
+    stdio = Conversation()
+    stdio.trace("-->", data)
+    stdio.trace("<--", result(1, {}))  # an answer with no HTTP before it: not HTTP
+    assert [r["label"] for r in stdio.records()] == ["initialize #1", "#1 result"]
+    stdio.trace("-->", request(2, "ping"))  # recorded at once from now on
+    assert stdio.records(after=2)[0]["label"] == "ping #2"
+    assert all(r["exchange"] is None for r in stdio.records())
+
+
+def test_a_received_message_names_the_exchange_whose_body_carried_it():
+    from mcp_ref.http.exchange_trace import HttpResponseSeen, SseEventSeen
+
+    conv = Conversation()
+    answer = result(1, {"tools": []})
+    conv.http_trace(HttpResponseSeen(3, 200, "OK", (("Content-Type", "application/json"),), answer))
+    event = wire({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    conv.http_trace(SseEventSeen(5, "e1", "message", event.decode(), None))
+    conv.trace("<--", event)
+    conv.trace("<--", json.dumps(json.loads(answer), indent=2).encode())  # spaced otherwise
+    conv.trace("<--", result(9, {}))  # made by the client itself (a failed request): no exchange
+    assert [r["exchange"] for r in conv.records() if r["kind"] == "message"] == [5, 3, None]
+
+
+# -- over real transports ----------------------------------------------------------------------
+
+
+def http_conversation(url: str, **options) -> Conversation:
+    """The demo over HTTP: a call, one with progress (its answer on an SSE stream), and one that
+    asks the user (a server request on the stream, answered in a POST of its own)."""
+    from conftest import Collector as _Collector
+
+    from mcp_ref import Client, ElicitResult
+
+    conv = Conversation(target=url)
+    with Client.http(
+        url,
+        trace=conv.trace,
+        http_trace=conv.http_trace,
+        timeout=WAIT,
+        elicitation_handler=lambda params: ElicitResult(action="accept", content={"name": "Ada"}),
+        **options,
+    ) as client:
+        conv.set_revision(client.protocol_version)
+        assert client.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
+        progress = _Collector()
+        client.call_tool("count_slowly", {"steps": 2, "delay": 0}, on_progress=progress)
+        assert len(progress) == 2
+        assert "Ada" in client.call_tool("ask_user").content[0].text
+    return conv
+
+
+def assert_each_message_names_its_exchange(conv: Conversation) -> list[dict]:
+    records = conv.records(limit=10_000)
+    messages = [r for r in records if r["kind"] == "message"]
+    assert messages
+    carriers = {}
+    for r in records:
+        if r["kind"] == "http" and r["body"]:
+            carriers.setdefault(r["exchange"], []).append(r["body"])
+        if r["kind"] == "sse" and r["data"]:
+            carriers.setdefault(r["exchange"], []).append(r["data"])
+    for message in messages:
+        assert message["exchange"] is not None, message["label"]
+        assert message["valid"] is True, (message["label"], message["errors"])
+        text = (
+            json.dumps(message["message"]["id"])
+            if "id" in message["message"]
+            else message["method"]
+        )
+        assert any(text in body for body in carriers[message["exchange"]]), message["label"]
+    for request in (r for r in records if r["kind"] == "http" and r["phase"] == "request"):
+        for seq in request["messages"]:  # the request lists what it carried
+            (carried,) = [m for m in messages if m["seq"] == seq]
+            assert carried["exchange"] == request["exchange"]
+            assert carried["seq"] < request["seq"]  # shown before the request that carries it
+    return messages
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_over_http_each_message_names_the_exchange_that_carried_it(era):
+    from http_fixtures import serving
+
+    with serving() as served:
+        conv = http_conversation(served.mcp, era=era)
+    messages = assert_each_message_names_its_exchange(conv)
+    sent = [m for m in messages if m["direction"] == "send"]
+    assert len({m["exchange"] for m in sent if m["type"] == "request"}) == len(
+        [m for m in sent if m["type"] == "request"]
+    )  # one POST per request
+    phases = [
+        (r["exchange"], r["phase"]) for r in conv.records(limit=10_000) if r["kind"] == "http"
+    ]
+    assert all((exchange, "request") in phases for exchange, _ in phases)
+
+
+def test_over_the_legacy_transport_answers_name_the_get_stream():
+    from http_fixtures import serving
+
+    with serving() as served:
+        conv = http_conversation(served.sse, transport="sse")
+    messages = assert_each_message_names_its_exchange(conv)
+    assert {m["exchange"] for m in messages if m["direction"] == "receive"} == {1}
+
+
+def test_a_bearer_token_never_reaches_a_record_or_the_export():
+    from http_fixtures import serving
+
+    from mcp_ref import Client, McpError
+    from mcp_ref.oauth.resource import ProtectedResource
+    from mcp_ref.server.principal import AccessInfo
+    from mcp_ref.workbench.demo import build_server
+
+    token = "tok-" + "9" * 24
+
+    class OneToken:
+        url = ""
+
+        def verify(self, presented: str):
+            if presented != token:
+                return None
+            return AccessInfo(client_id="c1", audience=(self.url,))
+
+    verifier = OneToken()
+    app = build_server().wsgi_app(auth=ProtectedResource(verifier, ["https://as.example"]))
+    with serving(app=app) as served:
+        verifier.url = served.mcp
+        conv = Conversation(target=served.mcp)
+        refused = Conversation()
+        with pytest.raises(McpError):  # no token: 401
+            Client.http(
+                served.mcp, trace=refused.trace, http_trace=refused.http_trace, timeout=WAIT
+            )
+        with Client.http(
+            served.mcp,
+            headers={"Authorization": f"Bearer {token}"},
+            trace=conv.trace,
+            http_trace=conv.http_trace,
+            timeout=WAIT,
+        ) as client:
+            client.call_tool("echo", {"text": "x"})
+    everything = conv.export_jsonl() + json.dumps(conv.records(limit=10_000)) + conv.mermaid("t")
+    assert token not in everything
+    sent = [
+        r for r in conv.records(limit=10_000) if r["kind"] == "http" and r["phase"] == "request"
+    ]
+    assert all(["Authorization", f"Bearer {MASK}"] in r["headers"] for r in sent)
+    statuses = [
+        r["status"] for r in refused.records() if r["kind"] == "http" and r["phase"] == "response"
+    ]
+    assert 401 in statuses
+
+
+@pytest.mark.slow
+def test_over_stdio_messages_have_no_exchange_and_stderr_is_recorded():
+    import sys
+
+    from mcp_ref import Client
+
+    conv = Conversation(target="serve-demo")
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; print('starting', file=sys.stderr, flush=True); "
+        "from mcp_ref.workbench.demo import main; main()",
+    ]
+    with Client.stdio(command, trace=conv.trace, stderr=conv.stderr, timeout=WAIT) as client:
+        client.call_tool("echo", {"text": "hi"})
+    records = conv.records(limit=10_000)
+    messages = [r for r in records if r["kind"] == "message"]
+    assert len(messages) >= 4
+    assert all(m["exchange"] is None and m["valid"] for m in messages)
+    assert {"kind": "stderr", "line": "starting"}.items() <= next(
+        r for r in records if r["kind"] == "stderr"
+    ).items()
+
+
+def test_messages_waiting_for_their_request_are_bounded():
+    from mcp_ref.inspector.conversation import MAX_HELD
+
+    conv = Conversation(http=True)
+    for n in range(MAX_HELD + 5):
+        conv.trace("-->", request(n, "ping"))
+    held_out = conv.records()
+    assert [r["id"] for r in held_out] == [0, 1, 2, 3, 4]  # the oldest, without an exchange
+    assert all(r["exchange"] is None for r in held_out)
+    conv.http_trace(seen_request(1, request(2, "ping")))  # its request came after all
+    assert conv.records()[2]["exchange"] == 1

@@ -237,5 +237,12 @@ def test_a_long_body_is_cut_and_an_sse_response_marked():
 
 
 def test_mcp_headers_lists_only_the_protocol_s_own():
-    found = mcp_headers([("Mcp-Session-Id", "s1"), ("Accept", "x"), ("Mcp-Method", "tools/list")])
-    assert [h["name"] for h in found] == ["Mcp-Session-Id", "Mcp-Method"]
+    found = mcp_headers(
+        [
+            ("Mcp-Session-Id", "s1"),
+            ("Accept", "x"),
+            ("Mcp-Method", "tools/list"),
+            ("Mcp-Other", "o"),
+        ]
+    )
+    assert [h["name"] for h in found] == ["Mcp-Session-Id", "Mcp-Method", "Mcp-Other"]

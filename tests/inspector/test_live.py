@@ -168,6 +168,61 @@ def test_an_ask_that_nobody_answers_expires(inspect, place):
     assert waiting()["result"]["content"][0]["text"] == "the user chose to cancel"
 
 
+IMPATIENT_SERVER = """
+from mcp_ref import Context, Server
+
+server = Server("impatient")
+
+
+@server.tool
+def ask_briefly(ctx: Context) -> str:
+    try:
+        answer = ctx.elicit("Quick?", {"type": "object", "properties": {}}, timeout=0.3)
+    except Exception as exc:
+        return f"gave up: {type(exc).__name__}"
+    return answer.action
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_an_ask_the_server_cancels_ends_on_the_page(tmp_path):
+    """Handshake era: the server gives up waiting (its request's timeout) and sends
+    notifications/cancelled; the page is told the ask ended, cancelled."""
+    import sys
+
+    (tmp_path / "impatient.py").write_text(IMPATIENT_SERVER)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(tmp_path / "impatient.py")
+    )
+    try:
+        events = inspector.events()
+        waiting = inspector.in_background(
+            "call", {"call": "c1", "name": "ask_briefly", "arguments": {}}
+        )
+        ask = events.wait_for("ask")
+        assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+        assert waiting()["result"]["content"][0]["text"].startswith("gave up")
+        sent = [r["label"] for r in inspector.conversation.records() if r["kind"] == "message"]
+        assert "notifications/cancelled" in sent
+    finally:
+        inspector.close()
+
+
+def test_cancelling_a_call_ends_its_ask(inspect):
+    """2026-07-28: the server's input request belongs to the call; cancelling the call on the page
+    ends the ask, cancelled."""
+    inspector = inspect(("stdio", "modern"))
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    assert waiting()["error"]["message"] == "cancelled"
+
+
 def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
     monkeypatch.setattr(live, "MAX_ASKS", 1)
     inspector = inspect(("stdio", "handshake"))
@@ -298,5 +353,20 @@ def test_the_page_works_when_the_first_connect_fails():
         refused = inspector.post("list", {"what": "tools"}, status=409)
         assert refused["error"]["message"] == "not connected: connect first"
         assert inspector.get("api/state").json()["error"] == state["error"]
+    finally:
+        inspector.close()
+
+
+def test_the_2024_11_05_http_sse_transport(demo_url):
+    """``--transport sse``: the HTTP+SSE transport, said in the state; the page works as over the others."""
+    inspector = Inspector("--transport", "sse", demo_url.replace("/mcp", "/sse"))
+    try:
+        state = inspector.state
+        assert state["connected"], state
+        assert (state["transport"], state["era"]) == ("sse", "handshake")
+        echoed = inspector.post("call", {"call": "c1", "name": "echo", "arguments": {"text": "hi"}})
+        assert echoed["result"]["content"][0]["text"] == "hi"
+        records = inspector.conversation.records()
+        assert any(r["kind"] == "sse" for r in records)
     finally:
         inspector.close()

@@ -9,6 +9,7 @@ import pytest
 
 from mcp_ref.inspector.masking import (
     MASK,
+    mask_free_text,
     mask_header,
     mask_headers,
     mask_json,
@@ -102,9 +103,21 @@ def test_a_token_response_body_is_masked():
     assert shown == {"access_token": MASK, "token_type": "Bearer", "refresh_token": MASK}
 
 
-def test_text_that_is_neither_json_nor_a_form_is_left_as_it_is():
+def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
     assert mask_text("<html>502 Bad Gateway</html>") == "<html>502 Bad Gateway</html>"
     assert mask_text('{"a": 1}') == '{"a": 1}'  # nothing to mask: the text unchanged
+    line = 'sent Bearer eyJ0.abc-def to x; got {"access_token": "AT\\"1", "scope": "s"} exit code=1'
+    assert mask_free_text(line) == (
+        f'sent Bearer {MASK} to x; got {{"access_token": "{MASK}", "scope": "s"}} exit code=1'
+    )
+    assert mask_free_text("password=hunter2 user=ada") == f"password={MASK} user=ada"
+    assert mask_free_text("basic authentication, token refreshed") == (
+        "basic authentication, token refreshed"
+    )
+    assert (
+        mask_text("<p>Authorization: Bearer abcdef123</p>")
+        == f"<p>Authorization: Bearer {MASK}</p>"
+    )
 
 
 @pytest.mark.parametrize(
