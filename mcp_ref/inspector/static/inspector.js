@@ -124,7 +124,10 @@
     const previousVersion = state.protocol_version;
     state = next || {};
     const status = $("status");
-    if (replay) {
+    if (streamLost && !replay) {
+      status.dataset.state = "error";
+      status.textContent = "the inspector is not answering: reconnecting…";
+    } else if (replay) {
       status.dataset.state = "replay";
       status.textContent = "replay";
     } else if (state.connected) {
@@ -1409,6 +1412,7 @@
   // ---------------------------------------------------------------- the event stream
 
   let source = null;
+  let streamLost = false; // the event stream broke and is reconnecting
 
   function listen() {
     if (source) source.close();
@@ -1421,8 +1425,11 @@
     source.addEventListener("updated", (e) => onData(e, (u) => { if (isObject(u)) onResourceUpdated(asText(u.uri)); }));
     source.addEventListener("list-changed", (e) => onData(e, (c) => { if (isObject(c) && lists[c.what]) { lists[c.what].reset(true); if (c.what === "resources") lists.templates.reset(true); } }));
     source.addEventListener("log", (e) => onData(e, onLog));
+    source.addEventListener("open", () => { streamLost = false; renderState(state); });
     source.addEventListener("error", () => {
       // EventSource reconnects by itself (with Last-Event-ID); a closed one is opened again here
+      streamLost = true;
+      if (!replay) { $("status").dataset.state = "error"; $("status").textContent = "the inspector is not answering: reconnecting…"; }
       if (source.readyState === EventSource.CLOSED) setTimeout(listen, 2000);
     });
   }
