@@ -195,6 +195,8 @@ class Page:
         self.address = address
         self.By = By
         self._wait = WebDriverWait
+        #: What the screenshots of this page are named after (with the panel's name).
+        self.label = ""
         driver.get(address)
 
     # -- waiting

@@ -75,6 +75,7 @@ def tasks(page: Page) -> None:
 def test_roots_logs_and_tasks_on_the_page(driver, era, tmp_path):
     with inspect(DEMO_COMMAND, "--era", era) as address:
         page = Page(driver, address)
+        page.label = era
         page.connected(ERAS[era])
         roots(page, era, tmp_path)
         logs(page, era)

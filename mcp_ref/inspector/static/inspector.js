@@ -519,7 +519,7 @@
         progressText.textContent = [typeof update.total === "number" ? `${update.progress} of ${update.total}` : asText(update.progress), update.message ? `— ${asText(update.message)}` : ""].join(" ");
       },
       // kept a while after the call ends: its last progress events may come after its result
-      finish() { $("tool-cancel").disabled = true; $("tool-call").disabled = false; while (calls.size > 20) calls.delete(calls.keys().next().value); },
+      finish() { cancelled.delete(callId); $("tool-cancel").disabled = true; $("tool-call").disabled = false; while (calls.size > 20) calls.delete(calls.keys().next().value); },
     };
     calls.set(callId, call);
     $("tool-call").disabled = true;
@@ -547,10 +547,11 @@
   $("tool-cancel").addEventListener("click", async () => {
     const callId = $("tool-cancel").dataset.call;
     $("tool-cancel").disabled = true;
+    cancelled.add(callId); // the call may end (cancelled) before this request is answered
+    $("tool-status").textContent = "cancelling…";
     try {
       const answer = await api("cancel", { call: callId });
-      if (answer.cancelled) cancelled.add(callId);
-      $("tool-status").textContent = answer.cancelled ? "cancelling…" : "it had already finished";
+      if (!answer.cancelled && $("tool-status").textContent === "cancelling…") $("tool-status").textContent = "it had already finished";
     } catch (e) {
       showError($("tool-error"), e);
     }
