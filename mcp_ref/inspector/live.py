@@ -39,6 +39,7 @@ from ..errors import (
     RequestTimeout,
 )
 from ..lifecycle import LOG_LEVELS
+from .masking import mask_free_text, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,11 @@ class InspectedServer:
         ]
         self.log_level: str | None = getattr(args, "log_level", None) or "info"
 
+    @property
+    def target(self) -> str:
+        """TARGET as the page shows it (:func:`shown_target`)."""
+        return shown_target(self.args.target)
+
     # -- events for the page -------------------------------------------------------------------
 
     def add_listener(self, listener: Callable[[str, dict], None]) -> None:
@@ -202,7 +208,7 @@ class InspectedServer:
         state: dict[str, Any] = {
             "connected": client is not None,
             "connecting": connecting,
-            "target": self.args.target,
+            "target": self.target,
             "transport": "stdio",
             "era": None,
             "protocol_version": None,
@@ -290,9 +296,9 @@ class InspectedServer:
                 http_trace=self.conversation.http_trace,
             )
         except CliError as exc:
-            return None, str(exc)
+            return None, mask_free_text(str(exc))
         except (McpError, ConnectionClosed, RequestTimeout, OSError, ValueError) as exc:
-            return None, f"cannot connect to {args.target}: {exc}"
+            return None, mask_free_text(f"cannot connect to {self.target}: {exc}")
         return client, None
 
     def _client_options(self, args: Any) -> dict:
@@ -670,6 +676,11 @@ class InspectedServer:
         if action == "cancel":
             return {"result": _served(lambda: client.cancel_task(task_id))}
         raise bad_request("action must be get, result or cancel")
+
+
+def shown_target(target: str) -> str:
+    """TARGET as the page and the export show it: a URL's userinfo and secret query values masked."""
+    return mask_url(target) if target.startswith(("http://", "https://")) else target
 
 
 def _served(operation: Callable[[], Any]) -> Any:

@@ -231,3 +231,13 @@ def test_a_stream_ends_when_its_browser_goes(inspector):
             break
         ended.wait(0.05)
     assert ended.is_set(), "the stream outlived its browser"
+
+
+def test_credentials_in_the_target_url_are_masked():
+    inspector = Inspector("http://user:hunter2@127.0.0.1:1/mcp?access_token=hunter2", connect=False)
+    try:
+        state = inspector.get("api/state").json()
+        assert "hunter2" not in json.dumps(state) and state["target"].startswith("http://")
+        assert "hunter2" not in inspector.get("api/export.md").text
+    finally:
+        inspector.close()
