@@ -272,6 +272,9 @@ class InspectedServer:
                     client.close()
                 return self.state()
             if client is not None:
+                threading.Thread(
+                    target=self._watch, args=(client,), name="inspector-watch", daemon=True
+                ).start()
                 self.conversation.set_revision(client.protocol_version)
                 self.conversation.note(
                     f"connected over {self.state()['transport']}, {client.protocol_version}"
@@ -282,6 +285,20 @@ class InspectedServer:
             state = self.state()
             self.publish("state", state)
             return state
+
+    def _watch(self, client: Any) -> None:
+        """Wait for ``client``'s connection to end; if it ends while in use (the server exited, or
+        the network went), the page is told: not connected, and why."""
+        client.session.wait_closed()
+        with self._lock:
+            current = self._client is client
+            if current:
+                self._client = None
+                self.error = "the connection to the server ended"
+        if current:
+            self._end_asks("cancelled")
+            self.conversation.note("the connection to the server ended")
+            self.publish("state", self.state())
 
     def _open(self, args: Any) -> tuple[Any, str | None]:
         """A connected client (and None), or None and why not."""
