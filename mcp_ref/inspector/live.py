@@ -243,7 +243,8 @@ class InspectedServer:
         return state
 
     def connect(self, era: str | None = None) -> dict:
-        """(Re)connect, in ``era`` ("auto", "modern", "handshake"; default: the command line's):
+        """(Re)connect, in ``era`` ("auto", "modern", "handshake"; default: the last one asked for,
+        at first the command line's):
         the old client is closed first (its parked requests end ``cancelled``).  Returns the state;
         a failure to connect is in its ``error`` (the page shows it, and may try again)."""
         if era is not None and era not in ("auto", "modern", "handshake"):
@@ -259,10 +260,10 @@ class InspectedServer:
                 old.close()
             self._end_asks("cancelled")
             self.publish("state", self.state())
-            args = copy.copy(self.args)
-            if era is not None:
-                args.era = era
-            client, error = self._open(args)
+            if era is not None:  # kept: a later reconnect without one stays in it
+                self.args = copy.copy(self.args)
+                self.args.era = era
+            client, error = self._open(self.args)
             with self._lock:
                 closed = self._closed
                 if not closed:

@@ -330,6 +330,7 @@ def test_reconnecting_in_the_other_era(inspect, place):
     assert other in note["text"]
     events.wait_for("state", lambda s: s["connected"] and s["era"] == other)
     assert inspector.post("list", {"what": "tools"})["items"]
+    assert inspector.post("connect", {})["era"] == other  # Reconnect stays in the era chosen
 
 
 def test_records_carry_the_http_exchanges(inspect):
