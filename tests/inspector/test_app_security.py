@@ -241,3 +241,14 @@ def test_credentials_in_the_target_url_are_masked():
         assert "hunter2" not in inspector.get("api/export.md").text
     finally:
         inspector.close()
+
+
+def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
+    from mcp_ref.inspector import app
+
+    monkeypatch.setattr(app, "KEEPALIVE", 0.05)
+    events = inspector.events()
+    assert events.wait_for("state")["connected"] is False
+    assert events.wait_for(":") == {"comment": ": keep-alive"}
+    inspector.conversation.note("still there")
+    assert events.wait_for("record")["text"] == "still there"
