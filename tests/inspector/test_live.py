@@ -330,6 +330,7 @@ def test_reconnecting_in_the_other_era(inspect, place):
     assert other in note["text"]
     events.wait_for("state", lambda s: s["connected"] and s["era"] == other)
     assert inspector.post("list", {"what": "tools"})["items"]
+    assert inspector.post("connect", {})["era"] == other  # Reconnect stays in the era chosen
 
 
 def test_records_carry_the_http_exchanges(inspect):
@@ -368,5 +369,29 @@ def test_the_2024_11_05_http_sse_transport(demo_url):
         assert echoed["result"]["content"][0]["text"] == "hi"
         records = inspector.conversation.records()
         assert any(r["kind"] == "sse" for r in records)
+    finally:
+        inspector.close()
+
+
+def test_a_server_that_exits_is_shown_disconnected(tmp_path):
+    """The launched server exits (here: its tool ends the process): the page is told at once, and
+    Reconnect launches it again."""
+    import sys
+
+    (tmp_path / "brittle.py").write_text(
+        "import os\nfrom mcp_ref import Server\n\nserver = Server('brittle')\n\n\n"
+        "@server.tool\ndef crash() -> str:\n    os._exit(3)\n\n\n"
+        "if __name__ == '__main__':\n    server.run()\n"
+    )
+    inspector = Inspector("--era", "handshake", "--", sys.executable, str(tmp_path / "brittle.py"))
+    try:
+        events = inspector.events()
+        events.wait_for("state", lambda s: s["connected"])
+        inspector.post("call", {"call": "c1", "name": "crash", "arguments": {}}, status=409)
+        state = events.wait_for("state", lambda s: not s["connected"])
+        assert state["error"] == "the connection to the server ended"
+        assert inspector.post("list", {"what": "tools"}, status=409)
+        assert inspector.post("connect", {})["connected"]
+        assert inspector.post("list", {"what": "tools"})["items"][0]["name"] == "crash"
     finally:
         inspector.close()
