@@ -183,7 +183,8 @@ class Conversation:
             parsed = _NOT_JSON
         with self._lock:
             if parsed is _NOT_JSON:
-                text = mask_free_text(bytes(data).decode("utf-8", errors="replace"))
+                raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
+                text = mask_free_text(bytes(raw).decode("utf-8", errors="replace"))
                 record = self._invalid(direction, cut(text)[0], len(data), now)
                 self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
                 self._flush_held()
@@ -195,12 +196,8 @@ class Conversation:
                 size = len(data) if len(items) == 1 else len(_canonical(item).encode())
                 record = self._message(direction, item, size, now)
                 if direction == "-->":
-                    key = _canonical(item)
-                    self._remember(self._unsent, key, record)
-                    if self._http is not False:
-                        self._held.append(record)
-                        if len(self._held) > MAX_HELD:  # the oldest goes without its exchange
-                            self._append(self._held.pop(0))
+                    if self._http is not False:  # HTTP, or not known yet: wait for the request
+                        self._hold(_canonical(item), record)
                         continue
                 else:
                     record["exchange"] = self._carried.pop(_canonical(item), None)
@@ -327,6 +324,13 @@ class Conversation:
         self._records.append(record)
         if self._subscribers:
             self._subscribers = [s for s in self._subscribers if s._offer(record)]
+
+    def _hold(self, key: str, record: dict) -> None:
+        """Keep a sent message's record until the request carrying it is seen (bounded)."""
+        self._remember(self._unsent, key, record)
+        self._held.append(record)
+        if len(self._held) > MAX_HELD:  # the oldest goes without its exchange
+            self._append(self._held.pop(0))
 
     def _flush_held(self) -> None:
         """Append the sent messages still waiting for their request (it did not come in time)."""
