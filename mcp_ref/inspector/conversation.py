@@ -40,8 +40,9 @@ The JSON-lines export starts with a header record ``{"kind": "header", "format":
 "mcp-ref-conversation", "version": 1, "target", "revision", "dropped", "exported"}``, then one
 record a line, oldest first.
 
-Bounds: at most ``max_records`` records (default 50,000): past it the oldest are dropped and
-:attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
+Bounds: at most ``max_records`` records (default 50,000) weighing at most ``max_bytes`` (default
+256 MiB: a message's size, a body's or an event's length, plus :data:`RECORD_OVERHEAD` each): past
+either the oldest are dropped and :attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
 :data:`SUBSCRIBER_QUEUE` records: a subscriber that falls that far behind is closed (its
 ``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
 from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`, :data:`MAX_SAME`,
@@ -64,6 +65,10 @@ from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
 from .masking import mask_free_text, mask_json
 
+#: The records' size kept at most by default (bytes, roughly): 256 MiB.
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+#: What a record weighs besides its message, body, data or line (bytes, roughly).
+RECORD_OVERHEAD = 256
 #: Records a subscriber's queue holds; past it the subscriber is closed.
 SUBSCRIBER_QUEUE = 10_000
 #: Entries each pairing table (messages carried by exchanges; sent messages awaiting their
@@ -135,17 +140,30 @@ class Subscription:
 class Conversation:
     """The bounded, thread-safe record of one conversation (the module docstring has the format).
 
-    ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`).
+    ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`);
+    ``max_bytes``: their size kept (the oldest dropped past it too: a server's 4 MiB answers
+    do not make 50,000 records 200 GB).
     ``target``: what is inspected (a command line or URL), for the export's header.
     ``http``: True when the client talks HTTP, False when it does not, None (the default) to
     find out (the first message sent waits for its request or the next event; the first HTTP
     report, or a message received with none before it, decides).
     """
 
-    def __init__(self, max_records: int = 50_000, *, target: str = "", http: bool | None = None):
-        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
-            raise ValueError(f"max_records must be a positive int, not {max_records!r}")
+    def __init__(
+        self,
+        max_records: int = 50_000,
+        *,
+        target: str = "",
+        http: bool | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ):
+        for name, value in (("max_records", max_records), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
         self.max_records = max_records
+        #: The records' size kept at most (bytes, roughly: their messages, bodies and lines).
+        self.max_bytes = max_bytes
+        self._bytes = 0
         #: What is inspected (a command line or URL): the export's header names it.
         self.target = target
         #: Records dropped from the start of the log since it began (or since :meth:`clear`).
@@ -301,6 +319,7 @@ class Conversation:
         """Forget every record (``seq`` goes on from where it was: a reader's ``after`` stays good)."""
         with self._lock:
             self._records.clear()
+            self._bytes = 0
             self.dropped = 0
             self._held.clear()
             self._unsent.clear()
@@ -321,7 +340,12 @@ class Conversation:
         record["seq"] = next(self._seq)
         if len(self._records) == self.max_records:
             self.dropped += 1
+            self._bytes -= _weight(self._records[0])
         self._records.append(record)
+        self._bytes += _weight(record)
+        while self._bytes > self.max_bytes and len(self._records) > 1:
+            self._bytes -= _weight(self._records.popleft())
+            self.dropped += 1
         if self._subscribers:
             self._subscribers = [s for s in self._subscribers if s._offer(record)]
 
@@ -392,6 +416,17 @@ class Conversation:
 
 
 _NOT_JSON = object()
+
+
+def _weight(record: dict) -> int:
+    """What a record weighs against ``max_bytes``: its message's size, or its body's, data's or
+    line's length, plus :data:`RECORD_OVERHEAD` (the same every time it is asked)."""
+    if record["kind"] == "message":
+        return record["size"] + RECORD_OVERHEAD
+    text = (
+        record.get("body") or record.get("data") or record.get("line") or record.get("text") or ""
+    )
+    return len(text) + RECORD_OVERHEAD
 
 
 def _json_scalar(value: Any) -> bool:

@@ -240,6 +240,25 @@ def test_labels():
 def test_max_records_must_be_positive():
     with pytest.raises(ValueError):
         Conversation(max_records=0)
+    with pytest.raises(ValueError):
+        Conversation(max_bytes=True)
+
+
+def test_the_log_is_bounded_in_bytes_too():
+    from mcp_ref.inspector.conversation import RECORD_OVERHEAD
+
+    conv = Conversation(max_bytes=10 * (1000 + RECORD_OVERHEAD))
+    big = result(1, {"content": [{"type": "text", "text": "x" * 918}]})
+    assert len(big) == 1000
+    for _ in range(25):
+        conv.trace("<--", big)
+    assert len(conv.records()) == 10 and conv.dropped == 15
+    assert [r["seq"] for r in conv.records()] == list(range(16, 26))
+    conv.stderr("a line")  # small: one more record fits in place of the oldest
+    assert conv.dropped == 16 and conv.records()[-1]["kind"] == "stderr"
+    conv.clear()
+    conv.trace("<--", big)
+    assert len(conv.records()) == 1
 
 
 def seen_request(exchange: int, body: bytes):
