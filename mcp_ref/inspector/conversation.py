@@ -43,7 +43,7 @@ record a line, oldest first.
 Bounds: at most ``max_records`` records (default 50,000) weighing at most ``max_bytes`` (default
 256 MiB: a message's size, a body's or an event's length, plus :data:`RECORD_OVERHEAD` each): past
 either the oldest are dropped and :attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
-:data:`SUBSCRIBER_QUEUE` records: a subscriber that falls that far behind is closed (its
+:data:`SUBSCRIBER_QUEUE` records, and ``max_bytes`` of them: a subscriber that falls that far behind is closed (its
 ``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
 from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`, :data:`MAX_SAME`,
 :data:`MAX_HELD`).
@@ -92,13 +92,17 @@ class Subscription:
 
     ``get(timeout)`` returns the next record, or None when ``timeout`` passed or the
     subscription is closed (:attr:`closed`: by :meth:`close`, or by the conversation when
-    :data:`SUBSCRIBER_QUEUE` records were waiting: read the rest with ``records(after=...)``).
+    :data:`SUBSCRIBER_QUEUE` records, or the conversation's ``max_bytes`` of them, were waiting:
+    read the rest with ``records(after=...)``).
     """
 
     def __init__(self, conversation: Conversation):
         self._conversation = conversation
         self._queue: queue.Queue[dict | None] = queue.Queue(SUBSCRIBER_QUEUE)
         self._closed = threading.Event()
+        self._max_bytes = conversation.max_bytes
+        self._bytes = 0  # what the records waiting weigh
+        self._bytes_lock = threading.Lock()
 
     @property
     def closed(self) -> bool:
@@ -110,9 +114,13 @@ class Subscription:
         if self._closed.is_set() and self._queue.empty():
             return None
         try:
-            return self._queue.get(timeout=timeout)
+            record = self._queue.get(timeout=timeout)
         except queue.Empty:
             return None
+        if record is not None:
+            with self._bytes_lock:
+                self._bytes -= _weight(record)
+        return record
 
     def close(self) -> None:
         """Stop receiving records (idempotent)."""
@@ -120,13 +128,23 @@ class Subscription:
         self._closed_now()
 
     def _offer(self, record: dict) -> bool:
-        """Queue ``record``; False (and closed) when the queue is full."""
-        try:
-            self._queue.put_nowait(record)
-            return True
-        except queue.Full:
-            self._closed_now()
-            return False
+        """Queue ``record``; False (and closed) when the queue is full, in records or bytes."""
+        weight = _weight(record)
+        with self._bytes_lock:
+            if self._bytes + weight > self._max_bytes and self._bytes:
+                full = True
+            else:
+                full = False
+                self._bytes += weight
+        if not full:
+            try:
+                self._queue.put_nowait(record)
+                return True
+            except queue.Full:
+                with self._bytes_lock:
+                    self._bytes -= weight
+        self._closed_now()
+        return False
 
     def _closed_now(self) -> None:
         if not self._closed.is_set():

@@ -261,6 +261,20 @@ def test_the_log_is_bounded_in_bytes_too():
     assert len(conv.records()) == 1
 
 
+def test_a_subscriber_is_bounded_in_bytes_too():
+    from mcp_ref.inspector.conversation import RECORD_OVERHEAD
+
+    conv = Conversation(max_bytes=3 * (1000 + RECORD_OVERHEAD))
+    big = result(1, {"content": [{"type": "text", "text": "x" * 918}]})
+    reader, slow = conv.subscribe(), conv.subscribe()
+    for n in range(5):
+        conv.trace("<--", big)
+        assert reader.get(WAIT)["seq"] == n + 1  # one that keeps up is never closed
+    assert not reader.closed
+    assert slow.closed  # the fourth would have made it hold more than max_bytes
+    assert [slow.get(0)["seq"] for _ in range(3)] == [1, 2, 3] and slow.get(0) is None
+
+
 def seen_request(exchange: int, body: bytes):
     from mcp_ref.http.exchange_trace import HttpRequestSeen
 
