@@ -162,7 +162,7 @@ class InspectorApp:
                 "mcp-conversation.jsonl",
             )
         if route == "api/export.md":
-            text = self.conversation.mermaid(f"mcp-ref inspect {self.inspected.args.target}")
+            text = self.conversation.mermaid(f"mcp-ref inspect {self.inspected.target}")
             return _download(
                 start_response, text, "text/markdown; charset=utf-8", "mcp-conversation.md"
             )

@@ -39,6 +39,7 @@ from ..errors import (
     RequestTimeout,
 )
 from ..lifecycle import LOG_LEVELS
+from .masking import mask_free_text, mask_url
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,11 @@ class InspectedServer:
         ]
         self.log_level: str | None = getattr(args, "log_level", None) or "info"
 
+    @property
+    def target(self) -> str:
+        """TARGET as the page shows it (:func:`shown_target`)."""
+        return shown_target(self.args.target)
+
     # -- events for the page -------------------------------------------------------------------
 
     def add_listener(self, listener: Callable[[str, dict], None]) -> None:
@@ -202,7 +208,7 @@ class InspectedServer:
         state: dict[str, Any] = {
             "connected": client is not None,
             "connecting": connecting,
-            "target": self.args.target,
+            "target": self.target,
             "transport": "stdio",
             "era": None,
             "protocol_version": None,
@@ -237,7 +243,8 @@ class InspectedServer:
         return state
 
     def connect(self, era: str | None = None) -> dict:
-        """(Re)connect, in ``era`` ("auto", "modern", "handshake"; default: the command line's):
+        """(Re)connect, in ``era`` ("auto", "modern", "handshake"; default: the last one asked for,
+        at first the command line's):
         the old client is closed first (its parked requests end ``cancelled``).  Returns the state;
         a failure to connect is in its ``error`` (the page shows it, and may try again)."""
         if era is not None and era not in ("auto", "modern", "handshake"):
@@ -253,10 +260,10 @@ class InspectedServer:
                 old.close()
             self._end_asks("cancelled")
             self.publish("state", self.state())
-            args = copy.copy(self.args)
-            if era is not None:
-                args.era = era
-            client, error = self._open(args)
+            if era is not None:  # kept: a later reconnect without one stays in it
+                self.args = copy.copy(self.args)
+                self.args.era = era
+            client, error = self._open(self.args)
             with self._lock:
                 closed = self._closed
                 if not closed:
@@ -266,6 +273,9 @@ class InspectedServer:
                     client.close()
                 return self.state()
             if client is not None:
+                threading.Thread(
+                    target=self._watch, args=(client,), name="inspector-watch", daemon=True
+                ).start()
                 self.conversation.set_revision(client.protocol_version)
                 self.conversation.note(
                     f"connected over {self.state()['transport']}, {client.protocol_version}"
@@ -276,6 +286,20 @@ class InspectedServer:
             state = self.state()
             self.publish("state", state)
             return state
+
+    def _watch(self, client: Any) -> None:
+        """Wait for ``client``'s connection to end; if it ends while in use (the server exited, or
+        the network went), the page is told: not connected, and why."""
+        client.session.wait_closed()
+        with self._lock:
+            current = self._client is client
+            if current:
+                self._client = None
+                self.error = "the connection to the server ended"
+        if current:
+            self._end_asks("cancelled")
+            self.conversation.note("the connection to the server ended")
+            self.publish("state", self.state())
 
     def _open(self, args: Any) -> tuple[Any, str | None]:
         """A connected client (and None), or None and why not."""
@@ -290,9 +314,9 @@ class InspectedServer:
                 http_trace=self.conversation.http_trace,
             )
         except CliError as exc:
-            return None, str(exc)
+            return None, mask_free_text(str(exc))
         except (McpError, ConnectionClosed, RequestTimeout, OSError, ValueError) as exc:
-            return None, f"cannot connect to {args.target}: {exc}"
+            return None, mask_free_text(f"cannot connect to {self.target}: {exc}")
         return client, None
 
     def _client_options(self, args: Any) -> dict:
@@ -571,7 +595,10 @@ class InspectedServer:
             if tool_call is None or tool_call == CANCEL_ASKED:
                 self._calls[call_id] = CANCEL_ASKED
                 return {"cancelled": True}
-        return {"cancelled": bool(tool_call.cancel("cancelled in the inspector"))}
+        tool_call.cancel("cancelled in the inspector")
+        # Running (it is in the table until its answer is taken): cancelled now, even when the
+        # request on the wire had ended (a 2026-07-28 call answering the server's input requests).
+        return {"cancelled": True}
 
     def read(self, body: dict) -> dict:
         """``api/read``: ``resources/read``, its result as the server sent it."""
@@ -667,6 +694,11 @@ class InspectedServer:
         if action == "cancel":
             return {"result": _served(lambda: client.cancel_task(task_id))}
         raise bad_request("action must be get, result or cancel")
+
+
+def shown_target(target: str) -> str:
+    """TARGET as the page and the export show it: a URL's userinfo and secret query values masked."""
+    return mask_url(target) if target.startswith(("http://", "https://")) else target
 
 
 def _served(operation: Callable[[], Any]) -> Any:

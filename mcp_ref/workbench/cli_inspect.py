@@ -27,10 +27,10 @@ def inspect(args: Any, hooks: Any) -> int:
     """``mcp-ref inspect TARGET``: serve the inspector until Ctrl-C."""
     from ..inspector.app import serve
     from ..inspector.conversation import Conversation
-    from ..inspector.live import InspectedServer
+    from ..inspector.live import InspectedServer, shown_target
 
     conversation = Conversation(
-        target=args.target, http=args.target.startswith(("http://", "https://"))
+        target=shown_target(args.target), http=args.target.startswith(("http://", "https://"))
     )
     inspected = InspectedServer(
         args, conversation, trace=combine_hooks(conversation.trace, hooks.trace)

@@ -19,7 +19,7 @@ from conftest import WAIT
 
 from mcp_ref.inspector.app import serve
 from mcp_ref.inspector.conversation import Conversation
-from mcp_ref.inspector.live import InspectedServer
+from mcp_ref.inspector.live import InspectedServer, shown_target
 from mcp_ref.workbench.cli_grammar import parse
 from mcp_ref.workbench.demo import server_command
 
@@ -31,7 +31,7 @@ class Inspector:
     def __init__(self, *words: str, answer_timeout: float | None = None, connect: bool = True):
         args = parse(["inspect", "--quiet-server", "--timeout", str(WAIT), *words])
         self.conversation = Conversation(
-            target=args.target, http=args.target.startswith(("http://", "https://"))
+            target=shown_target(args.target), http=args.target.startswith(("http://", "https://"))
         )
         self.inspected = InspectedServer(args, self.conversation, answer_timeout=answer_timeout)
         self.served = serve(self.inspected, self.conversation)

@@ -231,3 +231,24 @@ def test_a_stream_ends_when_its_browser_goes(inspector):
             break
         ended.wait(0.05)
     assert ended.is_set(), "the stream outlived its browser"
+
+
+def test_credentials_in_the_target_url_are_masked():
+    inspector = Inspector("http://user:hunter2@127.0.0.1:1/mcp?access_token=hunter2", connect=False)
+    try:
+        state = inspector.get("api/state").json()
+        assert "hunter2" not in json.dumps(state) and state["target"].startswith("http://")
+        assert "hunter2" not in inspector.get("api/export.md").text
+    finally:
+        inspector.close()
+
+
+def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
+    from mcp_ref.inspector import app
+
+    monkeypatch.setattr(app, "KEEPALIVE", 0.05)
+    events = inspector.events()
+    assert events.wait_for("state")["connected"] is False
+    assert events.wait_for(":") == {"comment": ": keep-alive"}
+    inspector.conversation.note("still there")
+    assert events.wait_for("record")["text"] == "still there"

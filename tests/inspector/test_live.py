@@ -168,6 +168,61 @@ def test_an_ask_that_nobody_answers_expires(inspect, place):
     assert waiting()["result"]["content"][0]["text"] == "the user chose to cancel"
 
 
+IMPATIENT_SERVER = """
+from mcp_ref import Context, Server
+
+server = Server("impatient")
+
+
+@server.tool
+def ask_briefly(ctx: Context) -> str:
+    try:
+        answer = ctx.elicit("Quick?", {"type": "object", "properties": {}}, timeout=0.3)
+    except Exception as exc:
+        return f"gave up: {type(exc).__name__}"
+    return answer.action
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_an_ask_the_server_cancels_ends_on_the_page(tmp_path):
+    """Handshake era: the server gives up waiting (its request's timeout) and sends
+    notifications/cancelled; the page is told the ask ended, cancelled."""
+    import sys
+
+    (tmp_path / "impatient.py").write_text(IMPATIENT_SERVER)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(tmp_path / "impatient.py")
+    )
+    try:
+        events = inspector.events()
+        waiting = inspector.in_background(
+            "call", {"call": "c1", "name": "ask_briefly", "arguments": {}}
+        )
+        ask = events.wait_for("ask")
+        assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+        assert waiting()["result"]["content"][0]["text"].startswith("gave up")
+        sent = [r["label"] for r in inspector.conversation.records() if r["kind"] == "message"]
+        assert "notifications/cancelled" in sent
+    finally:
+        inspector.close()
+
+
+def test_cancelling_a_call_ends_its_ask(inspect):
+    """2026-07-28: the server's input request belongs to the call; cancelling the call on the page
+    ends the ask, cancelled."""
+    inspector = inspect(("stdio", "modern"))
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    assert waiting()["error"]["message"] == "cancelled"
+
+
 def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
     monkeypatch.setattr(live, "MAX_ASKS", 1)
     inspector = inspect(("stdio", "handshake"))
@@ -275,6 +330,7 @@ def test_reconnecting_in_the_other_era(inspect, place):
     assert other in note["text"]
     events.wait_for("state", lambda s: s["connected"] and s["era"] == other)
     assert inspector.post("list", {"what": "tools"})["items"]
+    assert inspector.post("connect", {})["era"] == other  # Reconnect stays in the era chosen
 
 
 def test_records_carry_the_http_exchanges(inspect):
@@ -298,5 +354,44 @@ def test_the_page_works_when_the_first_connect_fails():
         refused = inspector.post("list", {"what": "tools"}, status=409)
         assert refused["error"]["message"] == "not connected: connect first"
         assert inspector.get("api/state").json()["error"] == state["error"]
+    finally:
+        inspector.close()
+
+
+def test_the_2024_11_05_http_sse_transport(demo_url):
+    """``--transport sse``: the HTTP+SSE transport, said in the state; the page works as over the others."""
+    inspector = Inspector("--transport", "sse", demo_url.replace("/mcp", "/sse"))
+    try:
+        state = inspector.state
+        assert state["connected"], state
+        assert (state["transport"], state["era"]) == ("sse", "handshake")
+        echoed = inspector.post("call", {"call": "c1", "name": "echo", "arguments": {"text": "hi"}})
+        assert echoed["result"]["content"][0]["text"] == "hi"
+        records = inspector.conversation.records()
+        assert any(r["kind"] == "sse" for r in records)
+    finally:
+        inspector.close()
+
+
+def test_a_server_that_exits_is_shown_disconnected(tmp_path):
+    """The launched server exits (here: its tool ends the process): the page is told at once, and
+    Reconnect launches it again."""
+    import sys
+
+    (tmp_path / "brittle.py").write_text(
+        "import os\nfrom mcp_ref import Server\n\nserver = Server('brittle')\n\n\n"
+        "@server.tool\ndef crash() -> str:\n    os._exit(3)\n\n\n"
+        "if __name__ == '__main__':\n    server.run()\n"
+    )
+    inspector = Inspector("--era", "handshake", "--", sys.executable, str(tmp_path / "brittle.py"))
+    try:
+        events = inspector.events()
+        events.wait_for("state", lambda s: s["connected"])
+        inspector.post("call", {"call": "c1", "name": "crash", "arguments": {}}, status=409)
+        state = events.wait_for("state", lambda s: not s["connected"])
+        assert state["error"] == "the connection to the server ended"
+        assert inspector.post("list", {"what": "tools"}, status=409)
+        assert inspector.post("connect", {})["connected"]
+        assert inspector.post("list", {"what": "tools"})["items"][0]["name"] == "crash"
     finally:
         inspector.close()

@@ -59,6 +59,10 @@ def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
         f"mcp_ref/schemas/{v}.json"
         for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
     } <= set(names)
+    from mcp_ref.inspector.app import STATIC_FILES
+
+    # the inspector's page: served from the package (importlib.resources), so shipped in it
+    assert {f"mcp_ref/inspector/static/{name}" for name in STATIC_FILES} <= set(names)
 
 
 @pytest.mark.slow
