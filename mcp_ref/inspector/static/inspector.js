@@ -1266,7 +1266,8 @@
       else valid.textContent = "no schema applies";
       for (const error of Array.isArray(record.errors) ? record.errors : []) errors.appendChild(el("li", null, asText(error)));
       const link = isObject(record.spec) ? record.spec : null;
-      if (link && typeof link.url === "string" && /^https:\/\/[^\s]+$/i.test(link.url)) {
+      // only the specification's own pages (a replayed file could say anything)
+      if (link && typeof link.url === "string" && /^https:\/\/modelcontextprotocol\.io\/[^\s]*$/.test(link.url)) {
         spec.href = link.url;
         spec.textContent = `spec: ${asText(link.title) || link.url}`;
         show(spec, true);
