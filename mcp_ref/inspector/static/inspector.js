@@ -1425,7 +1425,7 @@
     source.addEventListener("ask-done", (e) => onData(e, onAskDone));
     source.addEventListener("progress", (e) => onData(e, (p) => { const call = isObject(p) && calls.get(p.call); if (call) call.progress(p); }));
     source.addEventListener("updated", (e) => onData(e, (u) => { if (isObject(u)) onResourceUpdated(asText(u.uri)); }));
-    source.addEventListener("list-changed", (e) => onData(e, (c) => { if (isObject(c) && lists[c.what]) { lists[c.what].reset(true); if (c.what === "resources") lists.templates.reset(true); } }));
+    source.addEventListener("list-changed", (e) => onData(e, onListChanged));
     source.addEventListener("log", (e) => onData(e, onLog));
     source.addEventListener("open", () => { streamLost = false; renderState(state); });
     source.addEventListener("error", () => {
@@ -1434,6 +1434,16 @@
       if (!replay) { $("status").dataset.state = "error"; $("status").textContent = "the inspector is not answering: reconnecting…"; }
       if (source.readyState === EventSource.CLOSED) setTimeout(listen, 2000);
     });
+  }
+
+  /** The server's tools, resources or prompts changed: listed again from the first page. */
+  function onListChanged(changed) {
+    if (!isObject(changed) || !["tools", "resources", "prompts"].includes(changed.what)) return;
+    lists[changed.what].reset(true);
+    if (changed.what === "resources") lists.templates.reset(true);
+    const line = $(`${changed.what}-changed`);
+    line.textContent = `Listed again at ${new Date().toLocaleTimeString()}: the server said its ${changed.what} changed.`;
+    show(line, true);
   }
 
   function onData(event, handle) {
