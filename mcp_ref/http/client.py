@@ -506,7 +506,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             if response.status_code in (400, 404, 405) and self.mode == "auto":
                 # basic/transports §Backwards Compatibility: on such an answer the client
                 # "should assume this is a server supporting the old HTTP+SSE transport".
-                discard_body(response)  # an error's body, bounded (an observer sees it)
+                response.close()
                 self.start_legacy()
                 self._send_other(data, legacy=True)
                 return
@@ -515,7 +515,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 if self.mode == "auto":
                     self.mode = "streamable"
         elif response.status_code == 404 and sent_with and self._reinitialize is not None:
-            discard_body(response)
+            response.close()
             self._renew_session(generation)
             response = self._post(data, read_timeout=read_bound(self._requests, request.id))
         if self._track(request.id, response):

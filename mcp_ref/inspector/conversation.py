@@ -40,9 +40,10 @@ The JSON-lines export starts with a header record ``{"kind": "header", "format":
 "mcp-ref-conversation", "version": 1, "target", "revision", "dropped", "exported"}``, then one
 record a line, oldest first.
 
-Bounds: at most ``max_records`` records (default 50,000): past it the oldest are dropped and
-:attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
-:data:`SUBSCRIBER_QUEUE` records: a subscriber that falls that far behind is closed (its
+Bounds: at most ``max_records`` records (default 50,000) weighing at most ``max_bytes`` (default
+256 MiB: a message's size, a body's or an event's length, plus :data:`RECORD_OVERHEAD` each): past
+either the oldest are dropped and :attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
+:data:`SUBSCRIBER_QUEUE` records, and ``max_bytes`` of them: a subscriber that falls that far behind is closed (its
 ``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
 from the last seq it saw.  The pairing tables are bounded too (:data:`MAX_PAIRING`, :data:`MAX_SAME`,
 :data:`MAX_HELD`).
@@ -64,6 +65,10 @@ from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
 from .masking import mask_free_text, mask_json
 
+#: The records' size kept at most by default (bytes, roughly): 256 MiB.
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+#: What a record weighs besides its message, body, data or line (bytes, roughly).
+RECORD_OVERHEAD = 256
 #: Records a subscriber's queue holds; past it the subscriber is closed.
 SUBSCRIBER_QUEUE = 10_000
 #: Entries each pairing table (messages carried by exchanges; sent messages awaiting their
@@ -87,13 +92,17 @@ class Subscription:
 
     ``get(timeout)`` returns the next record, or None when ``timeout`` passed or the
     subscription is closed (:attr:`closed`: by :meth:`close`, or by the conversation when
-    :data:`SUBSCRIBER_QUEUE` records were waiting: read the rest with ``records(after=...)``).
+    :data:`SUBSCRIBER_QUEUE` records, or the conversation's ``max_bytes`` of them, were waiting:
+    read the rest with ``records(after=...)``).
     """
 
     def __init__(self, conversation: Conversation):
         self._conversation = conversation
         self._queue: queue.Queue[dict | None] = queue.Queue(SUBSCRIBER_QUEUE)
         self._closed = threading.Event()
+        self._max_bytes = conversation.max_bytes
+        self._bytes = 0  # what the records waiting weigh
+        self._bytes_lock = threading.Lock()
 
     @property
     def closed(self) -> bool:
@@ -105,9 +114,13 @@ class Subscription:
         if self._closed.is_set() and self._queue.empty():
             return None
         try:
-            return self._queue.get(timeout=timeout)
+            record = self._queue.get(timeout=timeout)
         except queue.Empty:
             return None
+        if record is not None:
+            with self._bytes_lock:
+                self._bytes -= _weight(record)
+        return record
 
     def close(self) -> None:
         """Stop receiving records (idempotent)."""
@@ -115,13 +128,23 @@ class Subscription:
         self._closed_now()
 
     def _offer(self, record: dict) -> bool:
-        """Queue ``record``; False (and closed) when the queue is full."""
-        try:
-            self._queue.put_nowait(record)
-            return True
-        except queue.Full:
-            self._closed_now()
-            return False
+        """Queue ``record``; False (and closed) when the queue is full, in records or bytes."""
+        weight = _weight(record)
+        with self._bytes_lock:
+            if self._bytes + weight > self._max_bytes and self._bytes:
+                full = True
+            else:
+                full = False
+                self._bytes += weight
+        if not full:
+            try:
+                self._queue.put_nowait(record)
+                return True
+            except queue.Full:
+                with self._bytes_lock:
+                    self._bytes -= weight
+        self._closed_now()
+        return False
 
     def _closed_now(self) -> None:
         if not self._closed.is_set():
@@ -135,17 +158,30 @@ class Subscription:
 class Conversation:
     """The bounded, thread-safe record of one conversation (the module docstring has the format).
 
-    ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`).
+    ``max_records``: records kept (the oldest dropped past it, counted in :attr:`dropped`);
+    ``max_bytes``: their size kept (the oldest dropped past it too: a server's 4 MiB answers
+    do not make 50,000 records 200 GB).
     ``target``: what is inspected (a command line or URL), for the export's header.
     ``http``: True when the client talks HTTP, False when it does not, None (the default) to
     find out (the first message sent waits for its request or the next event; the first HTTP
     report, or a message received with none before it, decides).
     """
 
-    def __init__(self, max_records: int = 50_000, *, target: str = "", http: bool | None = None):
-        if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
-            raise ValueError(f"max_records must be a positive int, not {max_records!r}")
+    def __init__(
+        self,
+        max_records: int = 50_000,
+        *,
+        target: str = "",
+        http: bool | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ):
+        for name, value in (("max_records", max_records), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
         self.max_records = max_records
+        #: The records' size kept at most (bytes, roughly: their messages, bodies and lines).
+        self.max_bytes = max_bytes
+        self._bytes = 0
         #: What is inspected (a command line or URL): the export's header names it.
         self.target = target
         #: Records dropped from the start of the log since it began (or since :meth:`clear`).
@@ -183,7 +219,8 @@ class Conversation:
             parsed = _NOT_JSON
         with self._lock:
             if parsed is _NOT_JSON:
-                text = mask_free_text(bytes(data).decode("utf-8", errors="replace"))
+                raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
+                text = mask_free_text(bytes(raw).decode("utf-8", errors="replace"))
                 record = self._invalid(direction, cut(text)[0], len(data), now)
                 self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
                 self._flush_held()
@@ -195,12 +232,8 @@ class Conversation:
                 size = len(data) if len(items) == 1 else len(_canonical(item).encode())
                 record = self._message(direction, item, size, now)
                 if direction == "-->":
-                    key = _canonical(item)
-                    self._remember(self._unsent, key, record)
-                    if self._http is not False:
-                        self._held.append(record)
-                        if len(self._held) > MAX_HELD:  # the oldest goes without its exchange
-                            self._append(self._held.pop(0))
+                    if self._http is not False:  # HTTP, or not known yet: wait for the request
+                        self._hold(_canonical(item), record)
                         continue
                 else:
                     record["exchange"] = self._carried.pop(_canonical(item), None)
@@ -304,6 +337,7 @@ class Conversation:
         """Forget every record (``seq`` goes on from where it was: a reader's ``after`` stays good)."""
         with self._lock:
             self._records.clear()
+            self._bytes = 0
             self.dropped = 0
             self._held.clear()
             self._unsent.clear()
@@ -324,9 +358,21 @@ class Conversation:
         record["seq"] = next(self._seq)
         if len(self._records) == self.max_records:
             self.dropped += 1
+            self._bytes -= _weight(self._records[0])
         self._records.append(record)
+        self._bytes += _weight(record)
+        while self._bytes > self.max_bytes and len(self._records) > 1:
+            self._bytes -= _weight(self._records.popleft())
+            self.dropped += 1
         if self._subscribers:
             self._subscribers = [s for s in self._subscribers if s._offer(record)]
+
+    def _hold(self, key: str, record: dict) -> None:
+        """Keep a sent message's record until the request carrying it is seen (bounded)."""
+        self._remember(self._unsent, key, record)
+        self._held.append(record)
+        if len(self._held) > MAX_HELD:  # the oldest goes without its exchange
+            self._append(self._held.pop(0))
 
     def _flush_held(self) -> None:
         """Append the sent messages still waiting for their request (it did not come in time)."""
@@ -388,6 +434,17 @@ class Conversation:
 
 
 _NOT_JSON = object()
+
+
+def _weight(record: dict) -> int:
+    """What a record weighs against ``max_bytes``: its message's size, or its body's, data's or
+    line's length, plus :data:`RECORD_OVERHEAD` (the same every time it is asked)."""
+    if record["kind"] == "message":
+        return record["size"] + RECORD_OVERHEAD
+    text = (
+        record.get("body") or record.get("data") or record.get("line") or record.get("text") or ""
+    )
+    return len(text) + RECORD_OVERHEAD
 
 
 def _json_scalar(value: Any) -> bool:

@@ -23,6 +23,8 @@ PAGE = ROOT / "docs" / "inspector.md"
 BLOCKS = {
     '$ mcp-ref inspect "mcp-ref serve-demo"': "test_the_first_command_prints_the_address_and_opens_it",
     "mcp-ref dev server.py": "test_the_commands_run_as_pasted",
+    "python tests/inspector/screenshot.py docs/inspector.png": "SKIP: run by "
+    "tests/inspector/test_page_docs.py::test_the_page_commands_run_as_pasted",
 }
 
 pytestmark = pytest.mark.slow

@@ -240,6 +240,39 @@ def test_labels():
 def test_max_records_must_be_positive():
     with pytest.raises(ValueError):
         Conversation(max_records=0)
+    with pytest.raises(ValueError):
+        Conversation(max_bytes=True)
+
+
+def test_the_log_is_bounded_in_bytes_too():
+    from mcp_ref.inspector.conversation import RECORD_OVERHEAD
+
+    conv = Conversation(max_bytes=10 * (1000 + RECORD_OVERHEAD))
+    big = result(1, {"content": [{"type": "text", "text": "x" * 918}]})
+    assert len(big) == 1000
+    for _ in range(25):
+        conv.trace("<--", big)
+    assert len(conv.records()) == 10 and conv.dropped == 15
+    assert [r["seq"] for r in conv.records()] == list(range(16, 26))
+    conv.stderr("a line")  # small: one more record fits in place of the oldest
+    assert conv.dropped == 16 and conv.records()[-1]["kind"] == "stderr"
+    conv.clear()
+    conv.trace("<--", big)
+    assert len(conv.records()) == 1
+
+
+def test_a_subscriber_is_bounded_in_bytes_too():
+    from mcp_ref.inspector.conversation import RECORD_OVERHEAD
+
+    conv = Conversation(max_bytes=3 * (1000 + RECORD_OVERHEAD))
+    big = result(1, {"content": [{"type": "text", "text": "x" * 918}]})
+    reader, slow = conv.subscribe(), conv.subscribe()
+    for n in range(5):
+        conv.trace("<--", big)
+        assert reader.get(WAIT)["seq"] == n + 1  # one that keeps up is never closed
+    assert not reader.closed
+    assert slow.closed  # the fourth would have made it hold more than max_bytes
+    assert [slow.get(0)["seq"] for _ in range(3)] == [1, 2, 3] and slow.get(0) is None
 
 
 def seen_request(exchange: int, body: bytes):
@@ -274,16 +307,15 @@ def test_a_sent_message_whose_request_never_comes_is_recorded_at_the_next_event(
 
 
 def test_a_message_already_recorded_is_completed_when_its_request_comes():
-    conv = Conversation(http=False)  # told it is not HTTP: a message is recorded at once
-    data = request(1, "server/discover")
+    conv = Conversation(http=True)
+    data = request(1, "tools/list")
     conv.trace("-->", data)
-    (first,) = conv.records()
-    assert first["exchange"] is None
-    conv.http_trace(seen_request(1, data))
-    message, post = conv.records()
-    assert message["exchange"] == 1 and post["messages"] == [1]
-    conv.trace("-->", request(2, "tools/list"))  # from now on it waits for its request
-    assert conv.records(after=2) == []
+    conv.trace("<--", wire({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}))
+    first = conv.records()[0]  # recorded before its request was seen (another thread's answer came)
+    assert first["exchange"] is None and first["label"] == "tools/list #1"
+    conv.http_trace(seen_request(4, data))
+    assert conv.records()[0]["exchange"] == 4
+    assert conv.records()[-1]["messages"] == [first["seq"]]
 
 
 def test_whether_it_is_http_is_found_out():

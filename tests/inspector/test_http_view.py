@@ -140,14 +140,34 @@ def test_the_legacy_transport_is_seen_with_its_endpoint_event():
 
 
 def test_a_4xx_answer_is_seen_with_its_error_body():
+    from mcp_ref import McpError
+    from mcp_ref.oauth.resource import ProtectedResource
+
+    class NoToken:
+        def verify(self, token: str):
+            return None
+
+    seen = Collector()
+    app = traced_server().wsgi_app(auth=ProtectedResource(NoToken(), ["https://as.example"]))
+    with serving(app=app) as served:
+        with pytest.raises(McpError):
+            Client.http(served.mcp, era="handshake", http_trace=seen, timeout=WAIT)
+    (post,) = requests_of(seen, "POST")
+    answer = response_to(seen, post.exchange)
+    assert (answer.status, answer.reason) == (401, "Unauthorized")
+    assert header(answer, "WWW-Authenticate").startswith("Bearer")
+    assert b'"error"' in answer.body  # the error body, as the transport read it
+
+
+def test_a_response_closed_unread_is_seen_without_a_body():
     seen = Collector()
     with serving(traced_server()) as served:
         with pytest.raises(ServerUnreachable):
             Client.http(served.url + "/nowhere", era="handshake", http_trace=seen, timeout=WAIT)
     (post,) = requests_of(seen, "POST")
-    answer = response_to(seen, post.exchange)
-    assert answer.status == 404 and answer.reason
-    assert answer.body  # the error text, as read
+    answer = response_to(seen, post.exchange)  # 404: the fall back to HTTP+SSE, body unread
+    assert answer.status == 404 and answer.body is None
+    assert requests_of(seen, "GET")[0].url == served.url + "/nowhere"  # the fall back's GET
 
 
 def test_a_raising_observer_is_logged_once_and_never_breaks_the_transport(caplog):

@@ -1,0 +1,114 @@
+"""A hostile server's markup stays text on the inspector's page.
+
+tests/servers/hostile_server.py puts ``<img onerror>``, ``<script>``, ``<style>`` and
+``javascript:`` links in every string it sends (names, titles, descriptions, schemas, results,
+progress, log and elicitation messages, resources, prompts, completions, stderr).  The page is
+walked through all of it; then no element the markup names exists, ``window.__pwned`` (which each
+piece would set) is undefined, no link or source points at ``javascript:``, the console shows no
+Content-Security-Policy violation (the page never even tried to run it), and the markup is visible
+as text.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import pytest
+from browser import SCREENSHOTS, Page, driver, inspect  # noqa: F401
+from conftest import SERVERS
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVERS / 'hostile_server.py'))}"
+NAMED = ["pwned-img", "pwned-script", "pwned-link", "pwned-style", "pwned-name"]
+
+
+def assert_harmless(page: Page) -> None:
+    """Nothing of the markup became an element, ran, or became a link."""
+    for element_id in NAMED:
+        assert not page.all(f"#{element_id}"), f"#{element_id} became an element"
+    assert not page.pwned(), "a hostile script ran"
+    assert not page.all('[href^="javascript:" i], [src^="javascript:" i]')
+    assert not page.all('img[src="x"]')
+    scripts = [s.get_attribute("src") for s in page.all("script")]
+    assert len(scripts) == 1 and scripts[0].endswith("/static/inspector.js")
+    assert len(page.all("style")) == 0
+    assert page.driver.execute_script("return getComputedStyle(document.body).display") != "none"
+
+
+def test_a_hostile_servers_markup_stays_text(driver):
+    with inspect(HOSTILE, "--era", "handshake") as address:
+        page = Page(driver, address)
+        page.connected()
+        page.text_in("#fact-server", "<img src=x")
+        page.text_in("#fact-instructions", "<script id=")
+
+        page.tab("tools")
+        page.text_in("#tools-list", '<img src=x id="pwned-name"')  # the hostile tool name
+        page.text_in("#tools-list", "Shouts <img")
+        page.call_tool("shout")
+        words = page.field("#tool-fields", "words").get_attribute("value")
+        assert words.startswith("default <img src=x")  # the default, as a value
+        page.result('said default <img src=x id="pwned-img" onerror="window.__pwned=1">')
+        page.result("<script")
+        page.text_in("#tool-result .content-resource_link", "javascript:window.__pwned=5")
+        page.text_in("#tool-result .content-image", "not shown: image of type text/html")
+        page.text_in("#tool-result .content-resource", "embedded <img")
+        page.text_in("#tool-result .structured", "<a id=")
+        assert_harmless(page)
+
+        page.call_tool("fail")
+        page.result("failed <img src=x")
+        page.call_tool("noisy")
+        page.result("noisy <img")
+        page.text_in("#tool-progress-text", "done <img src=x")
+
+        page.call_tool("ask")
+        page.tab("client")
+        page.text_in(".ask .ask-message", "Tell me <img src=x")
+        page.text_in(".ask", "Answer <img src=x")
+        page.field(".ask", "answer").send_keys("fine")
+        page.click(".ask button.accept")
+        page.tab("tools")
+        page.result("asked: accept")
+
+        page.call_tool("visit")
+        page.tab("client")
+        page.text_in(".ask .url", "javascript:window.__pwned=6")
+        page.text_in(".ask button.open", "Not an http(s) URL")
+        assert not page.css(".ask button.open").is_enabled()
+        page.click(".ask button.decline")
+        page.tab("tools")
+        page.result("visited: decline")
+
+        page.tab("client")
+        page.text_in("#log-pane", "log <img src=x")
+
+        page.tab("resources")
+        page.text_in("#resources-list", "page <img src=x")
+        page.open_item("resource", "hostile://page")
+        page.text_in("#resource-contents", "<html><img src=x")
+        page.text_in("#templates-list", "item <img")
+
+        page.tab("prompts")
+        page.text_in("#prompts-list", "Prompts <img")
+        page.open_item("prompt", "hello")
+        page.type('#prompt-fields [data-field="who"] input', "x")
+        page.text_in('#prompt-fields [data-field="who"] .suggestions', "<script id=")
+        page.click("#prompt-get")
+        page.text_in("#prompt-messages .role-assistant", "reply <img src=x")
+
+        seq = page.row("r.kind === 'stderr'")
+        page.open_row(seq)
+        page.text_in("#details-json", "starting <img")
+        page.text_in("#conversation", "stderr: starting <img src=x")
+        assert_harmless(page)
+        csp = [m for m in page.console_errors() if "Content Security Policy" in m]
+        assert not csp, csp
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.tab("tools")
+        page.open_item("tool", "shout")
+        page.click("#tool-call")
+        page.result("said default")
+        driver.save_screenshot(str(SCREENSHOTS / "hostile.png"))
