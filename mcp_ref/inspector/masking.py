@@ -16,7 +16,7 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - SSE data and other text: as JSON when it parses, else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, ``"access_token": "..."``,
-  ``client_secret=...``.
+  ``client_secret=...``, a URL's userinfo.
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -170,6 +170,8 @@ _CREDENTIAL = re.compile(
     r"\b(Bearer|DPoP|Basic)(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
+#: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
 _QUOTED_PAIR = re.compile(r'"([A-Za-z0-9_-]{1,64})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
 _BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
 
@@ -177,7 +179,9 @@ _BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
 def mask_free_text(text: str) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
-    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key."""
+    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key,
+    a URL's userinfo (an error that names the target URL)."""
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _QUOTED_PAIR.sub(
         lambda m: f'"{m.group(1)}"{m.group(2)}"{MASK}"' if secret_key(m.group(1)) else m.group(0),

@@ -243,6 +243,22 @@ def test_credentials_in_the_target_url_are_masked():
         inspector.close()
 
 
+def test_credentials_in_the_target_url_are_masked_when_connecting_fails():
+    """The reason a connect failed (the state's ``error``, the note in the record and both
+    exports) names the target without its userinfo: here a server that never answers."""
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts into its backlog, never answers
+    port = silent.getsockname()[1]
+    inspector = Inspector("--connect-timeout", "0.5", f"http://user:hunter2@127.0.0.1:{port}/mcp")
+    try:
+        assert inspector.state["error"] and not inspector.state["connected"]
+        assert "127.0.0.1" in inspector.state["error"]
+        for route in ("api/state", "api/records", "api/export.jsonl", "api/export.md"):
+            assert "hunter2" not in inspector.get(route).text, route
+    finally:
+        inspector.close()
+        silent.close()
+
+
 def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
     from mcp_ref.inspector import app
 

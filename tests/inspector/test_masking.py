@@ -114,6 +114,10 @@ def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
     assert mask_free_text("basic authentication, token refreshed") == (
         "basic authentication, token refreshed"
     )
+    assert mask_free_text("cannot reach https://ada:pw1@h:8/mcp, or ftp://b@c/") == (
+        f"cannot reach https://{MASK}@h:8/mcp, or ftp://{MASK}@c/"
+    )
+    assert mask_free_text("write to ada@example.com") == "write to ada@example.com"
     assert (
         mask_text("<p>Authorization: Bearer abcdef123</p>")
         == f"<p>Authorization: Bearer {MASK}</p>"
