@@ -5,7 +5,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - headers (:data:`SECRET_HEADERS`): ``Authorization`` and ``Proxy-Authorization`` keep their
   scheme word (``Bearer ••••••``, ``DPoP ••••••``, ``Basic ••••••``); ``Cookie`` keeps each
   cookie's name (``session=••••••``); ``Set-Cookie`` its name and attributes (``sid=••••••;
-  Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone;
+  Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone,
+  and so does a header named as a secret key (below), bare or after ``Mcp-Param-`` or ``X-``
+  (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``);
 - JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
   ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
   ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...); a string that
@@ -97,10 +99,29 @@ def mask_credential(value: str, any_scheme: bool = False) -> str:
     return MASK
 
 
+#: Prefixes left out of a header's name before it is read as a key name: a 2026-07-28 tool's
+#: ``x-mcp-header`` parameter (``Mcp-Param-Api-Key``: an argument the body masks) and ``X-``.
+HEADER_PREFIXES = ("mcp-param-", "x-")
+
+
+def secret_header(name: str) -> bool:
+    """True when header ``name`` carries a secret: one of :data:`SECRET_HEADERS`, or, past a
+    prefix of :data:`HEADER_PREFIXES` or none, a secret key's name (``Mcp-Param-Token``,
+    ``X-Access-Token``)."""
+    lower = name.lower()
+    if lower in SECRET_HEADERS:
+        return True
+    for prefix in HEADER_PREFIXES:
+        if lower.startswith(prefix):
+            lower = lower[len(prefix) :]
+            break
+    return secret_key(lower)
+
+
 def mask_header(name: str, value: str) -> str:
     """``value`` of header ``name``, masked when the header carries a secret."""
     lower = name.lower()
-    if lower not in SECRET_HEADERS:
+    if not secret_header(lower):
         return value
     if lower in ("authorization", "proxy-authorization"):
         return mask_credential(value, any_scheme=True)

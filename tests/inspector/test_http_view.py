@@ -234,6 +234,31 @@ def test_http_records_are_masked_and_decode_mcp_headers():
     assert record["status"] is None and record["sse"] is False
 
 
+def test_a_secret_argument_mirrored_into_a_header_is_masked_there_too():
+    """A 2026-07-28 tool's ``x-mcp-header`` parameter named as a secret (``api_key``) is masked
+    in the body; its ``Mcp-Param-Api-Key`` header carries the same value, masked as well."""
+    from mcp_ref.inspector.conversation import Conversation
+
+    server = Server("keyed")
+
+    @server.tool(headers={"api_key": "Api-Key"})
+    def fetch(api_key: str) -> str:
+        """Fetch with a key."""
+        return "fetched"
+
+    conversation = Conversation(http=True)
+    with serving(server) as served:
+        with Client.http(
+            served.mcp, era="modern", http_trace=conversation.http_trace, timeout=WAIT
+        ) as client:
+            assert client.call_tool("fetch", {"api_key": "k3y-s3cret"}).text == "fetched"
+    records = conversation.records(limit=1000)
+    calls = [r for r in records if r["kind"] == "http" and ["Mcp-Name", "fetch"] in r["headers"]]
+    assert any(["Mcp-Param-Api-Key", MASK] in r["headers"] for r in calls)
+    assert "k3y-s3cret" not in str(records)
+    assert "k3y-s3cret" not in conversation.export_jsonl()
+
+
 def test_a_long_body_is_cut_and_an_sse_response_marked():
     body = b'{"x": "' + b"a" * (MAX_BODY_TEXT + 10) + b'"}'
     record = http_record(

@@ -32,6 +32,9 @@ from mcp_ref.inspector.masking import (
         ("X-Api-Key", "k-123", MASK),
         ("Content-Type", "application/json", "application/json"),
         ("Mcp-Session-Id", "abc", "abc"),
+        ("Mcp-Param-Api-Key", "k-123", MASK),
+        ("X-Access-Token", "t-123", MASK),
+        ("Mcp-Param-Region", "eu", "eu"),
     ],
 )
 def test_secret_headers_are_masked_keeping_their_kind(name, value, shown):
