@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import threading
 
@@ -182,6 +183,23 @@ def test_a_bad_request_to_the_api_is_a_clear_json_error(inspector):
     ].startswith("era")
     bad = inspector.get("api/records?after=-1")
     assert bad.status_code == 400 and "Traceback" not in bad.text
+
+
+def test_a_failure_inside_is_logged_without_the_token(inspector, monkeypatch, caplog):
+    """A failure of the inspector's own is a short 500 for the page and a traceback on its
+    terminal, whose line names the route, not the secret address."""
+
+    def broken() -> dict:
+        raise RuntimeError("a bug of the inspector's")
+
+    monkeypatch.setattr(inspector.inspected, "state", broken)
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.inspector.app"):
+        failed = inspector.get("api/state")
+    assert failed.status_code == 500 and "Traceback" not in failed.text
+    assert "bug" not in failed.text
+    (logged,) = [r for r in caplog.records if r.name == "mcp_ref.inspector.app"]
+    assert "api/state" in logged.getMessage() and logged.exc_info
+    assert inspector.served.app.token not in caplog.text
 
 
 def test_it_listens_on_127_0_0_1_only(inspector):
