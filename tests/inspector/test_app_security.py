@@ -233,8 +233,16 @@ def test_events_replay_from_after_and_last_event_id_then_go_live(inspector):
     assert inspector.get("api/export.md").text.count("sequenceDiagram") == 1
 
 
-def test_a_stream_ends_when_its_browser_goes(inspector):
+def test_a_stream_ends_when_its_browser_goes(inspector, monkeypatch):
     app = inspector.served.app
+    ended = threading.Event()
+    forget = app.forget
+
+    def forgotten(stream) -> None:  # the stream's last act: it has ended
+        forget(stream)
+        ended.set()
+
+    monkeypatch.setattr(app, "forget", forgotten)
     connection = socket.create_connection(("127.0.0.1", inspector.port), timeout=WAIT)
     connection.sendall(
         f"GET {page_path(inspector, 'events')} HTTP/1.1\r\nHost: 127.0.0.1:{inspector.port}\r\n\r\n".encode()
@@ -242,13 +250,9 @@ def test_a_stream_ends_when_its_browser_goes(inspector):
     assert connection.recv(4096).startswith(b"HTTP/1.1 200")
     assert len(app._streams) == 1
     connection.close()
-    ended = threading.Event()
-    for _ in range(int(WAIT / 0.05)):  # the server's watchdog notices within a fraction of a second
-        if not app._streams:
-            ended.set()
-            break
-        ended.wait(0.05)
-    assert ended.is_set(), "the stream outlived its browser"
+    # the server's watchdog notices within a fraction of a second; the stream then ends at once
+    assert ended.wait(WAIT), "the stream outlived its browser"
+    assert not app._streams
 
 
 def test_credentials_in_the_target_url_are_masked():
