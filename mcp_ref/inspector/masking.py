@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 #: What stands where a secret was.
 MASK = "••••••"
@@ -162,12 +162,14 @@ def _masked_value(value: Any) -> Any:
 
 
 def mask_form(text: str) -> str:
-    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked."""
-    pairs = parse_qsl(text, keep_blank_values=True)
-    return "&".join(
-        f"{quote(key, safe='')}={MASK if secret_key(key, form=True) else quote(value, safe='')}"
-        for key, value in pairs
-    )
+    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked;
+    every other pair is kept as it was sent (an SSE ``endpoint`` event's URL stays that URL)."""
+    pairs = []
+    for pair in text.split("&"):
+        key, equals, _value = pair.partition("=")
+        secret = equals and secret_key(unquote_plus(key), form=True)
+        pairs.append(f"{key}={MASK}" if secret else pair)
+    return "&".join(pairs)
 
 
 def mask_url(url: str) -> str:

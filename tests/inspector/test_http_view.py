@@ -16,7 +16,7 @@ from mcp_ref import Client, Context, Server, ServerUnreachable
 from mcp_ref.http.client import HttpClientTransport
 from mcp_ref.http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from mcp_ref.inspector.http_view import MAX_BODY_TEXT, http_record, mcp_headers, sse_record
-from mcp_ref.inspector.masking import MASK
+from mcp_ref.inspector.masking import MASK, mask_text, mask_url
 
 
 def traced_server() -> Server:
@@ -137,6 +137,18 @@ def test_the_legacy_transport_is_seen_with_its_endpoint_event():
     assert posts and all("session_id=" in p.url for p in posts)
     assert all(response_to(seen, p.exchange).status == 202 for p in posts)
     assert any('"old"' in e.data for e in events)  # answers come on the GET stream
+    # its record shows the endpoint as it was sent: a URL, not re-encoded as if it were a form
+    assert sse_record(events[0])["data"] == events[0].data
+
+
+def test_form_text_keeps_what_is_no_secret_as_it_was_sent():
+    assert mask_text("/messages/?session_id=3f2a&token=abc") == (
+        f"/messages/?session_id=3f2a&token={MASK}"
+    )
+    assert mask_text("scope=read+write&redirect_uri=http%3A%2F%2Fh%2Fcb&code=x") == (
+        f"scope=read+write&redirect_uri=http%3A%2F%2Fh%2Fcb&code={MASK}"
+    )
+    assert mask_url("http://h/cb?code=abc&state=a+b") == f"http://h/cb?code={MASK}&state=a+b"
 
 
 def test_a_4xx_answer_is_seen_with_its_error_body():
