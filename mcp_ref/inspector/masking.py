@@ -220,18 +220,21 @@ def _looks_like_form(text: str) -> bool:
 
 
 def mask_text(text: str, content_type: str | None = None) -> str:
-    """A body or an event's data as text, masked: JSON (re-encoded, secrets masked) when it parses,
-    a form when ``content_type`` says so or it reads as one, else :func:`mask_free_text`."""
+    """A body or an event's data as text, masked: a form when ``content_type`` says so; else JSON
+    (re-encoded, secrets masked) when it parses as an object or array (compact JSON with an ``=``
+    in it is still JSON), a form when it reads as one, else :func:`mask_free_text`."""
     kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "application/x-www-form-urlencoded" or (
-        kind != "application/json" and _looks_like_form(text)
-    ):
+    if kind == "application/x-www-form-urlencoded":
         return mask_form(text)
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
-        return mask_free_text(text)
-    if not isinstance(parsed, (dict, list)):
+        parsed = None
+    if isinstance(parsed, (dict, list)):
+        masked = mask_json(parsed)
+        return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+    if kind != "application/json" and _looks_like_form(text):
+        return mask_form(text)
+    if parsed is not None:  # a JSON scalar: nothing in it is named
         return text
-    masked = mask_json(parsed)
-    return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+    return mask_free_text(text)

@@ -6,6 +6,7 @@ never breaks the transport."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 
 import pytest
@@ -139,6 +140,24 @@ def test_the_legacy_transport_is_seen_with_its_endpoint_event():
     assert any('"old"' in e.data for e in events)  # answers come on the GET stream
     # its record shows the endpoint as it was sent: a URL, not re-encoded as if it were a form
     assert sse_record(events[0])["data"] == events[0].data
+
+
+def test_compact_json_with_an_equals_sign_is_masked_as_json():
+    """An SSE event's data comes without a Content-Type; JSON written without spaces (as other
+    SDKs write it) that holds an ``=`` anywhere is still JSON, its secrets masked."""
+    data = (
+        '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"iVBORw0KGgo=",'
+        '"mimeType":"image/png"}],"structuredContent":{"token":"t0k3n-s3cret","note":"a=b"}}}'
+    )
+    record = sse_record(SseEventSeen(3, "7", "message", data, None))
+    assert "t0k3n-s3cret" not in record["data"]
+    assert json.loads(record["data"])["result"]["structuredContent"] == {
+        "token": MASK,
+        "note": "a=b",
+    }
+    assert mask_text('{"password":"pw","q":"x=1"}', "text/plain") == json.dumps(
+        {"password": MASK, "q": "x=1"}, ensure_ascii=False
+    )
 
 
 def test_form_text_keeps_what_is_no_secret_as_it_was_sent():
