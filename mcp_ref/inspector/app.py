@@ -271,6 +271,11 @@ class EventStream:
         self.after = after
         self.queue: queue.Queue = queue.Queue(STREAM_QUEUE)
         self.stopped = threading.Event()
+        #: What the records waiting in the queue weigh (bytes, as sent): at most the
+        #: conversation's ``max_bytes``, as its own subscribers (past it the stream ends).
+        self.waiting_bytes = 0
+        self._max_bytes = getattr(app.conversation, "max_bytes", None)
+        self._bytes_lock = threading.Lock()
 
     def stop(self) -> None:
         """End the stream (the browser went, or the server stops); never blocks."""
@@ -290,11 +295,25 @@ class EventStream:
         self._push((event, data, None))
 
     def _pump(self, subscription: Any) -> None:
-        """The conversation's new records into the queue, until the stream stops."""
+        """The conversation's new records into the queue, encoded, until the stream stops; a
+        stream whose waiting records would weigh more than the conversation may is ended."""
         while not self.stopped.is_set():
             record = subscription.get(timeout=1.0)
             if record is not None:
-                self._push(("record", record, record["seq"]))
+                encoded = _event("record", record, record["seq"])
+                with self._bytes_lock:  # one record alone always fits (as for a subscriber)
+                    weight = self.waiting_bytes + len(encoded)
+                    too_heavy = (
+                        self._max_bytes is not None
+                        and self.waiting_bytes > 0
+                        and weight > self._max_bytes
+                    )
+                    if not too_heavy:
+                        self.waiting_bytes = weight
+                if too_heavy:  # fallen behind: the page reconnects and catches up
+                    self.stop()
+                    break
+                self._push(("record", encoded, record["seq"]))
             elif getattr(subscription, "closed", False):
                 self.stopped.set()  # fallen behind the conversation: the page reconnects
                 self._push(("end", {}, None))
@@ -330,10 +349,14 @@ class EventStream:
                 if item is None or item[0] == "end":
                     break
                 event, data, seq = item
-                if seq is not None:
+                if event == "record":  # encoded by the pump
+                    with self._bytes_lock:
+                        self.waiting_bytes -= len(data)
                     if seq <= last:
                         continue
                     last = seq
+                    yield data
+                    continue
                 yield _event(event, data, seq)
         finally:
             self.stopped.set()

@@ -281,6 +281,43 @@ def test_credentials_in_the_target_url_are_masked_when_connecting_fails():
         silent.close()
 
 
+def test_a_stream_holds_no_more_than_the_conversation_may_weigh(inspector):
+    """The records waiting for a page that does not read are bounded by the conversation's
+    ``max_bytes`` too, not only by their number: past it the stream ends (the page reconnects and
+    catches up), so records the conversation dropped are not kept alive in a stream's queue."""
+    from mcp_ref.inspector.app import EventStream, InspectorApp
+    from mcp_ref.inspector.conversation import Conversation
+
+    class Feed:
+        """A subscription that hands the pump these records, as fast as it takes them."""
+
+        closed = False
+
+        def __init__(self, records: list[dict]) -> None:
+            self.records = records
+            self.ended = threading.Event()
+
+        def get(self, timeout: float) -> dict | None:
+            if self.records:
+                return self.records.pop(0)
+            self.ended.wait(timeout)
+            return None
+
+    notes = [{"kind": "note", "text": "x" * 4000, "time": 0.0, "seq": n} for n in (1, 2, 3, 4)]
+    stream = EventStream(InspectorApp(inspector.inspected, Conversation(max_bytes=10_000)), 0)
+    feed = Feed(notes)
+    pump = threading.Thread(target=stream._pump, args=(feed,), daemon=True)
+    pump.start()
+    try:  # each note about 4 kB: the third passes the bound
+        assert stream.stopped.wait(WAIT), "the stream kept more than the conversation may weigh"
+        waiting = [item for item in list(stream.queue.queue) if item and item[0] == "record"]
+        assert len(waiting) == 2 and stream.waiting_bytes <= 10_000
+    finally:
+        stream.stop()
+        feed.ended.set()
+        pump.join(WAIT)
+
+
 def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
     from mcp_ref.inspector import app
 
