@@ -85,6 +85,7 @@ MAX_PAGE = 10_000
 #: The export's format name and version (its header record).
 EXPORT_FORMAT = "mcp-ref-conversation"
 EXPORT_VERSION = 1
+#: The trace hook's directions as a record names them.
 DIRECTIONS = {"-->": "send", "<--": "receive"}
 
 
