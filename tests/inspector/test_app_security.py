@@ -268,3 +268,14 @@ def test_a_stream_that_falls_behind_is_ended(inspector, monkeypatch):
     assert stream.stopped.is_set()
     inspector.inspected.remove_listener(stream._on_event)
     assert stream.queue.qsize() == 3  # bounded: the fourth was not kept
+
+
+def test_past_the_bound_of_open_streams_one_more_is_refused(inspector, monkeypatch):
+    from mcp_ref.inspector import app
+
+    monkeypatch.setattr(app, "MAX_STREAMS", 1)
+    first = inspector.events()
+    assert first.wait_for("state")["connected"] is False
+    refused = inspector.get("events")
+    assert refused.status_code == 503 and refused.text.startswith("Service Unavailable")
+    assert_guarded(refused.headers)
