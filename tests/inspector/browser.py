@@ -195,6 +195,8 @@ class Page:
         self.address = address
         self.By = By
         self._wait = WebDriverWait
+        #: What the screenshots of this page are named after (with the panel's name).
+        self.label = ""
         driver.get(address)
 
     # -- waiting
@@ -299,11 +301,11 @@ class Page:
             f'{container} [data-field="{name}"] textarea'
         )
 
-    def call_tool(self, name: str, **values: object) -> None:
-        """Open tool ``name``, fill its form with ``values`` (text typed, selects chosen), Call."""
+    def call_tool(self, tool: str, /, **values: object) -> None:
+        """Open ``tool``, fill its form with ``values`` (text typed, selects chosen), Call."""
         self.tab("tools")
-        self.open_item("tool", name)
-        self.text_in("#tool-name", name)
+        self.open_item("tool", tool)
+        self.text_in("#tool-name", tool)
         for key, value in values.items():
             element = self.field("#tool-fields", key)
             if element.tag_name == "select":

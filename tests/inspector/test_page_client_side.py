@@ -75,10 +75,18 @@ def tasks(page: Page) -> None:
 def test_roots_logs_and_tasks_on_the_page(driver, era, tmp_path):
     with inspect(DEMO_COMMAND, "--era", era) as address:
         page = Page(driver, address)
+        page.label = era
         page.connected(ERAS[era])
         roots(page, era, tmp_path)
         logs(page, era)
         tasks(page)
+        # a tool added at run time: the list-changed event lists the tools again by itself
+        page.call_tool("add_tool", name="added.tool")
+        page.result("added added.tool")
+        page.text_in("#tools-changed", "the server said its tools changed")
+        page.open_item("tool", "added.tool")
+        page.click("#tool-call")
+        page.result("I am added.tool")
         # Clear forgets the records, here and in the inspector; new ones go on numbering
         last = page.driver.execute_script("return window.inspector.find(r => true).pop()")
         page.click("#clear")

@@ -11,16 +11,19 @@ as text.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 
 import pytest
+import requests
 from browser import SCREENSHOTS, Page, driver, inspect  # noqa: F401
-from conftest import SERVERS
+from conftest import SERVERS, WAIT
 
 pytestmark = pytest.mark.slow
 
 HOSTILE = f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVERS / 'hostile_server.py'))}"
+EVIL = '<img src=x id="pwned-img" onerror="window.__pwned=1">'  # as hostile_server.py's
 NAMED = ["pwned-img", "pwned-script", "pwned-link", "pwned-style", "pwned-name"]
 
 
@@ -37,7 +40,7 @@ def assert_harmless(page: Page) -> None:
     assert page.driver.execute_script("return getComputedStyle(document.body).display") != "none"
 
 
-def test_a_hostile_servers_markup_stays_text(driver):
+def test_a_hostile_servers_markup_stays_text(driver, tmp_path):
     with inspect(HOSTILE, "--era", "handshake") as address:
         page = Page(driver, address)
         page.connected()
@@ -106,6 +109,23 @@ def test_a_hostile_servers_markup_stays_text(driver):
         assert_harmless(page)
         csp = [m for m in page.console_errors() if "Content Security Policy" in m]
         assert not csp, csp
+        # replayed, the hostile conversation stays text too
+        exported = requests.get(page.css("#export-jsonl").get_attribute("href"), timeout=WAIT)
+        lines = exported.text.splitlines()
+        # a spec link the page would not follow: not the specification's own site
+        forged = json.loads(lines[-1])
+        forged.update(kind="message", spec={"title": EVIL, "url": "https://evil.example/x"})
+        forged["seq"] += 1
+        path = tmp_path / "hostile.jsonl"
+        path.write_text("\n".join([*lines, json.dumps(forged)]) + "\n")
+        page.css("#replay-file").send_keys(str(path))
+        page.visible("#replay-banner")
+        page.open_row(forged["seq"])
+        assert not page.css("#details-spec").is_displayed()
+        page.open_row(page.row("r.kind === 'stderr'"))
+        page.text_in("#details-json", "starting <img")
+        assert_harmless(page)
+        page.click("#replay-leave")
         SCREENSHOTS.mkdir(exist_ok=True)
         page.tab("tools")
         page.open_item("tool", "shout")

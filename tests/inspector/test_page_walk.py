@@ -23,9 +23,10 @@ ERAS = {"modern": "2026-07-28", "handshake": "2025-11-25"}
 
 
 def snap(page: Page, name: str) -> None:
-    """Save the window as tests/inspector/screenshots/NAME.png."""
+    """Save the window as tests/inspector/screenshots/LABEL-NAME.png (LABEL: the page's)."""
     SCREENSHOTS.mkdir(exist_ok=True)
-    page.driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    label = f"{page.label}-" if page.label else ""
+    page.driver.save_screenshot(str(SCREENSHOTS / f"{label}{name}.png"))
 
 
 def connection(page: Page, era: str, transport: str) -> None:
@@ -204,8 +205,9 @@ def replay(page: Page, tmp_path) -> None:
 
 
 def walk(page: Page, era: str, transport: str, tmp_path) -> None:
+    page.label = f"{transport}-{era}"
     connection(page, era, transport)
-    snap(page, f"connection-{transport}-{era}")
+    snap(page, "connection")
     tools(page)
     progress(page)
     cancel(page, notified=transport == "stdio" or era == "handshake")

@@ -519,7 +519,7 @@
         progressText.textContent = [typeof update.total === "number" ? `${update.progress} of ${update.total}` : asText(update.progress), update.message ? `— ${asText(update.message)}` : ""].join(" ");
       },
       // kept a while after the call ends: its last progress events may come after its result
-      finish() { $("tool-cancel").disabled = true; $("tool-call").disabled = false; while (calls.size > 20) calls.delete(calls.keys().next().value); },
+      finish() { cancelled.delete(callId); $("tool-cancel").disabled = true; $("tool-call").disabled = false; while (calls.size > 20) calls.delete(calls.keys().next().value); },
     };
     calls.set(callId, call);
     $("tool-call").disabled = true;
@@ -547,10 +547,11 @@
   $("tool-cancel").addEventListener("click", async () => {
     const callId = $("tool-cancel").dataset.call;
     $("tool-cancel").disabled = true;
+    cancelled.add(callId); // the call may end (cancelled) before this request is answered
+    $("tool-status").textContent = "cancelling…";
     try {
       const answer = await api("cancel", { call: callId });
-      if (answer.cancelled) cancelled.add(callId);
-      $("tool-status").textContent = answer.cancelled ? "cancelling…" : "it had already finished";
+      if (!answer.cancelled && $("tool-status").textContent === "cancelling…") $("tool-status").textContent = "it had already finished";
     } catch (e) {
       showError($("tool-error"), e);
     }
@@ -1265,7 +1266,8 @@
       else valid.textContent = "no schema applies";
       for (const error of Array.isArray(record.errors) ? record.errors : []) errors.appendChild(el("li", null, asText(error)));
       const link = isObject(record.spec) ? record.spec : null;
-      if (link && typeof link.url === "string" && /^https:\/\/[^\s]+$/i.test(link.url)) {
+      // only the specification's own pages (a replayed file could say anything)
+      if (link && typeof link.url === "string" && /^https:\/\/modelcontextprotocol\.io\/[^\s]*$/.test(link.url)) {
         spec.href = link.url;
         spec.textContent = `spec: ${asText(link.title) || link.url}`;
         show(spec, true);
@@ -1423,7 +1425,7 @@
     source.addEventListener("ask-done", (e) => onData(e, onAskDone));
     source.addEventListener("progress", (e) => onData(e, (p) => { const call = isObject(p) && calls.get(p.call); if (call) call.progress(p); }));
     source.addEventListener("updated", (e) => onData(e, (u) => { if (isObject(u)) onResourceUpdated(asText(u.uri)); }));
-    source.addEventListener("list-changed", (e) => onData(e, (c) => { if (isObject(c) && lists[c.what]) { lists[c.what].reset(true); if (c.what === "resources") lists.templates.reset(true); } }));
+    source.addEventListener("list-changed", (e) => onData(e, onListChanged));
     source.addEventListener("log", (e) => onData(e, onLog));
     source.addEventListener("open", () => { streamLost = false; renderState(state); });
     source.addEventListener("error", () => {
@@ -1432,6 +1434,16 @@
       if (!replay) { $("status").dataset.state = "error"; $("status").textContent = "the inspector is not answering: reconnecting…"; }
       if (source.readyState === EventSource.CLOSED) setTimeout(listen, 2000);
     });
+  }
+
+  /** The server's tools, resources or prompts changed: listed again from the first page. */
+  function onListChanged(changed) {
+    if (!isObject(changed) || !["tools", "resources", "prompts"].includes(changed.what)) return;
+    lists[changed.what].reset(true);
+    if (changed.what === "resources") lists.templates.reset(true);
+    const line = $(`${changed.what}-changed`);
+    line.textContent = `Listed again at ${new Date().toLocaleTimeString()}: the server said its ${changed.what} changed.`;
+    show(line, true);
   }
 
   function onData(event, handle) {
