@@ -12,10 +12,13 @@ screenshot of its panel to tests/inspector/screenshots/.
 
 from __future__ import annotations
 
+import shlex
+import sys
+
 import pytest
 import requests
 from browser import DEMO_COMMAND, SCREENSHOTS, Page, demo_http, driver, inspect  # noqa: F401
-from conftest import WAIT
+from conftest import SERVERS, WAIT
 
 pytestmark = pytest.mark.slow
 
@@ -250,3 +253,22 @@ def test_reconnecting_in_the_other_era_and_retrying_after_a_failure(driver, tmp_
         snap(page, "connection-error")
         page.click("#retry")
         page.visible("#connection-error")
+
+
+def test_an_invalid_message_is_marked_with_its_errors(driver):
+    """tests/servers/schema_breaking_server.py lists a tool whose inputSchema is not an object
+    schema: its tools/list result is marked ✗ in the diagram, and opened shows why."""
+    breaker = (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVERS / 'schema_breaking_server.py'))}"
+    )
+    with inspect(breaker, "--era", "handshake") as address:
+        page = Page(driver, address)
+        page.connected("2025-11-25")
+        seq = page.row("r.kind === 'message' && r.type === 'result' && r.method === 'tools/list'")
+        page.css(f'#diagram .row[data-seq="{seq}"] .invalid-mark')
+        page.open_row(seq)
+        page.text_in("#details-valid", "✗ invalid (schema 2025-11-25)")
+        page.text_in("#details-errors", "inputSchema")
+        page.tab("tools")
+        page.text_in("#tools-list", "bad tool!")  # listed all the same
+        snap(page, "conversation-invalid")
