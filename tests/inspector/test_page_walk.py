@@ -82,8 +82,8 @@ def cancel(page: Page, notified: bool) -> None:
 
 def elicitation(page: Page) -> None:
     page.call_tool("ask_user")
-    page.visible("#ask-banner")
-    page.tab("client")
+    page.click("#ask-banner")  # it opens the Client side
+    page.visible("#panel-client")
     card = '.ask[data-kind="elicitation"]'
     page.text_in(f"{card} .ask-message", "Who are you?")
     page.field(card, "name").send_keys("Ada")

@@ -826,6 +826,8 @@
     show($("asks-empty"), count === 0);
   }
 
+  $("ask-banner").addEventListener("click", () => selectTab("client"));
+
   function onAsk(ask) {
     if (!isObject(ask) || typeof ask.ask !== "string" || asks.has(ask.ask)) return;
     const params = isObject(ask.params) ? ask.params : {};
