@@ -6,7 +6,9 @@ One walk per (transport, era): a tool called through its form (echo, add), progr
 (ask_llm) answered on the page, demo://counter subscribed and its update seen (bump_counter), a
 prompt got with completion (greet: typing "A" suggests names), a message opened in the sequence
 diagram (marked valid, with its spec link), over HTTP its exchange (status, headers, the Mcp-*
-headers marked), and the conversation exported and loaded back (replay).  Each step saves a
+headers marked), and the conversation exported and loaded back (replay).  Then: reconnecting in the
+other era and retrying a failed connect; a schema-breaking server's invalid message; the 2024-11-05
+HTTP+SSE transport.  Each step saves a
 screenshot of its panel to tests/inspector/screenshots/.
 """
 
@@ -272,3 +274,24 @@ def test_an_invalid_message_is_marked_with_its_errors(driver):
         page.tab("tools")
         page.text_in("#tools-list", "bad tool!")  # listed all the same
         snap(page, "conversation-invalid")
+
+
+def test_the_page_over_the_http_sse_transport(driver):
+    """The 2024-11-05 HTTP+SSE transport: a call POSTed (202 Accepted), its answer an event of the
+    GET stream, each shown under its message."""
+    with demo_http() as url, inspect(url.replace("/mcp", "/sse"), "--transport", "sse") as address:
+        page = Page(driver, address)
+        page.label = "http-sse"
+        page.connected()
+        page.text_in("#fact-transport", "sse")
+        page.call_tool("echo", text="over SSE")
+        page.result("over SSE")
+        sent = page.row("r.kind === 'message' && r.method === 'tools/call' && r.type === 'request'")
+        page.open_row(sent)
+        page.text_in("#details-transport .status-line", "202")
+        answer = page.row(
+            "r.kind === 'message' && r.method === 'tools/call' && r.type === 'result'"
+        )
+        page.open_row(answer)
+        page.text_in("#details-transport .sse-event", "over SSE")
+        snap(page, "conversation")
