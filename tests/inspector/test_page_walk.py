@@ -8,8 +8,7 @@ prompt got with completion (greet: typing "A" suggests names), a message opened 
 diagram (marked valid, with its spec link), over HTTP its exchange (status, headers, the Mcp-*
 headers marked), and the conversation exported and loaded back (replay).  Then: reconnecting in the
 other era and retrying a failed connect; a schema-breaking server's invalid message; the 2024-11-05
-HTTP+SSE transport.  Each step saves a
-screenshot of its panel to tests/inspector/screenshots/.
+HTTP+SSE transport.  Each step saves a screenshot of its panel to tests/inspector/screenshots/.
 """
 
 from __future__ import annotations
