@@ -294,3 +294,19 @@ def test_the_page_over_the_http_sse_transport(driver):
         page.open_row(answer)
         page.text_in("#details-transport .sse-event", "over SSE")
         snap(page, "conversation")
+
+
+def test_after_a_reconnect_each_message_shows_its_own_exchange(driver):
+    """A new connection numbers its HTTP exchanges from 1 again: the handshake era's initialize
+    (its exchange #1) shows its own request, not the modern era's first one too."""
+    with demo_http() as url, inspect(url, "--era", "modern") as address:
+        page = Page(driver, address)
+        page.connected(ERAS["modern"])
+        page.row("r.kind === 'http' && r.phase === 'response' && r.exchange === 1")
+        page.click("#reconnect-other")
+        page.connected(ERAS["handshake"])
+        seq = page.row("r.kind === 'message' && r.method === 'initialize' && r.type === 'request'")
+        page.open_row(seq)
+        page.text_in("#details-transport .http-request", '"method": "initialize"')
+        assert len(page.all("#details-transport .http-request")) == 1
+        assert "server/discover" not in page.css("#details-transport").text

@@ -1009,12 +1009,23 @@
   const ROW = 24; // px, as --row in the stylesheet
   const MARGIN = 20; // rows rendered above and below the view
 
-  /** A store of records: the live one, or a replayed file's. */
+  /**
+   * A store of records: the live one, or a replayed file's.  HTTP exchanges are numbered by their
+   * transport, from 1 again after a reconnect: an exchange is known by its connection (a request
+   * numbered no higher than the one before starts a new connection) and its number.  A message
+   * names only the number: it belongs to the request of that number nearest to it in the record
+   * (a message sent is recorded just before its request, one received after it), looked up each
+   * time, so a message recorded before its request finds it once it comes.
+   */
   class Store {
     constructor() {
       this.records = [];
       this.bySeq = new Map();
-      this.byExchange = new Map();
+      this.byExchange = new Map(); // "connection:exchange" -> its http and sse records
+      this.exchangeKey = new Map(); // seq of an http or sse record -> "connection:exchange"
+      this.requests = new Map(); // exchange number -> [{seq, key}] of its requests, oldest first
+      this.connection = 0;
+      this.lastRequest = 0; // the last request's exchange number on this connection
       this.stderr = [];
       this.lastSeq = 0;
       this.dropped = 0;
@@ -1025,8 +1036,18 @@
       this.records.push(record);
       this.bySeq.set(record.seq, record);
       this.lastSeq = Math.max(this.lastSeq, record.seq);
-      if ((record.kind === "http" || record.kind === "sse") && record.exchange !== null && record.exchange !== undefined) {
-        const key = String(record.exchange);
+      const exchange = record.exchange;
+      if (typeof exchange === "number" && (record.kind === "http" || record.kind === "sse")) {
+        if (record.kind === "http" && record.phase === "request") {
+          if (exchange <= this.lastRequest) this.connection += 1;
+          this.lastRequest = exchange;
+        }
+        const key = `${this.connection}:${exchange}`;
+        if (record.kind === "http" && record.phase === "request") {
+          if (!this.requests.has(exchange)) this.requests.set(exchange, []);
+          this.requests.get(exchange).push({ seq: record.seq, key });
+        }
+        this.exchangeKey.set(record.seq, key);
         if (!this.byExchange.has(key)) this.byExchange.set(key, []);
         this.byExchange.get(key).push(record);
       }
@@ -1042,19 +1063,44 @@
       for (const record of gone) {
         this.bySeq.delete(record.seq);
         if (record.kind === "stderr") this.stderr.shift();
-        if (record.kind === "http" || record.kind === "sse") {
-          const list = this.byExchange.get(String(record.exchange));
-          if (list) { list.shift(); if (!list.length) this.byExchange.delete(String(record.exchange)); }
-        }
+        const key = this.exchangeKey.get(record.seq);
+        if (key === undefined) continue;
+        this.exchangeKey.delete(record.seq);
+        const list = this.byExchange.get(key);
+        if (list) { list.shift(); if (!list.length) this.byExchange.delete(key); }
+        const requests = record.phase === "request" ? this.requests.get(record.exchange) : null;
+        if (requests) { requests.shift(); if (!requests.length) this.requests.delete(record.exchange); }
       }
       this.dropped += excess;
       return true;
     }
 
-    /** The response record of an HTTP exchange, if seen. */
-    response(exchange) {
-      const list = this.byExchange.get(String(exchange));
-      return list ? list.find((r) => r.kind === "http" && r.phase === "response") : undefined;
+    /** The key of the exchange that carried ``record`` (undefined: none known). */
+    keyOf(record) {
+      if (record.kind !== "message") return this.exchangeKey.get(record.seq);
+      const requests = typeof record.exchange === "number" ? this.requests.get(record.exchange) : null;
+      if (!requests) return undefined;
+      let low = 0;
+      let high = requests.length - 1;
+      while (low < high) { // the first request after the message (or the last)
+        const middle = (low + high) >> 1;
+        if (requests[middle].seq < record.seq) low = middle + 1; else high = middle;
+      }
+      const after = requests[low];
+      const before = low > 0 ? requests[low - 1] : null;
+      if (!before) return after.key;
+      return Math.abs(after.seq - record.seq) < Math.abs(record.seq - before.seq) ? after.key : before.key;
+    }
+
+    /** The HTTP and SSE records of the exchange that carried ``record`` (empty: none known). */
+    exchangeOf(record) {
+      const key = this.keyOf(record);
+      return (key !== undefined && this.byExchange.get(key)) || [];
+    }
+
+    /** The response record of the exchange that carried ``record``, if seen. */
+    response(record) {
+      return this.exchangeOf(record).find((r) => r.kind === "http" && r.phase === "response");
     }
   }
 
@@ -1202,7 +1248,7 @@
 
   function updateChip(node, record) {
     if (record.kind !== "message" || record.exchange === null || record.exchange === undefined) return;
-    const response = store.response(record.exchange);
+    const response = store.response(record);
     const marks = node.querySelector(".marks");
     let chip = marks.querySelector(".chip");
     if (!response) { if (chip) chip.remove(); return; }
@@ -1295,7 +1341,7 @@
     box.className = "transport";
     const exchange = record.exchange;
     if (exchange !== null && exchange !== undefined && record.kind !== "stderr" && record.kind !== "note") {
-      const list = store.byExchange.get(String(exchange)) || [];
+      const list = store.exchangeOf(record);
       box.appendChild(el("h4", null, `HTTP exchange #${asText(exchange)}`));
       if (!list.length) box.appendChild(el("p", { className: "muted" }, "(no HTTP record of this exchange)"));
       for (const item of list) {
