@@ -123,6 +123,8 @@ def test_an_elicitation_is_answered_through_the_page(inspect, place):
     assert ask["kind"] == "elicitation" and ask["mode"] == "form"
     assert ask["params"]["requestedSchema"]["required"] == ["name"]
     assert ask["expires"] > 0
+    reopened = inspector.events()  # a page that (re)connects is shown what waits
+    assert reopened.wait_for("ask") == ask
     inspector.post("answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}})
     assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
     assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "answered"}
@@ -395,3 +397,14 @@ def test_a_server_that_exits_is_shown_disconnected(tmp_path):
         assert inspector.post("list", {"what": "tools"})["items"][0]["name"] == "crash"
     finally:
         inspector.close()
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_changed_list_is_pushed(inspect, place):
+    inspector = inspect(place)
+    events = inspector.events()
+    added = inspector.post(
+        "call", {"call": "c1", "name": "add_tool", "arguments": {"name": "extra_1"}}
+    )
+    assert added["result"]["content"][0]["text"] == "added extra_1"
+    assert events.wait_for("list-changed") == {"what": "tools"}
