@@ -1024,6 +1024,7 @@
       this.byExchange = new Map(); // "connection:exchange" -> its http and sse records
       this.exchangeKey = new Map(); // seq of an http or sse record -> "connection:exchange"
       this.requests = new Map(); // exchange number -> [{seq, key}] of its requests, oldest first
+      this.carriedBy = new Map(); // seq of a message sent -> the key of the request that carried it
       this.connection = 0;
       this.lastRequest = 0; // the last request's exchange number on this connection
       this.stderr = [];
@@ -1046,6 +1047,7 @@
         if (record.kind === "http" && record.phase === "request") {
           if (!this.requests.has(exchange)) this.requests.set(exchange, []);
           this.requests.get(exchange).push({ seq: record.seq, key });
+          for (const seq of Array.isArray(record.messages) ? record.messages : []) this.carriedBy.set(seq, key);
         }
         this.exchangeKey.set(record.seq, key);
         if (!this.byExchange.has(key)) this.byExchange.set(key, []);
@@ -1068,6 +1070,7 @@
         this.exchangeKey.delete(record.seq);
         const list = this.byExchange.get(key);
         if (list) { list.shift(); if (!list.length) this.byExchange.delete(key); }
+        for (const seq of record.phase === "request" && Array.isArray(record.messages) ? record.messages : []) this.carriedBy.delete(seq);
         const requests = record.phase === "request" ? this.requests.get(record.exchange) : null;
         if (requests) { requests.shift(); if (!requests.length) this.requests.delete(record.exchange); }
       }
@@ -1075,9 +1078,17 @@
       return true;
     }
 
-    /** The key of the exchange that carried ``record`` (undefined: none known). */
+    /**
+     * The key of the exchange that carried ``record`` (undefined: none known): for a message, the
+     * request that lists it (``messages``), or the response or event that held it (``carrier``),
+     * else the nearest request of its exchange's number (a file from before those fields).
+     */
     keyOf(record) {
       if (record.kind !== "message") return this.exchangeKey.get(record.seq);
+      const carried = this.carriedBy.get(record.seq);
+      if (carried !== undefined) return carried;
+      const carrier = typeof record.carrier === "number" ? this.exchangeKey.get(record.carrier) : undefined;
+      if (carrier !== undefined) return carrier;
       const requests = typeof record.exchange === "number" ? this.requests.get(record.exchange) : null;
       if (!requests) return undefined;
       let low = 0;
@@ -1202,7 +1213,7 @@
         node = rowFor(record);
         rowNodes.set(record.seq, node);
         spacer.appendChild(node);
-      } else if (forceContent || (record.kind === "message" && record.exchange !== null && record.exchange !== undefined)) {
+      } else if (forceContent || record.kind === "message") {
         updateChip(node, record);
       }
       node.style.top = `${i * ROW}px`;
@@ -1247,7 +1258,7 @@
   }
 
   function updateChip(node, record) {
-    if (record.kind !== "message" || record.exchange === null || record.exchange === undefined) return;
+    if (record.kind !== "message") return;
     const response = store.response(record);
     const marks = node.querySelector(".marks");
     let chip = marks.querySelector(".chip");
@@ -1340,9 +1351,9 @@
     const box = clear($("details-transport"));
     box.className = "transport";
     const exchange = record.exchange;
-    if (exchange !== null && exchange !== undefined && record.kind !== "stderr" && record.kind !== "note") {
-      const list = store.exchangeOf(record);
-      box.appendChild(el("h4", null, `HTTP exchange #${asText(exchange)}`));
+    const list = record.kind === "stderr" || record.kind === "note" ? [] : store.exchangeOf(record);
+    if (list.length || (exchange !== null && exchange !== undefined && record.kind !== "stderr" && record.kind !== "note")) {
+      box.appendChild(el("h4", null, `HTTP exchange #${asText(list.length ? list[0].exchange : exchange)}`));
       if (!list.length) box.appendChild(el("p", { className: "muted" }, "(no HTTP record of this exchange)"));
       for (const item of list) {
         if (item.kind === "http" && item.phase === "request") {
