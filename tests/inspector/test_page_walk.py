@@ -198,6 +198,7 @@ def replay(page: Page, tmp_path) -> None:
     page.css("#replay-file").send_keys(str(path))
     page.visible("#replay-banner")
     page.text_in("#status", "replay")
+    assert not page.css("#clear").is_enabled()  # Clear is the live conversation's
     count = page.driver.execute_script("return window.inspector.records()")
     assert count == len(lines) - 1
     seq = page.row("r.kind === 'message' && r.method === 'tools/call' && r.type === 'request'")

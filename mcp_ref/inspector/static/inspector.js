@@ -1432,6 +1432,7 @@
     store = replayed;
     $("replay-name").textContent = `${name} (${asText(header.target)}, ${asText(header.revision)}${bad ? `, ${bad} unreadable lines skipped` : ""})`;
     show($("replay-banner"), true);
+    $("clear").disabled = true; // it would clear the live conversation, out of sight
     document.body.classList.add("replaying");
     selectedSeq = null;
     show($("details"), false);
@@ -1447,6 +1448,7 @@
     store = live;
     $("replay-file").value = "";
     show($("replay-banner"), false);
+    $("clear").disabled = false;
     document.body.classList.remove("replaying");
     selectedSeq = null;
     show($("details"), false);
