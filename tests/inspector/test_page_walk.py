@@ -247,6 +247,12 @@ def test_reconnecting_in_the_other_era_and_retrying_after_a_failure(driver, tmp_
         page.row("r.kind === 'message' && r.method === 'initialize'")
         page.click("#reconnect-other")
         page.connected(ERAS["modern"])
+        # Reconnect in the same era (a server launched again, maybe edited): listed again
+        last = page.driver.execute_script("return window.inspector.find(r => true).pop()")
+        page.click("#reconnect")
+        page.row(f"r.seq > {last} && r.kind === 'message' && r.method === 'server/discover'")
+        page.connected(ERAS["modern"])
+        page.row(f"r.seq > {last} && r.kind === 'message' && r.method === 'tools/list'")
     missing = tmp_path / "no_such_server.py"
     with inspect(f"python {missing}") as address:
         page = Page(driver, address)

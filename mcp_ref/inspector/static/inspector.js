@@ -119,7 +119,9 @@
 
   let state = { connected: false, connecting: true };
 
-  function renderState(next) {
+  /** Shows the connection's state; lists the server's features again on a new connection (or
+   *  with ``relist``: a reconnect asked on this page, maybe to a server launched again). */
+  function renderState(next, relist) {
     const wasConnected = state.connected;
     const previousVersion = state.protocol_version;
     state = next || {};
@@ -157,7 +159,7 @@
     $("reconnect").disabled = Boolean(state.connecting);
     if (Array.isArray(state.roots) && !rootsEdited) renderRoots(state.roots);
     if (state.log_level !== undefined && state.log_level !== null) $("log-level").value = asText(state.log_level);
-    if (state.connected && (!wasConnected || previousVersion !== state.protocol_version)) onConnected();
+    if (state.connected && (relist || !wasConnected || previousVersion !== state.protocol_version)) onConnected();
     if (!state.connected) {
       for (const call of calls.values()) call.finish();
     }
@@ -167,7 +169,7 @@
     const buttons = [$("reconnect"), $("reconnect-other"), $("retry")];
     for (const button of buttons) button.disabled = true;
     try {
-      renderState(await api("connect", { era }));
+      renderState(await api("connect", era ? { era } : {}), true);
     } catch (e) {
       renderState({ ...state, connected: false, connecting: false, error: errorText(e) });
     } finally {
@@ -175,8 +177,9 @@
       renderState(state);
     }
   }
-  $("reconnect").addEventListener("click", () => connect(state.era || "auto"));
-  $("retry").addEventListener("click", () => connect("auto"));
+  // without an era: the command line's (--era), as the first connect had it
+  $("reconnect").addEventListener("click", () => connect(state.era || null));
+  $("retry").addEventListener("click", () => connect(null));
   $("reconnect-other").addEventListener("click", () => connect(state.era === "modern" ? "handshake" : "modern"));
 
   function onConnected() {
