@@ -39,6 +39,7 @@ def connection(page: Page, era: str, transport: str) -> None:
     page.text_in("#fact-era", era)
     page.text_in("#fact-transport", transport)
     page.text_in("#fact-server", "mcp-ref-demo")
+    assert page.driver.title == "mcp-ref-demo · mcp-ref inspect"
     page.text_in("#fact-instructions", "Start with the echo tool")
     page.text_in("#server-capabilities", '"tools"')
     page.text_in("#client-capabilities", '"elicitation"')

@@ -150,6 +150,7 @@
     const info = isObject(state.server_info) ? state.server_info : {};
     $("fact-server").textContent = [info.title && info.title !== info.name ? `${asText(info.title)} —` : "", asText(info.name), info.version ? `v${asText(info.version)}` : ""].filter(Boolean).join(" ");
     $("fact-instructions").textContent = asText(state.instructions);
+    document.title = info.name ? `${asText(info.name)} · mcp-ref inspect` : "mcp-ref inspect";
     $("server-capabilities").textContent = pretty(state.capabilities || {});
     $("client-capabilities").textContent = pretty(state.client_capabilities || {});
     $("connection-error-text").textContent = asText(state.error);
