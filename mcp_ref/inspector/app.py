@@ -124,7 +124,9 @@ class InspectorApp:
         try:
             return self._route(environ, start_response)
         except Exception:  # never a traceback to the page: the log (our terminal) has it
-            log.exception("the inspector failed to answer %s", environ.get("PATH_INFO"))
+            # the route, not the path: the path holds the token, and a log line is no place for it
+            route = str(environ.get("PATH_INFO", "")).lstrip("/").partition("/")[2]
+            log.exception("the inspector failed to answer /TOKEN/%s", route)
             return _json(start_response, 500, _error("the inspector failed: see its terminal"))
 
     def _route(self, environ: dict, start_response: Callable) -> Any:

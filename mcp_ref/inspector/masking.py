@@ -5,7 +5,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - headers (:data:`SECRET_HEADERS`): ``Authorization`` and ``Proxy-Authorization`` keep their
   scheme word (``Bearer ••••••``, ``DPoP ••••••``, ``Basic ••••••``); ``Cookie`` keeps each
   cookie's name (``session=••••••``); ``Set-Cookie`` its name and attributes (``sid=••••••;
-  Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone;
+  Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone,
+  and so does a header named as a secret key (below), bare or after ``Mcp-Param-`` or ``X-``
+  (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``);
 - JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
   ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
   ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...); a string that
@@ -16,7 +18,7 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - SSE data and other text: as JSON when it parses, else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, ``"access_token": "..."``,
-  ``client_secret=...``.
+  ``client_secret=...``, a URL's userinfo.
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 #: What stands where a secret was.
 MASK = "••••••"
@@ -97,10 +99,29 @@ def mask_credential(value: str, any_scheme: bool = False) -> str:
     return MASK
 
 
+#: Prefixes left out of a header's name before it is read as a key name: a 2026-07-28 tool's
+#: ``x-mcp-header`` parameter (``Mcp-Param-Api-Key``: an argument the body masks) and ``X-``.
+HEADER_PREFIXES = ("mcp-param-", "x-")
+
+
+def secret_header(name: str) -> bool:
+    """True when header ``name`` carries a secret: one of :data:`SECRET_HEADERS`, or, past a
+    prefix of :data:`HEADER_PREFIXES` or none, a secret key's name (``Mcp-Param-Token``,
+    ``X-Access-Token``)."""
+    lower = name.lower()
+    if lower in SECRET_HEADERS:
+        return True
+    for prefix in HEADER_PREFIXES:
+        if lower.startswith(prefix):
+            lower = lower[len(prefix) :]
+            break
+    return secret_key(lower)
+
+
 def mask_header(name: str, value: str) -> str:
     """``value`` of header ``name``, masked when the header carries a secret."""
     lower = name.lower()
-    if lower not in SECRET_HEADERS:
+    if not secret_header(lower):
         return value
     if lower in ("authorization", "proxy-authorization"):
         return mask_credential(value, any_scheme=True)
@@ -141,12 +162,14 @@ def _masked_value(value: Any) -> Any:
 
 
 def mask_form(text: str) -> str:
-    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked."""
-    pairs = parse_qsl(text, keep_blank_values=True)
-    return "&".join(
-        f"{quote(key, safe='')}={MASK if secret_key(key, form=True) else quote(value, safe='')}"
-        for key, value in pairs
-    )
+    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked;
+    every other pair is kept as it was sent (an SSE ``endpoint`` event's URL stays that URL)."""
+    pairs = []
+    for pair in text.split("&"):
+        key, equals, _value = pair.partition("=")
+        secret = equals and secret_key(unquote_plus(key), form=True)
+        pairs.append(f"{key}={MASK}" if secret else pair)
+    return "&".join(pairs)
 
 
 def mask_url(url: str) -> str:
@@ -170,6 +193,8 @@ _CREDENTIAL = re.compile(
     r"\b(Bearer|DPoP|Basic)(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE,
 )
+#: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
 _QUOTED_PAIR = re.compile(r'"([A-Za-z0-9_-]{1,64})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
 _BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
 
@@ -177,7 +202,9 @@ _BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
 def mask_free_text(text: str) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
-    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key."""
+    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key,
+    a URL's userinfo (an error that names the target URL)."""
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _QUOTED_PAIR.sub(
         lambda m: f'"{m.group(1)}"{m.group(2)}"{MASK}"' if secret_key(m.group(1)) else m.group(0),
@@ -193,18 +220,21 @@ def _looks_like_form(text: str) -> bool:
 
 
 def mask_text(text: str, content_type: str | None = None) -> str:
-    """A body or an event's data as text, masked: JSON (re-encoded, secrets masked) when it parses,
-    a form when ``content_type`` says so or it reads as one, else :func:`mask_free_text`."""
+    """A body or an event's data as text, masked: a form when ``content_type`` says so; else JSON
+    (re-encoded, secrets masked) when it parses as an object or array (compact JSON with an ``=``
+    in it is still JSON), a form when it reads as one, else :func:`mask_free_text`."""
     kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "application/x-www-form-urlencoded" or (
-        kind != "application/json" and _looks_like_form(text)
-    ):
+    if kind == "application/x-www-form-urlencoded":
         return mask_form(text)
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
-        return mask_free_text(text)
-    if not isinstance(parsed, (dict, list)):
+        parsed = None
+    if isinstance(parsed, (dict, list)):
+        masked = mask_json(parsed)
+        return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+    if kind != "application/json" and _looks_like_form(text):
+        return mask_form(text)
+    if parsed is not None:  # a JSON scalar: nothing in it is named
         return text
-    masked = mask_json(parsed)
-    return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+    return mask_free_text(text)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import threading
 
@@ -184,6 +185,23 @@ def test_a_bad_request_to_the_api_is_a_clear_json_error(inspector):
     assert bad.status_code == 400 and "Traceback" not in bad.text
 
 
+def test_a_failure_inside_is_logged_without_the_token(inspector, monkeypatch, caplog):
+    """A failure of the inspector's own is a short 500 for the page and a traceback on its
+    terminal, whose line names the route, not the secret address."""
+
+    def broken() -> dict:
+        raise RuntimeError("a bug of the inspector's")
+
+    monkeypatch.setattr(inspector.inspected, "state", broken)
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.inspector.app"):
+        failed = inspector.get("api/state")
+    assert failed.status_code == 500 and "Traceback" not in failed.text
+    assert "bug" not in failed.text
+    (logged,) = [r for r in caplog.records if r.name == "mcp_ref.inspector.app"]
+    assert "api/state" in logged.getMessage() and logged.exc_info
+    assert inspector.served.app.token not in caplog.text
+
+
 def test_it_listens_on_127_0_0_1_only(inspector):
     assert inspector.served.server.server_address[0] == "127.0.0.1"
     assert inspector.url.startswith(f"http://127.0.0.1:{inspector.port}/")
@@ -215,8 +233,16 @@ def test_events_replay_from_after_and_last_event_id_then_go_live(inspector):
     assert inspector.get("api/export.md").text.count("sequenceDiagram") == 1
 
 
-def test_a_stream_ends_when_its_browser_goes(inspector):
+def test_a_stream_ends_when_its_browser_goes(inspector, monkeypatch):
     app = inspector.served.app
+    ended = threading.Event()
+    forget = app.forget
+
+    def forgotten(stream) -> None:  # the stream's last act: it has ended
+        forget(stream)
+        ended.set()
+
+    monkeypatch.setattr(app, "forget", forgotten)
     connection = socket.create_connection(("127.0.0.1", inspector.port), timeout=WAIT)
     connection.sendall(
         f"GET {page_path(inspector, 'events')} HTTP/1.1\r\nHost: 127.0.0.1:{inspector.port}\r\n\r\n".encode()
@@ -224,13 +250,9 @@ def test_a_stream_ends_when_its_browser_goes(inspector):
     assert connection.recv(4096).startswith(b"HTTP/1.1 200")
     assert len(app._streams) == 1
     connection.close()
-    ended = threading.Event()
-    for _ in range(int(WAIT / 0.05)):  # the server's watchdog notices within a fraction of a second
-        if not app._streams:
-            ended.set()
-            break
-        ended.wait(0.05)
-    assert ended.is_set(), "the stream outlived its browser"
+    # the server's watchdog notices within a fraction of a second; the stream then ends at once
+    assert ended.wait(WAIT), "the stream outlived its browser"
+    assert not app._streams
 
 
 def test_credentials_in_the_target_url_are_masked():
@@ -241,6 +263,22 @@ def test_credentials_in_the_target_url_are_masked():
         assert "hunter2" not in inspector.get("api/export.md").text
     finally:
         inspector.close()
+
+
+def test_credentials_in_the_target_url_are_masked_when_connecting_fails():
+    """The reason a connect failed (the state's ``error``, the note in the record and both
+    exports) names the target without its userinfo: here a server that never answers."""
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts into its backlog, never answers
+    port = silent.getsockname()[1]
+    inspector = Inspector("--connect-timeout", "0.5", f"http://user:hunter2@127.0.0.1:{port}/mcp")
+    try:
+        assert inspector.state["error"] and not inspector.state["connected"]
+        assert "127.0.0.1" in inspector.state["error"]
+        for route in ("api/state", "api/records", "api/export.jsonl", "api/export.md"):
+            assert "hunter2" not in inspector.get(route).text, route
+    finally:
+        inspector.close()
+        silent.close()
 
 
 def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):

@@ -6,6 +6,7 @@ never breaks the transport."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 
 import pytest
@@ -16,7 +17,7 @@ from mcp_ref import Client, Context, Server, ServerUnreachable
 from mcp_ref.http.client import HttpClientTransport
 from mcp_ref.http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from mcp_ref.inspector.http_view import MAX_BODY_TEXT, http_record, mcp_headers, sse_record
-from mcp_ref.inspector.masking import MASK
+from mcp_ref.inspector.masking import MASK, mask_text, mask_url
 
 
 def traced_server() -> Server:
@@ -137,6 +138,36 @@ def test_the_legacy_transport_is_seen_with_its_endpoint_event():
     assert posts and all("session_id=" in p.url for p in posts)
     assert all(response_to(seen, p.exchange).status == 202 for p in posts)
     assert any('"old"' in e.data for e in events)  # answers come on the GET stream
+    # its record shows the endpoint as it was sent: a URL, not re-encoded as if it were a form
+    assert sse_record(events[0])["data"] == events[0].data
+
+
+def test_compact_json_with_an_equals_sign_is_masked_as_json():
+    """An SSE event's data comes without a Content-Type; JSON written without spaces (as other
+    SDKs write it) that holds an ``=`` anywhere is still JSON, its secrets masked."""
+    data = (
+        '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"iVBORw0KGgo=",'
+        '"mimeType":"image/png"}],"structuredContent":{"token":"t0k3n-s3cret","note":"a=b"}}}'
+    )
+    record = sse_record(SseEventSeen(3, "7", "message", data, None))
+    assert "t0k3n-s3cret" not in record["data"]
+    assert json.loads(record["data"])["result"]["structuredContent"] == {
+        "token": MASK,
+        "note": "a=b",
+    }
+    assert mask_text('{"password":"pw","q":"x=1"}', "text/plain") == json.dumps(
+        {"password": MASK, "q": "x=1"}, ensure_ascii=False
+    )
+
+
+def test_form_text_keeps_what_is_no_secret_as_it_was_sent():
+    assert mask_text("/messages/?session_id=3f2a&token=abc") == (
+        f"/messages/?session_id=3f2a&token={MASK}"
+    )
+    assert mask_text("scope=read+write&redirect_uri=http%3A%2F%2Fh%2Fcb&code=x") == (
+        f"scope=read+write&redirect_uri=http%3A%2F%2Fh%2Fcb&code={MASK}"
+    )
+    assert mask_url("http://h/cb?code=abc&state=a+b") == f"http://h/cb?code={MASK}&state=a+b"
 
 
 def test_a_4xx_answer_is_seen_with_its_error_body():
@@ -232,6 +263,31 @@ def test_http_records_are_masked_and_decode_mcp_headers():
         "Mcp-Param-Region": None,
     }
     assert record["status"] is None and record["sse"] is False
+
+
+def test_a_secret_argument_mirrored_into_a_header_is_masked_there_too():
+    """A 2026-07-28 tool's ``x-mcp-header`` parameter named as a secret (``api_key``) is masked
+    in the body; its ``Mcp-Param-Api-Key`` header carries the same value, masked as well."""
+    from mcp_ref.inspector.conversation import Conversation
+
+    server = Server("keyed")
+
+    @server.tool(headers={"api_key": "Api-Key"})
+    def fetch(api_key: str) -> str:
+        """Fetch with a key."""
+        return "fetched"
+
+    conversation = Conversation(http=True)
+    with serving(server) as served:
+        with Client.http(
+            served.mcp, era="modern", http_trace=conversation.http_trace, timeout=WAIT
+        ) as client:
+            assert client.call_tool("fetch", {"api_key": "k3y-s3cret"}).text == "fetched"
+    records = conversation.records(limit=1000)
+    calls = [r for r in records if r["kind"] == "http" and ["Mcp-Name", "fetch"] in r["headers"]]
+    assert any(["Mcp-Param-Api-Key", MASK] in r["headers"] for r in calls)
+    assert "k3y-s3cret" not in str(records)
+    assert "k3y-s3cret" not in conversation.export_jsonl()
 
 
 def test_a_long_body_is_cut_and_an_sse_response_marked():

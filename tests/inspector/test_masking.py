@@ -32,6 +32,9 @@ from mcp_ref.inspector.masking import (
         ("X-Api-Key", "k-123", MASK),
         ("Content-Type", "application/json", "application/json"),
         ("Mcp-Session-Id", "abc", "abc"),
+        ("Mcp-Param-Api-Key", "k-123", MASK),
+        ("X-Access-Token", "t-123", MASK),
+        ("Mcp-Param-Region", "eu", "eu"),
     ],
 )
 def test_secret_headers_are_masked_keeping_their_kind(name, value, shown):
@@ -114,6 +117,10 @@ def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
     assert mask_free_text("basic authentication, token refreshed") == (
         "basic authentication, token refreshed"
     )
+    assert mask_free_text("cannot reach https://ada:pw1@h:8/mcp, or ftp://b@c/") == (
+        f"cannot reach https://{MASK}@h:8/mcp, or ftp://{MASK}@c/"
+    )
+    assert mask_free_text("write to ada@example.com") == "write to ada@example.com"
     assert (
         mask_text("<p>Authorization: Bearer abcdef123</p>")
         == f"<p>Authorization: Bearer {MASK}</p>"
