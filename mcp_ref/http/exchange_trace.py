@@ -29,6 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+#: Header pairs, in the order sent or received: ((name, value), ...).
 Headers = tuple[tuple[str, str], ...]
 
 

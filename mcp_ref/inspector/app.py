@@ -242,7 +242,10 @@ class InspectorApp:
             self._streams.add(stream)
         on_disconnect = environ.get("mcp_ref.on_disconnect")
         if on_disconnect is not None:
-            on_disconnect(stream.stop)
+            on_disconnect(stream.stop)  # the browser went: the stream ends
+        long_lived = environ.get("mcp_ref.long_lived")
+        if long_lived is not None:  # a waiting stream: at the server's connection cap, ended first
+            long_lived(environ.get("REMOTE_ADDR", "?"), stream.stop)
         start_response(
             STATUS[200],
             [("Content-Type", "text/event-stream; charset=utf-8"), *SECURITY_HEADERS],

@@ -19,8 +19,9 @@ even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
   when known), ``id``, ``label`` (``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``),
   ``valid`` (true, false, or null when no schema type applies), ``errors`` (at most 5 lines),
   ``schema`` (the revision checked against), ``spec`` (``{"title", "url"}`` of the spec section,
-  or null), ``exchange`` (the HTTP exchange that carried it; null over stdio) and ``size``
-  (bytes).  The checks are :mod:`mcp_ref.inspector.checks`'s.
+  or null), ``exchange`` (the HTTP exchange that carried it; null over stdio), ``carrier``
+  (for a message received over HTTP: the seq of the ``http`` response or ``sse`` event record
+  whose body or data held it; null otherwise) and ``size`` (bytes).  The checks are :mod:`mcp_ref.inspector.checks`'s.
 - ``"http"`` and ``"sse"``: one HTTP request or response, one server-sent event
   (:mod:`mcp_ref.inspector.http_view` lists their fields).
 - ``"stderr"``: ``line``, a launched server's stderr line (what reads as a secret masked).
@@ -84,6 +85,7 @@ MAX_PAGE = 10_000
 #: The export's format name and version (its header record).
 EXPORT_FORMAT = "mcp-ref-conversation"
 EXPORT_VERSION = 1
+#: The trace hook's directions as a record names them.
 DIRECTIONS = {"-->": "send", "<--": "receive"}
 
 
@@ -194,7 +196,8 @@ class Conversation:
         self._checker = MessageChecker()
         self._recorder = Recorder()
         # message text (canonical JSON) -> the exchange that carried it, for messages received
-        self._carried: collections.OrderedDict[str, int] = collections.OrderedDict()
+        # (and the http or sse record whose body or data it was)
+        self._carried: collections.OrderedDict[str, dict] = collections.OrderedDict()
         # message text -> its record, for messages sent whose request has not been seen yet
         self._unsent: collections.OrderedDict[str, list[dict]] = collections.OrderedDict()
         self._held: list[dict] = []  # records of those, waiting to be appended (HTTP)
@@ -236,7 +239,9 @@ class Conversation:
                         self._hold(_canonical(item), record)
                         continue
                 else:
-                    record["exchange"] = self._carried.pop(_canonical(item), None)
+                    carrier = self._carried.pop(_canonical(item), None)
+                    if carrier is not None:
+                        record["exchange"], record["carrier"] = carrier["exchange"], carrier["seq"]
                     self._flush_held()
                     if self._http is None:  # an answer with no HTTP before it: not HTTP
                         self._http = False
@@ -271,7 +276,7 @@ class Conversation:
                 record["messages"] = linked
             else:
                 for item in carried:
-                    self._carried[_canonical(item)] = seen.exchange
+                    self._carried[_canonical(item)] = record  # numbered below, under the lock
                     self._carried.move_to_end(_canonical(item))
                     if len(self._carried) > MAX_PAIRING:
                         self._carried.popitem(last=False)
@@ -408,6 +413,7 @@ class Conversation:
             "schema": self._checker.revision,
             "spec": None,
             "exchange": None,
+            "carrier": None,
             "size": size,
         }
 
@@ -429,6 +435,7 @@ class Conversation:
             "schema": check.schema,
             "spec": check.spec,
             "exchange": None,
+            "carrier": None,
             "size": size,
         }
 

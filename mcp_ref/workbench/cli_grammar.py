@@ -534,7 +534,8 @@ def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         ANSWER_TIMEOUT,
         type=_seconds,
         metavar="SECONDS",
-        help="the longest a question on the terminal waits for your answer (default "
+        help="the longest a question waits for your answer, on the terminal or on the "
+        "inspector's page (default "
         f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
     )
     option(
@@ -545,7 +546,9 @@ def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         help="an HTTP header for URL targets (repeatable)",
     )
     switch(
-        "--no-browser", "for a protected server: print the authorization URL, do not open a browser"
+        "--no-browser",
+        "open no browser: for a protected server, print the authorization URL; for inspect "
+        "and dev, print the page's address",
     )
     option(
         "--transport",

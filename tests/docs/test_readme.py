@@ -24,6 +24,7 @@ BLOCKS = {
     "# server.py": "test_the_first_server_and_client_run_as_pasted",
     "# client.py": "test_the_first_server_and_client_run_as_pasted",
     "git+https://git.example.com/you/mcp_ref.git": "test_install_commands_work_in_a_fresh_venv",
+    "mcp-ref dev server.py": "test_dev_opens_the_inspector_on_the_first_server",
 }
 
 
@@ -52,12 +53,14 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def test_the_readme_is_short_and_points_to_the_guide():
-    """Issue 34, item 9: what it is, the two commands, a first server and client, where to go next."""
+    """Issue 34, item 9: what it is, the two commands, a first server and client, where to go next;
+    and (issue 35) the inspector, with its screenshot."""
     assert len(README.splitlines()) < 150
     headings = re.findall(r"^## (.+)$", README, re.M)
     assert headings == [
         "A first server",
         "A first client",
+        "See the protocol",
         "Using mcp_ref in your own project",
         "Where to go next",
     ]
@@ -69,8 +72,11 @@ def test_the_readme_is_short_and_points_to_the_guide():
         "docs/deploying.md",
         "docs/command-line.md",
         "docs/performance.md",
+        "docs/inspector.md",
+        "docs/inspector.png",
     ):
         assert f"]({page}" in README, page
+    assert (ROOT / "docs" / "inspector.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_readme_opens_with_the_two_setup_commands():
@@ -90,6 +96,34 @@ def test_the_first_server_and_client_run_as_pasted(tmp_path):
     done = run_python(_block("# client.py"), tmp_path, "client.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['add_note']", "saved tea", "buy more"]
+
+
+@pytest.mark.slow
+def test_dev_opens_the_inspector_on_the_first_server(tmp_path):
+    """``mcp-ref dev server.py`` as pasted, beside the first server: it opens the browser on the
+    page's address (``$BROWSER``, which :mod:`webbrowser` runs: here a script that writes down the
+    address it was given), and the page is connected to the server."""
+    from inspector_harness import state_when
+    from test_http_deploy import LineReader
+
+    (tmp_path / "server.py").write_text(_block("# server.py"))
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(
+        f"#!{sys.executable}\nimport sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n"
+    )
+    browser.chmod(0o755)
+    [command] = commands(_block("mcp-ref dev server.py"))
+    proc = start_shell(command, tmp_path, environment(tmp_path, BROWSER=str(browser)))
+    try:
+        address = LineReader(proc.stderr).wait_for(r"^mcp-ref inspector: (http://\S+/)$").group(1)
+        state = state_when(address, lambda s: s["connected"] or s["error"])
+        assert state["connected"] and state["server_info"]["name"] == "notes", state
+        # webbrowser waits for a $BROWSER command to end, and the verb connects after it: done
+        assert opened.read_text() == address
+    finally:
+        stop_shell(proc, WAIT)
+    assert proc.returncode == 0
 
 
 @pytest.mark.slow

@@ -2,8 +2,8 @@
 
 It serves the demo over HTTP (``mcp-ref serve-demo --http 127.0.0.1:0``), runs ``mcp-ref inspect``
 on it, and drives headless Chromium (as the browser tests do, tests/inspector/browser.py): the
-weather tool called through its form, its ``tools/call`` opened in the sequence diagram with its
-HTTP exchange under it; then the window is saved as a PNG at the path given.
+weather tool called through its form, its ``tools/call`` opened in the sequence diagram, scrolled
+to its HTTP exchange; then the window is saved as a PNG at the path given.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from browser import Page, demo_http, inspect, new_driver  # noqa: E402
 
 def take(path: Path) -> None:
     """Save the inspector's window, the demo's weather call opened, as the PNG ``path``."""
-    driver = new_driver((1400, 900))
+    driver = new_driver((1400, 1000))
     try:
         with demo_http() as url, inspect(url) as address:
             page = Page(driver, address)
@@ -31,7 +31,10 @@ def take(path: Path) -> None:
             )
             page.open_row(seq)
             page.text_in("#details-transport .status-line", "200")
-            driver.execute_script("document.activeElement.blur()")
+            driver.execute_script(
+                "document.activeElement.blur();"
+                "document.getElementById('details-transport').scrollIntoView({block: 'start'});"
+            )
             driver.save_screenshot(str(path))
     finally:
         driver.quit()

@@ -327,3 +327,30 @@ def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
     assert events.wait_for(":") == {"comment": ": keep-alive"}
     inspector.conversation.note("still there")
     assert events.wait_for("record")["text"] == "still there"
+
+
+def test_a_stream_that_falls_behind_is_ended(inspector, monkeypatch):
+    """Its queue is bounded: past it the stream ends (the page reconnects and catches up)."""
+    from mcp_ref.inspector import app
+
+    monkeypatch.setattr(app, "STREAM_QUEUE", 3)
+    stream = app.EventStream(inspector.served.app, 0)
+    inspector.inspected.add_listener(stream._on_event)
+    for number in range(3):
+        inspector.inspected.publish("log", {"level": "info", "logger": None, "data": number})
+    assert not stream.stopped.is_set()
+    inspector.inspected.publish("log", {"level": "info", "logger": None, "data": 3})
+    assert stream.stopped.is_set()
+    inspector.inspected.remove_listener(stream._on_event)
+    assert stream.queue.qsize() == 3  # bounded: the fourth was not kept
+
+
+def test_past_the_bound_of_open_streams_one_more_is_refused(inspector, monkeypatch):
+    from mcp_ref.inspector import app
+
+    monkeypatch.setattr(app, "MAX_STREAMS", 1)
+    first = inspector.events()
+    assert first.wait_for("state")["connected"] is False
+    refused = inspector.get("events")
+    assert refused.status_code == 503 and refused.text.startswith("Service Unavailable")
+    assert_guarded(refused.headers)

@@ -3,6 +3,7 @@ page's address, serve it over the token, and stop cleanly on Ctrl-C (exit 0, not
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import signal
@@ -13,6 +14,7 @@ import pytest
 import requests
 from conftest import ROOT, WAIT, run_cli
 from inspector_harness import state_when
+from test_cli_login import protected_demo  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +25,13 @@ DEMO = shlex.join([sys.executable, "-m", "mcp_ref", "serve-demo"])  # `mcp-ref s
 class Running:
     """``python -m mcp_ref ARGS`` running: the address it printed; :meth:`stop` sends Ctrl-C."""
 
-    def __init__(self, *args: str, cwd=None):
+    def __init__(self, *args: str, cwd=None, env=None):
         from test_http_deploy import LineReader
 
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_ref", *args],
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -124,3 +127,40 @@ def test_help_and_usage_errors():
     two = run_cli("dev", "a.py", "b.py")
     assert two.returncode == 2 and "dev takes one SERVER" in two.stderr
     assert ROOT.is_dir()
+
+
+def test_a_protected_server_is_logged_in_to_as_every_verb_does(protected_demo, tmp_path):
+    """OAuth login through the browser, as ``mcp-ref call`` does it (the same code path); the
+    page shows the exchanges with the bearer token masked, in the records and in the export."""
+    import os
+
+    from test_cli_login import BROWSER_SCRIPT
+
+    script = tmp_path / "browser.py"
+    script.write_text(BROWSER_SCRIPT)
+    env = dict(
+        os.environ,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        BROWSER=f"{sys.executable} {script} {tmp_path / 'opened'} %s",
+    )
+    running = Running("inspect", protected_demo, env=env)
+    try:
+        state = running.state_when(lambda s: s["connected"] or s["error"])
+        assert state["connected"], state
+        records = running.http.get(running.url + "api/records?limit=1000", timeout=WAIT).json()
+        sent = [
+            value
+            for record in records["records"]
+            if record["kind"] == "http" and record["phase"] == "request"
+            for name, value in record["headers"]
+            if name.lower() == "authorization"
+        ]
+        assert sent and all(value.startswith("Bearer ") for value in sent)
+        cached = json.loads(next((tmp_path / "cache").rglob("tokens.json")).read_text())
+        tokens = re.findall(r'"access_token": "([^"]+)"', json.dumps(cached))
+        assert tokens
+        export = running.http.get(running.url + "api/export.jsonl", timeout=WAIT).text
+        assert not any(token in export or token in str(sent) for token in tokens)
+    finally:
+        code, stderr = running.stop()
+    assert code == 0, stderr

@@ -345,7 +345,9 @@ def test_a_received_message_names_the_exchange_whose_body_carried_it():
     conv.trace("<--", event)
     conv.trace("<--", json.dumps(json.loads(answer), indent=2).encode())  # spaced otherwise
     conv.trace("<--", result(9, {}))  # made by the client itself (a failed request): no exchange
-    assert [r["exchange"] for r in conv.records() if r["kind"] == "message"] == [5, 3, None]
+    messages = [r for r in conv.records() if r["kind"] == "message"]
+    assert [r["exchange"] for r in messages] == [5, 3, None]
+    assert [r["carrier"] for r in messages] == [2, 1, None]  # the sse record, the http record
 
 
 # -- over real transports ----------------------------------------------------------------------
@@ -386,8 +388,11 @@ def assert_each_message_names_its_exchange(conv: Conversation) -> list[dict]:
             carriers.setdefault(r["exchange"], []).append(r["body"])
         if r["kind"] == "sse" and r["data"]:
             carriers.setdefault(r["exchange"], []).append(r["data"])
+    by_seq = {r["seq"]: r for r in records}
     for message in messages:
         assert message["exchange"] is not None, message["label"]
+        if message["direction"] == "receive":
+            assert by_seq[message["carrier"]]["exchange"] == message["exchange"]
         assert message["valid"] is True, (message["label"], message["errors"])
         text = (
             json.dumps(message["message"]["id"])
@@ -427,6 +432,11 @@ def test_over_the_legacy_transport_answers_name_the_get_stream():
         conv = http_conversation(served.sse, transport="sse")
     messages = assert_each_message_names_its_exchange(conv)
     assert {m["exchange"] for m in messages if m["direction"] == "receive"} == {1}
+    # each names the very event that carried it, among the stream's
+    by_seq = {r["seq"]: r for r in conv.records(limit=10_000)}
+    for message in (m for m in messages if m["direction"] == "receive"):
+        event = by_seq[message["carrier"]]
+        assert event["kind"] == "sse" and json.loads(event["data"]) == message["message"]
 
 
 def test_a_bearer_token_never_reaches_a_record_or_the_export():

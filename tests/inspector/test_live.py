@@ -408,3 +408,19 @@ def test_a_changed_list_is_pushed(inspect, place):
     )
     assert added["result"]["content"][0]["text"] == "added extra_1"
     assert events.wait_for("list-changed") == {"what": "tools"}
+
+
+def test_calls_running_at_once_are_bounded(inspect, monkeypatch):
+    monkeypatch.setattr(live, "MAX_CALLS", 1)
+    inspector = inspect(("stdio", "handshake"))
+    events = inspector.events()
+    long = {"call": "c1", "name": "wait_for_cancel", "arguments": {"seconds": WAIT * 3}}
+    waiting = inspector.in_background("call", long)
+    events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+    again = inspector.post("call", long, status=400)
+    assert again["error"]["message"] == "a call c1 is running already"
+    other = inspector.post("call", {**long, "call": "c2"}, status=400)
+    assert other["error"]["message"] == "1 calls are running: wait for one to end"
+    inspector.post("cancel", {"call": "c1"})
+    assert waiting()["error"]["message"] == "cancelled"
+    assert inspector.post("call", {"call": "c2", "name": "echo", "arguments": {"text": "x"}})

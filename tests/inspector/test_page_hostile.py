@@ -46,6 +46,7 @@ def test_a_hostile_servers_markup_stays_text(driver, tmp_path):
         page.connected()
         page.text_in("#fact-server", "<img src=x")
         page.text_in("#fact-instructions", "<script id=")
+        assert driver.title.startswith("hostile<img src=x")  # the title is text too
 
         page.tab("tools")
         page.text_in("#tools-list", '<img src=x id="pwned-name"')  # the hostile tool name

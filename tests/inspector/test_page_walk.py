@@ -6,16 +6,20 @@ One walk per (transport, era): a tool called through its form (echo, add), progr
 (ask_llm) answered on the page, demo://counter subscribed and its update seen (bump_counter), a
 prompt got with completion (greet: typing "A" suggests names), a message opened in the sequence
 diagram (marked valid, with its spec link), over HTTP its exchange (status, headers, the Mcp-*
-headers marked), and the conversation exported and loaded back (replay).  Each step saves a
-screenshot of its panel to tests/inspector/screenshots/.
+headers marked), and the conversation exported and loaded back (replay).  Then: reconnecting in the
+other era and retrying a failed connect; a schema-breaking server's invalid message; the 2024-11-05
+HTTP+SSE transport.  Each step saves a screenshot of its panel to tests/inspector/screenshots/.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
+
 import pytest
 import requests
 from browser import DEMO_COMMAND, SCREENSHOTS, Page, demo_http, driver, inspect  # noqa: F401
-from conftest import WAIT
+from conftest import SERVERS, WAIT
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +39,7 @@ def connection(page: Page, era: str, transport: str) -> None:
     page.text_in("#fact-era", era)
     page.text_in("#fact-transport", transport)
     page.text_in("#fact-server", "mcp-ref-demo")
+    assert page.driver.title == "mcp-ref-demo · mcp-ref inspect"
     page.text_in("#fact-instructions", "Start with the echo tool")
     page.text_in("#server-capabilities", '"tools"')
     page.text_in("#client-capabilities", '"elicitation"')
@@ -79,8 +84,8 @@ def cancel(page: Page, notified: bool) -> None:
 
 def elicitation(page: Page) -> None:
     page.call_tool("ask_user")
-    page.visible("#ask-banner")
-    page.tab("client")
+    page.click("#ask-banner")  # it opens the Client side
+    page.visible("#panel-client")
     card = '.ask[data-kind="elicitation"]'
     page.text_in(f"{card} .ask-message", "Who are you?")
     page.field(card, "name").send_keys("Ada")
@@ -194,6 +199,7 @@ def replay(page: Page, tmp_path) -> None:
     page.css("#replay-file").send_keys(str(path))
     page.visible("#replay-banner")
     page.text_in("#status", "replay")
+    assert not page.css("#clear").is_enabled()  # Clear is the live conversation's
     count = page.driver.execute_script("return window.inspector.records()")
     assert count == len(lines) - 1
     seq = page.row("r.kind === 'message' && r.method === 'tools/call' && r.type === 'request'")
@@ -242,6 +248,12 @@ def test_reconnecting_in_the_other_era_and_retrying_after_a_failure(driver, tmp_
         page.row("r.kind === 'message' && r.method === 'initialize'")
         page.click("#reconnect-other")
         page.connected(ERAS["modern"])
+        # Reconnect in the same era (a server launched again, maybe edited): listed again
+        last = page.driver.execute_script("return window.inspector.find(r => true).pop()")
+        page.click("#reconnect")
+        page.row(f"r.seq > {last} && r.kind === 'message' && r.method === 'server/discover'")
+        page.connected(ERAS["modern"])
+        page.row(f"r.seq > {last} && r.kind === 'message' && r.method === 'tools/list'")
     missing = tmp_path / "no_such_server.py"
     with inspect(f"python {missing}") as address:
         page = Page(driver, address)
@@ -250,3 +262,59 @@ def test_reconnecting_in_the_other_era_and_retrying_after_a_failure(driver, tmp_
         snap(page, "connection-error")
         page.click("#retry")
         page.visible("#connection-error")
+
+
+def test_an_invalid_message_is_marked_with_its_errors(driver):
+    """tests/servers/schema_breaking_server.py lists a tool whose inputSchema is not an object
+    schema: its tools/list result is marked ✗ in the diagram, and opened shows why."""
+    breaker = (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVERS / 'schema_breaking_server.py'))}"
+    )
+    with inspect(breaker, "--era", "handshake") as address:
+        page = Page(driver, address)
+        page.connected("2025-11-25")
+        seq = page.row("r.kind === 'message' && r.type === 'result' && r.method === 'tools/list'")
+        page.css(f'#diagram .row[data-seq="{seq}"] .invalid-mark')
+        page.open_row(seq)
+        page.text_in("#details-valid", "✗ invalid (schema 2025-11-25)")
+        page.text_in("#details-errors", "inputSchema")
+        page.tab("tools")
+        page.text_in("#tools-list", "bad tool!")  # listed all the same
+        snap(page, "conversation-invalid")
+
+
+def test_the_page_over_the_http_sse_transport(driver):
+    """The 2024-11-05 HTTP+SSE transport: a call POSTed (202 Accepted), its answer an event of the
+    GET stream, each shown under its message."""
+    with demo_http() as url, inspect(url.replace("/mcp", "/sse"), "--transport", "sse") as address:
+        page = Page(driver, address)
+        page.label = "http-sse"
+        page.connected()
+        page.text_in("#fact-transport", "sse")
+        page.call_tool("echo", text="over SSE")
+        page.result("over SSE")
+        sent = page.row("r.kind === 'message' && r.method === 'tools/call' && r.type === 'request'")
+        page.open_row(sent)
+        page.text_in("#details-transport .status-line", "202")
+        answer = page.row(
+            "r.kind === 'message' && r.method === 'tools/call' && r.type === 'result'"
+        )
+        page.open_row(answer)
+        page.text_in("#details-transport .sse-event", "over SSE")
+        snap(page, "conversation")
+
+
+def test_after_a_reconnect_each_message_shows_its_own_exchange(driver):
+    """A new connection numbers its HTTP exchanges from 1 again: the handshake era's initialize
+    (its exchange #1) shows its own request, not the modern era's first one too."""
+    with demo_http() as url, inspect(url, "--era", "modern") as address:
+        page = Page(driver, address)
+        page.connected(ERAS["modern"])
+        page.row("r.kind === 'http' && r.phase === 'response' && r.exchange === 1")
+        page.click("#reconnect-other")
+        page.connected(ERAS["handshake"])
+        seq = page.row("r.kind === 'message' && r.method === 'initialize' && r.type === 'request'")
+        page.open_row(seq)
+        page.text_in("#details-transport .http-request", '"method": "initialize"')
+        assert len(page.all("#details-transport .http-request")) == 1
+        assert "server/discover" not in page.css("#details-transport").text

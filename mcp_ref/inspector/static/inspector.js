@@ -119,7 +119,9 @@
 
   let state = { connected: false, connecting: true };
 
-  function renderState(next) {
+  /** Shows the connection's state; lists the server's features again on a new connection (or
+   *  with ``relist``: a reconnect asked on this page, maybe to a server launched again). */
+  function renderState(next, relist) {
     const wasConnected = state.connected;
     const previousVersion = state.protocol_version;
     state = next || {};
@@ -148,6 +150,7 @@
     const info = isObject(state.server_info) ? state.server_info : {};
     $("fact-server").textContent = [info.title && info.title !== info.name ? `${asText(info.title)} —` : "", asText(info.name), info.version ? `v${asText(info.version)}` : ""].filter(Boolean).join(" ");
     $("fact-instructions").textContent = asText(state.instructions);
+    document.title = info.name ? `${asText(info.name)} · mcp-ref inspect` : "mcp-ref inspect";
     $("server-capabilities").textContent = pretty(state.capabilities || {});
     $("client-capabilities").textContent = pretty(state.client_capabilities || {});
     $("connection-error-text").textContent = asText(state.error);
@@ -157,7 +160,7 @@
     $("reconnect").disabled = Boolean(state.connecting);
     if (Array.isArray(state.roots) && !rootsEdited) renderRoots(state.roots);
     if (state.log_level !== undefined && state.log_level !== null) $("log-level").value = asText(state.log_level);
-    if (state.connected && (!wasConnected || previousVersion !== state.protocol_version)) onConnected();
+    if (state.connected && (relist || !wasConnected || previousVersion !== state.protocol_version)) onConnected();
     if (!state.connected) {
       for (const call of calls.values()) call.finish();
     }
@@ -167,7 +170,7 @@
     const buttons = [$("reconnect"), $("reconnect-other"), $("retry")];
     for (const button of buttons) button.disabled = true;
     try {
-      renderState(await api("connect", { era }));
+      renderState(await api("connect", era ? { era } : {}), true);
     } catch (e) {
       renderState({ ...state, connected: false, connecting: false, error: errorText(e) });
     } finally {
@@ -175,8 +178,9 @@
       renderState(state);
     }
   }
-  $("reconnect").addEventListener("click", () => connect(state.era || "auto"));
-  $("retry").addEventListener("click", () => connect("auto"));
+  // without an era: the command line's (--era), as the first connect had it
+  $("reconnect").addEventListener("click", () => connect(state.era || null));
+  $("retry").addEventListener("click", () => connect(null));
   $("reconnect-other").addEventListener("click", () => connect(state.era === "modern" ? "handshake" : "modern"));
 
   function onConnected() {
@@ -826,6 +830,8 @@
     show($("asks-empty"), count === 0);
   }
 
+  $("ask-banner").addEventListener("click", () => selectTab("client"));
+
   function onAsk(ask) {
     if (!isObject(ask) || typeof ask.ask !== "string" || asks.has(ask.ask)) return;
     const params = isObject(ask.params) ? ask.params : {};
@@ -1007,12 +1013,24 @@
   const ROW = 24; // px, as --row in the stylesheet
   const MARGIN = 20; // rows rendered above and below the view
 
-  /** A store of records: the live one, or a replayed file's. */
+  /**
+   * A store of records: the live one, or a replayed file's.  HTTP exchanges are numbered by their
+   * transport, from 1 again after a reconnect: an exchange is known by its connection (a request
+   * numbered no higher than the one before starts a new connection) and its number.  A message
+   * names only the number: it belongs to the request of that number nearest to it in the record
+   * (a message sent is recorded just before its request, one received after it), looked up each
+   * time, so a message recorded before its request finds it once it comes.
+   */
   class Store {
     constructor() {
       this.records = [];
       this.bySeq = new Map();
-      this.byExchange = new Map();
+      this.byExchange = new Map(); // "connection:exchange" -> its http and sse records
+      this.exchangeKey = new Map(); // seq of an http or sse record -> "connection:exchange"
+      this.requests = new Map(); // exchange number -> [{seq, key}] of its requests, oldest first
+      this.carriedBy = new Map(); // seq of a message sent -> the key of the request that carried it
+      this.connection = 0;
+      this.lastRequest = 0; // the last request's exchange number on this connection
       this.stderr = [];
       this.lastSeq = 0;
       this.dropped = 0;
@@ -1023,8 +1041,19 @@
       this.records.push(record);
       this.bySeq.set(record.seq, record);
       this.lastSeq = Math.max(this.lastSeq, record.seq);
-      if ((record.kind === "http" || record.kind === "sse") && record.exchange !== null && record.exchange !== undefined) {
-        const key = String(record.exchange);
+      const exchange = record.exchange;
+      if (typeof exchange === "number" && (record.kind === "http" || record.kind === "sse")) {
+        if (record.kind === "http" && record.phase === "request") {
+          if (exchange <= this.lastRequest) this.connection += 1;
+          this.lastRequest = exchange;
+        }
+        const key = `${this.connection}:${exchange}`;
+        if (record.kind === "http" && record.phase === "request") {
+          if (!this.requests.has(exchange)) this.requests.set(exchange, []);
+          this.requests.get(exchange).push({ seq: record.seq, key });
+          for (const seq of Array.isArray(record.messages) ? record.messages : []) this.carriedBy.set(seq, key);
+        }
+        this.exchangeKey.set(record.seq, key);
         if (!this.byExchange.has(key)) this.byExchange.set(key, []);
         this.byExchange.get(key).push(record);
       }
@@ -1040,19 +1069,53 @@
       for (const record of gone) {
         this.bySeq.delete(record.seq);
         if (record.kind === "stderr") this.stderr.shift();
-        if (record.kind === "http" || record.kind === "sse") {
-          const list = this.byExchange.get(String(record.exchange));
-          if (list) { list.shift(); if (!list.length) this.byExchange.delete(String(record.exchange)); }
-        }
+        const key = this.exchangeKey.get(record.seq);
+        if (key === undefined) continue;
+        this.exchangeKey.delete(record.seq);
+        const list = this.byExchange.get(key);
+        if (list) { list.shift(); if (!list.length) this.byExchange.delete(key); }
+        for (const seq of record.phase === "request" && Array.isArray(record.messages) ? record.messages : []) this.carriedBy.delete(seq);
+        const requests = record.phase === "request" ? this.requests.get(record.exchange) : null;
+        if (requests) { requests.shift(); if (!requests.length) this.requests.delete(record.exchange); }
       }
       this.dropped += excess;
       return true;
     }
 
-    /** The response record of an HTTP exchange, if seen. */
-    response(exchange) {
-      const list = this.byExchange.get(String(exchange));
-      return list ? list.find((r) => r.kind === "http" && r.phase === "response") : undefined;
+    /**
+     * The key of the exchange that carried ``record`` (undefined: none known): for a message, the
+     * request that lists it (``messages``), or the response or event that held it (``carrier``),
+     * else the nearest request of its exchange's number (a file from before those fields).
+     */
+    keyOf(record) {
+      if (record.kind !== "message") return this.exchangeKey.get(record.seq);
+      const carried = this.carriedBy.get(record.seq);
+      if (carried !== undefined) return carried;
+      const carrier = typeof record.carrier === "number" ? this.exchangeKey.get(record.carrier) : undefined;
+      if (carrier !== undefined) return carrier;
+      const requests = typeof record.exchange === "number" ? this.requests.get(record.exchange) : null;
+      if (!requests) return undefined;
+      let low = 0;
+      let high = requests.length - 1;
+      while (low < high) { // the first request after the message (or the last)
+        const middle = (low + high) >> 1;
+        if (requests[middle].seq < record.seq) low = middle + 1; else high = middle;
+      }
+      const after = requests[low];
+      const before = low > 0 ? requests[low - 1] : null;
+      if (!before) return after.key;
+      return Math.abs(after.seq - record.seq) < Math.abs(record.seq - before.seq) ? after.key : before.key;
+    }
+
+    /** The HTTP and SSE records of the exchange that carried ``record`` (empty: none known). */
+    exchangeOf(record) {
+      const key = this.keyOf(record);
+      return (key !== undefined && this.byExchange.get(key)) || [];
+    }
+
+    /** The response record of the exchange that carried ``record``, if seen. */
+    response(record) {
+      return this.exchangeOf(record).find((r) => r.kind === "http" && r.phase === "response");
     }
   }
 
@@ -1154,7 +1217,7 @@
         node = rowFor(record);
         rowNodes.set(record.seq, node);
         spacer.appendChild(node);
-      } else if (forceContent || (record.kind === "message" && record.exchange !== null && record.exchange !== undefined)) {
+      } else if (forceContent || record.kind === "message") {
         updateChip(node, record);
       }
       node.style.top = `${i * ROW}px`;
@@ -1199,8 +1262,8 @@
   }
 
   function updateChip(node, record) {
-    if (record.kind !== "message" || record.exchange === null || record.exchange === undefined) return;
-    const response = store.response(record.exchange);
+    if (record.kind !== "message") return;
+    const response = store.response(record);
     const marks = node.querySelector(".marks");
     let chip = marks.querySelector(".chip");
     if (!response) { if (chip) chip.remove(); return; }
@@ -1292,9 +1355,9 @@
     const box = clear($("details-transport"));
     box.className = "transport";
     const exchange = record.exchange;
-    if (exchange !== null && exchange !== undefined && record.kind !== "stderr" && record.kind !== "note") {
-      const list = store.byExchange.get(String(exchange)) || [];
-      box.appendChild(el("h4", null, `HTTP exchange #${asText(exchange)}`));
+    const list = record.kind === "stderr" || record.kind === "note" ? [] : store.exchangeOf(record);
+    if (list.length || (exchange !== null && exchange !== undefined && record.kind !== "stderr" && record.kind !== "note")) {
+      box.appendChild(el("h4", null, `HTTP exchange #${asText(list.length ? list[0].exchange : exchange)}`));
       if (!list.length) box.appendChild(el("p", { className: "muted" }, "(no HTTP record of this exchange)"));
       for (const item of list) {
         if (item.kind === "http" && item.phase === "request") {
@@ -1373,6 +1436,7 @@
     store = replayed;
     $("replay-name").textContent = `${name} (${asText(header.target)}, ${asText(header.revision)}${bad ? `, ${bad} unreadable lines skipped` : ""})`;
     show($("replay-banner"), true);
+    $("clear").disabled = true; // it would clear the live conversation, out of sight
     document.body.classList.add("replaying");
     selectedSeq = null;
     show($("details"), false);
@@ -1388,6 +1452,7 @@
     store = live;
     $("replay-file").value = "";
     show($("replay-banner"), false);
+    $("clear").disabled = false;
     document.body.classList.remove("replaying");
     selectedSeq = null;
     show($("details"), false);
