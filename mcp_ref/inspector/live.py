@@ -38,6 +38,7 @@ from ..errors import (
     RequestRefused,
     RequestTimeout,
 )
+from ..extension import Extension
 from ..lifecycle import LOG_LEVELS
 from .masking import mask_free_text, mask_url
 
@@ -160,6 +161,7 @@ class InspectedServer:
         self._calls: dict[str, Any] = {}
         self._output_schemas: dict[str, Any] = {}
         self._started_tasks: dict[str, str] = {}  # taskId -> the tool's name
+        self._being_made: ClientBeingMade | None = None  # the client of a connect under way
         self.roots: list[dict] = [
             {"uri": Path(path).resolve().as_uri()} for path in getattr(args, "root", None) or []
         ]
@@ -305,11 +307,16 @@ class InspectedServer:
         """A connected client (and None), or None and why not."""
         from ..workbench.cli_verbs import CliError, connect
 
+        being_made = ClientBeingMade()
+        options = self._client_options(args)
+        options["extensions"] = (being_made,)
+        with self._lock:
+            self._being_made = being_made
         try:
             client = connect(
                 args,
                 self.trace,
-                options=self._client_options(args),
+                options=options,
                 on_stderr=self.conversation.stderr,
                 http_trace=self.conversation.http_trace,
             )
@@ -317,6 +324,9 @@ class InspectedServer:
             return None, mask_free_text(str(exc))
         except (McpError, ConnectionClosed, RequestTimeout, OSError, ValueError) as exc:
             return None, mask_free_text(f"cannot connect to {self.target}: {exc}")
+        finally:
+            with self._lock:
+                self._being_made = None
         return client, None
 
     def _client_options(self, args: Any) -> dict:
@@ -339,13 +349,17 @@ class InspectedServer:
 
     def close(self) -> None:
         """Close the client (a launched server is stopped) for good: parked requests end
-        ``cancelled``, and a connect still under way keeps nothing."""
+        ``cancelled``, and a connect still under way keeps nothing: the client it is making is
+        closed now (its server stopped), not left to finish after the inspector has gone."""
         with self._lock:
             client, self._client = self._client, None
+            being_made, self._being_made = self._being_made, None
             self._closed = True
         self._end_asks("cancelled")
         if client is not None:
             client.close()
+        if being_made is not None:
+            being_made.close()
 
     def client(self) -> Any:
         """The connected client, or :class:`InspectorError` 409."""
@@ -694,6 +708,27 @@ class InspectedServer:
         if action == "cancel":
             return {"result": _served(lambda: client.cancel_task(task_id))}
         raise bad_request("action must be get, result or cancel")
+
+
+class ClientBeingMade(Extension):
+    """The client a connect is making, known from the moment it exists (an extension's ``setup``
+    runs before the client opens its connection), so that closing the inspector during that
+    connect (Ctrl-C while a launched server has not answered yet) closes it, and stops its
+    server, instead of leaving it running after the inspector has gone.  It adds nothing else."""
+
+    name = "mcp-ref inspector: the client being made"
+
+    def __init__(self) -> None:
+        self.client: Any = None
+
+    def setup(self, host: Any) -> None:
+        """Remember the client (``host``)."""
+        self.client = host
+
+    def close(self) -> None:
+        """Close the client, if it has gone far enough to have a connection to close."""
+        if getattr(self.client, "session", None) is not None:
+            self.client.close()
 
 
 def shown_target(target: str) -> str:

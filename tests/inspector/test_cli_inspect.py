@@ -4,6 +4,7 @@ page's address, serve it over the token, and stop cleanly on Ctrl-C (exit 0, not
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import signal
@@ -115,6 +116,40 @@ def test_a_target_that_cannot_start_is_shown_on_the_page():
     finally:
         code, _ = running.stop()
     assert code == 0
+
+
+SLOW_TO_START = (
+    "import os, sys, time\n"
+    "print('starting', os.getpid(), file=sys.stderr, flush=True)\n"
+    "time.sleep(600)  # reads no stdin: the end of its input does not end it\n"
+)
+
+
+def test_ctrl_c_during_the_first_connect_stops_the_launched_server(tmp_path):
+    """Ctrl-C while the server launched has not answered yet: the inspector exits and the
+    server is stopped with it, not left running on its own."""
+    (tmp_path / "slow.py").write_text(SLOW_TO_START)
+    running = Running(
+        "inspect",
+        "--no-browser",
+        "--connect-timeout",
+        "600",
+        "--",
+        sys.executable,
+        "slow.py",
+        cwd=tmp_path,
+    )
+    pid = int(running.stderr.wait_for(r"starting (\d+)").group(1))
+    try:
+        code, stderr = running.stop()
+        assert code == 0, stderr
+        with pytest.raises(ProcessLookupError):  # stopped, and waited for: no such process
+            os.kill(pid, 0)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def test_help_and_usage_errors():
