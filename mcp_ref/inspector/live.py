@@ -732,8 +732,12 @@ class ClientBeingMade(Extension):
 
 
 def shown_target(target: str) -> str:
-    """TARGET as the page and the export show it: a URL's userinfo and secret query values masked."""
-    return mask_url(target) if target.startswith(("http://", "https://")) else target
+    """TARGET as the page and the export show it: a URL's userinfo and secret query values
+    masked; in a command line, what reads as a secret (:func:`~.masking.mask_free_text`: a URL's
+    userinfo, ``API_KEY=...``, a bearer credential)."""
+    if target.startswith(("http://", "https://")):
+        return mask_url(target)
+    return mask_free_text(target)
 
 
 def _served(operation: Callable[[], Any]) -> Any:

@@ -265,6 +265,26 @@ def test_credentials_in_the_target_url_are_masked():
         inspector.close()
 
 
+def test_credentials_in_a_target_command_line_are_masked():
+    """A command line TARGET (a proxy to a URL with a password, a key given as KEY=VALUE) is
+    shown with what reads as a secret masked: in the state, the export's header, the diagram."""
+    inspector = Inspector(
+        "--",
+        "npx",
+        "mcp-remote",
+        "https://ada:hunter2@example.com/mcp",
+        "API_KEY=hunter2",
+        connect=False,
+    )
+    try:
+        state = inspector.get("api/state").json()
+        assert state["target"].startswith("npx mcp-remote https://")
+        for route in ("api/state", "api/export.jsonl", "api/export.md"):
+            assert "hunter2" not in inspector.get(route).text, route
+    finally:
+        inspector.close()
+
+
 def test_credentials_in_the_target_url_are_masked_when_connecting_fails():
     """The reason a connect failed (the state's ``error``, the note in the record and both
     exports) names the target without its userinfo: here a server that never answers."""
