@@ -10,7 +10,8 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``);
 - JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
   ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
-  ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...); a string that
+  ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...) or ends in one
+  of :data:`SECRET_ENDINGS` (``github_token``, ``openaiApiKey``; not ``progressToken``); a string that
   reads as an ``Authorization`` value (``Bearer x``) under any such key keeps its scheme word;
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
@@ -72,6 +73,10 @@ SECRET_KEYS = frozenset(
         "dpop",
     }
 )
+#: The last words that make a key a secret's (``github_token``, ``openaiApiKey``, ``db_password``).
+SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey")
+#: Keys that end so and are no secret: the protocol's own progress token.
+NOT_SECRET_KEYS = frozenset({"progresstoken"})
 #: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code).
 FORM_ONLY_KEYS = frozenset({"code"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")
@@ -82,9 +87,13 @@ KNOWN_SCHEMES = frozenset(
 
 
 def secret_key(name: str, form: bool = False) -> bool:
-    """True when a JSON key (or, ``form``, a form or query key) names a secret."""
+    """True when a JSON key (or, ``form``, a form or query key) names a secret: one of
+    :data:`SECRET_KEYS`, or one ending in one of :data:`SECRET_ENDINGS` (but
+    :data:`NOT_SECRET_KEYS`)."""
     key = name.lower().replace("_", "").replace("-", "")
-    return key in SECRET_KEYS or (form and key in FORM_ONLY_KEYS)
+    if key in SECRET_KEYS or (form and key in FORM_ONLY_KEYS):
+        return True
+    return key.endswith(SECRET_ENDINGS) and key not in NOT_SECRET_KEYS
 
 
 def mask_credential(value: str, any_scheme: bool = False) -> str:

@@ -156,3 +156,25 @@ def test_secret_key_names_are_matched_loosely():
     for name in ("code", "name", "tokens_used_count", "description"):
         assert not secret_key(name)
     assert secret_key("code", form=True)
+
+
+def test_a_key_that_ends_in_a_secret_s_name_is_a_secret():
+    """``github_token``, ``openaiApiKey``, ``db_password``, ``webhook-secret``: the kind of
+    secret is the key's last word; ``progressToken`` (the protocol's own) and ``maxTokens`` are not."""
+    for name in ("github_token", "auth_token", "openaiApiKey", "db_password", "webhook-secret"):
+        assert secret_key(name), name
+    for name in ("progressToken", "maxTokens", "token_type", "secretary", "passwords_allowed"):
+        assert not secret_key(name), name
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "push",
+            "arguments": {"github_token": "ghp_abc", "repo": "x"},
+            "_meta": {"progressToken": "p-1"},
+        },
+    }
+    shown = mask_json(message)["params"]
+    assert shown["arguments"] == {"github_token": MASK, "repo": "x"}
+    assert shown["_meta"] == {"progressToken": "p-1"}
