@@ -198,9 +198,10 @@ def mask_url(url: str) -> str:
 
 #: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a
 #: plain lower-case word ("Basic usage" stays; "Bearer eyJ0eXAi..." does not).
+#: The scheme word in any case; the word after it lower-case only (a token of letters alone may
+#: mix cases: ``Bearer AbCdEfGhIjKl`` is a credential).
 _CREDENTIAL = re.compile(
-    r"\b(Bearer|DPoP|Basic)(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}",
-    re.IGNORECASE,
+    r"\b((?i:Bearer|DPoP|Basic))(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}"
 )
 #: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")

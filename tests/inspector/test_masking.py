@@ -117,6 +117,10 @@ def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
     assert mask_free_text("basic authentication, token refreshed") == (
         "basic authentication, token refreshed"
     )
+    # a token of letters alone, in mixed case, is a credential; a lower-case word is not
+    assert mask_free_text("got bearer AbCdEfGhIjKlMn") == f"got bearer {MASK}"
+    assert mask_free_text("Basic Authentication") == f"Basic {MASK}"
+    assert mask_free_text("Basic authentication") == "Basic authentication"
     assert mask_free_text("cannot reach https://ada:pw1@h:8/mcp, or ftp://b@c/") == (
         f"cannot reach https://{MASK}@h:8/mcp, or ftp://{MASK}@c/"
     )
