@@ -442,10 +442,16 @@ def serve(
     inspected: InspectedServer, conversation: Any, *, port: int = 0, token: str | None = None
 ) -> InspectorServer:
     """Serve the inspector on 127.0.0.1:``port`` (0: a free one) on a thread; returns it running."""
-    from ..http.wsgi_server import WsgiServer
+    from ..http.wsgi_server import WsgiRequestHandler, WsgiServer
+
+    class RequestHandler(WsgiRequestHandler):
+        """The server's handler, its debug lines (each request line) without the page's token."""
+
+        def log_message(self, format: str, *args) -> None:  # the base class's name
+            super().log_message("%s", (format % args).replace(app.token, "TOKEN"))
 
     app = InspectorApp(inspected, conversation, token)
-    server = WsgiServer(("127.0.0.1", port), app)
+    server = WsgiServer(("127.0.0.1", port), app, handler=RequestHandler)
     app.port = server.port
     thread = threading.Thread(
         target=server.serve_forever,

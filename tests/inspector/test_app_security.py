@@ -9,6 +9,7 @@ import json
 import logging
 import socket
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import WAIT
@@ -199,6 +200,26 @@ def test_a_failure_inside_is_logged_without_the_token(inspector, monkeypatch, ca
     assert "bug" not in failed.text
     (logged,) = [r for r in caplog.records if r.name == "mcp_ref.inspector.app"]
     assert "api/state" in logged.getMessage() and logged.exc_info
+    assert inspector.served.app.token not in caplog.text
+
+
+def test_the_request_lines_logged_at_debug_hold_no_token(inspector, caplog):
+    """The HTTP server logs the request line of an answer it makes itself (here a 400 for a
+    malformed head) at debug level: the token in its path is left out."""
+    path = urlsplit(inspector.url).path + "api/state"
+    head = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{inspector.port}\r\n"
+        "Content-Length: 1\r\nContent-Length: 2\r\n\r\n"
+    )
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.http.wsgi_server"):
+        with socket.create_connection(("127.0.0.1", inspector.port), timeout=WAIT) as raw:
+            raw.sendall(head.encode())
+            answer = raw.makefile("rb").readline()
+            assert answer.startswith(b"HTTP/1.1 400")
+            raw.shutdown(socket.SHUT_WR)
+            raw.makefile("rb").read()  # the server closes the connection: its lines are written
+    lines = [r.getMessage() for r in caplog.records if r.name == "mcp_ref.http.wsgi_server"]
+    assert any("/TOKEN/api/state" in line for line in lines), lines
     assert inspector.served.app.token not in caplog.text
 
 
