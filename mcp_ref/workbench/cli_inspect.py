@@ -4,7 +4,7 @@
 options every verb takes: ``--era``, ``--transport``, ``--header``, ``--timeout``, OAuth login),
 serves the page (:mod:`mcp_ref.inspector.app`), prints its address on stderr as one line
 (``mcp-ref inspector: http://127.0.0.1:PORT/TOKEN/``), opens it in the browser unless
-``--no-browser``, and serves until Ctrl-C (exit 0; the client and the launched server are closed).
+``--no-browser`` (through a file of this user's: :func:`open_in_browser`), and serves until Ctrl-C (exit 0; the client and the launched server are closed).
 ``mcp-ref dev SERVER[:OBJ] [-- ARGS]`` is ``inspect`` of ``python -m mcp_ref run SERVER -- ARGS``:
 your own server's file, served and inspected in one step.
 
@@ -14,9 +14,11 @@ cannot be launched, a refused login) is shown on the page, which may connect aga
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from .cli_output import to_stderr
@@ -42,12 +44,11 @@ def inspect(args: Any, hooks: Any) -> int:
             f"cannot serve the inspector on 127.0.0.1:{args.port}: {exc.strerror or exc}",
             EXIT_UNREACHABLE,
         ) from None
+    opener: Path | None = None
     try:
         to_stderr(f"mcp-ref inspector: {served.url}")
         if not args.no_browser:
-            import webbrowser
-
-            webbrowser.open(served.url)
+            opener = open_in_browser(served.url)
         threading.Thread(target=inspected.connect, name="inspector-connect", daemon=True).start()
         forever = threading.Event()
         while not forever.wait(1.0):  # until Ctrl-C (a timed wait: the signal is seen at once)
@@ -57,7 +58,33 @@ def inspect(args: Any, hooks: Any) -> int:
     finally:
         served.close()
         inspected.close()
+        if opener is not None:
+            opener.unlink(missing_ok=True)
     return EXIT_OK
+
+
+def open_in_browser(url: str) -> Path:
+    """Open ``url`` in the browser through a page that redirects to it, written to a file only this
+    user may read; the file's path, to remove when done.
+
+    A browser is started with the address on its command line, which every user of the machine
+    sees in the process list: the address holds the page's token, so the command line names the
+    file instead (as Jupyter does)."""
+    import html
+    import tempfile
+    import webbrowser
+
+    handle, name = tempfile.mkstemp(prefix="mcp-ref-inspector-", suffix=".html")  # mode 0600
+    shown = html.escape(url, quote=True)
+    with os.fdopen(handle, "w", encoding="utf-8") as page:
+        page.write(
+            '<!DOCTYPE html>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="refresh" content="0;url={shown}">\n'
+            f'<title>mcp-ref inspector</title>\n<p><a href="{shown}">mcp-ref inspector</a></p>\n'
+        )
+    path = Path(name)
+    webbrowser.open(path.as_uri())
+    return path
 
 
 def dev(args: Any, hooks: Any) -> int:

@@ -15,7 +15,7 @@ import pytest
 from conftest import WAIT
 from doc_blocks import ROOT, block, commands, environment, start_shell, stop_shell
 from http_fixtures import free_port
-from inspector_harness import demo_over_http, state_when
+from inspector_harness import address_behind, demo_over_http, state_when
 
 PAGE = ROOT / "docs" / "inspector.md"
 
@@ -58,7 +58,8 @@ def _inspect(command: str, cwd, env, *, opens: bool = True) -> tuple[str, int]:
         found = lines.wait_for(ADDRESS, timeout=3 * WAIT)
         url = found.group(1)
         if opens:
-            lines.wait_for("browser opened " + re.escape(url))
+            opened = lines.wait_for(r"browser opened (\S+)$").group(1)
+            assert address_behind(opened) == url
         state = state_when(url, lambda s: s["connected"] or bool(s["error"]))
         assert state["connected"], state
     finally:

@@ -103,7 +103,9 @@ def test_dev_opens_the_inspector_on_the_first_server(tmp_path):
     """``mcp-ref dev server.py`` as pasted, beside the first server: it opens the browser on the
     page's address (``$BROWSER``, which :mod:`webbrowser` runs: here a script that writes down the
     address it was given), and the page is connected to the server."""
-    from inspector_harness import state_when
+    from urllib.parse import unquote, urlsplit
+
+    from inspector_harness import address_behind, state_when
     from test_http_deploy import LineReader
 
     (tmp_path / "server.py").write_text(_block("# server.py"))
@@ -120,10 +122,11 @@ def test_dev_opens_the_inspector_on_the_first_server(tmp_path):
         state = state_when(address, lambda s: s["connected"] or s["error"])
         assert state["connected"] and state["server_info"]["name"] == "notes", state
         # webbrowser waits for a $BROWSER command to end, and the verb connects after it: done
-        assert opened.read_text() == address
+        assert address_behind(opened.read_text()) == address
     finally:
         stop_shell(proc, WAIT)
     assert proc.returncode == 0
+    assert not Path(unquote(urlsplit(opened.read_text()).path)).exists()  # removed at the end
 
 
 @pytest.mark.slow

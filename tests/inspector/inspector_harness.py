@@ -200,3 +200,21 @@ def demo_over_http() -> Iterator[str]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(WAIT)
+
+
+def address_behind(opened: str) -> str:
+    """The page's address behind what the verb asked the browser to open: a ``file://`` page only
+    this user may read (the address holds the token; a command line is public), redirecting to it."""
+    import html
+    import os
+    import re
+    import stat
+    from urllib.parse import unquote, urlsplit
+
+    assert opened.startswith("file://"), f"the browser was given {opened!r}, not a file"
+    path = unquote(urlsplit(opened).path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with open(path, encoding="utf-8") as page:
+        found = re.search(r'http-equiv="refresh" content="0;url=([^"]+)"', page.read())
+    assert found, "the page redirects"
+    return html.unescape(found.group(1))
