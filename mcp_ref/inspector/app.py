@@ -12,8 +12,9 @@ address's own scripts and styles (no inline script, nothing from another host, n
 referrer, no MIME sniffing, no caching.
 
 Routes, relative to ``/TOKEN/``: ``./`` (the page), ``./static/NAME`` (:data:`STATIC_FILES`),
-``./events`` (server-sent events: the state, the records after ``after`` or ``Last-Event-ID``,
-then everything live), ``./api/state``, ``./api/records``, ``./api/export.jsonl``,
+``./events`` (server-sent events: the state, the asks waiting (``asks-waiting``: their ids, so
+a page that lost its stream drops the ones that ended meanwhile; then each as ``ask``), the
+records after ``after`` or ``Last-Event-ID``, then everything live), ``./api/state``, ``./api/records``, ``./api/export.jsonl``,
 ``./api/export.md`` and the POST routes of :data:`POST_ROUTES` (each a method of
 :class:`~mcp_ref.inspector.live.InspectedServer`).  docs/inspector.md describes them.
 
@@ -334,7 +335,11 @@ class EventStream:
         last = self.after
         try:
             yield _event("state", inspected.state())
-            for ask in inspected.pending_asks():
+            waiting = inspected.pending_asks()
+            # the asks waiting now, by id: a page that lost its stream drops those that ended
+            # meanwhile (their ask-done went to no page)
+            yield _event("asks-waiting", {"asks": [ask["ask"] for ask in waiting]})
+            for ask in waiting:
                 yield _event("ask", ask)
             while not self.stopped.is_set():
                 records = conversation.records(after=last, limit=RECORDS_PAGE)

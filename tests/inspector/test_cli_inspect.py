@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import requests
-from conftest import ROOT, WAIT, run_cli
+from conftest import WAIT, run_cli
 from inspector_harness import state_when
 from test_cli_login import protected_demo  # noqa: F401  (a fixture)
 
@@ -161,7 +161,6 @@ def test_help_and_usage_errors():
     assert missing.returncode == 2 and "inspect needs TARGET" in missing.stderr
     two = run_cli("dev", "a.py", "b.py")
     assert two.returncode == 2 and "dev takes one SERVER" in two.stderr
-    assert ROOT.is_dir()
 
 
 def test_a_protected_server_is_logged_in_to_as_every_verb_does(protected_demo, tmp_path):

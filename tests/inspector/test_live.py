@@ -124,10 +124,13 @@ def test_an_elicitation_is_answered_through_the_page(inspect, place):
     assert ask["params"]["requestedSchema"]["required"] == ["name"]
     assert ask["expires"] > 0
     reopened = inspector.events()  # a page that (re)connects is shown what waits
+    assert reopened.wait_for("asks-waiting") == {"asks": [ask["ask"]]}
     assert reopened.wait_for("ask") == ask
     inspector.post("answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}})
     assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
     assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "answered"}
+    # a page whose stream was lost meanwhile learns that nothing waits any more
+    assert inspector.events().wait_for("asks-waiting") == {"asks": []}
     gone = inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
     assert "no such request" in gone["error"]["message"]
 

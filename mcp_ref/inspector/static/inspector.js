@@ -899,6 +899,14 @@
     updateAskCount();
   }
 
+  /** The stream (re)opened: the asks waiting now; a card for any other ended while it was lost. */
+  function onAsksWaiting(waiting) {
+    if (!isObject(waiting) || !Array.isArray(waiting.asks)) return;
+    for (const id of [...asks.keys()]) {
+      if (!waiting.asks.includes(id)) onAskDone({ ask: id });
+    }
+  }
+
   function onAskDone(done) {
     if (!isObject(done)) return;
     const card = asks.get(done.ask);
@@ -1487,6 +1495,7 @@
     source.addEventListener("state", (e) => onData(e, renderState));
     source.addEventListener("record", (e) => onData(e, receive));
     source.addEventListener("ask", (e) => onData(e, onAsk));
+    source.addEventListener("asks-waiting", (e) => onData(e, onAsksWaiting));
     source.addEventListener("ask-done", (e) => onData(e, onAskDone));
     source.addEventListener("progress", (e) => onData(e, (p) => { const call = isObject(p) && calls.get(p.call); if (call) call.progress(p); }));
     source.addEventListener("updated", (e) => onData(e, (u) => { if (isObject(u)) onResourceUpdated(asText(u.uri)); }));
