@@ -38,244 +38,133 @@ MAX_ERROR_LENGTH = 300
 #: The site the links point to.
 SPEC_SITE = "https://modelcontextprotocol.io/specification"
 
-#: revision -> method -> (page path under the revision, page title, section heading).
-SECTIONS: dict[str, dict[str, tuple[str, str, str]]] = {
-    "2026-07-28": {
-        "completion/complete": (
-            "server/utilities/completion",
-            "Completion",
-            "Requesting Completions",
-        ),
-        "elicitation/create": ("client/elicitation", "Elicitation", "Elicitation Requests"),
-        "notifications/cancelled": (
-            "basic/patterns/cancellation",
-            "Cancellation",
-            "Cancellation Flow",
-        ),
-        "notifications/message": (
-            "server/utilities/logging",
-            "Logging",
-            "Log Message Notifications",
-        ),
-        "notifications/progress": ("basic/patterns/progress", "Progress", "Progress Flow"),
-        "notifications/prompts/list_changed": (
-            "server/prompts",
-            "Prompts",
-            "List Changed Notification",
-        ),
-        "notifications/resources/list_changed": (
-            "server/resources",
-            "Resources",
-            "List Changed Notification",
-        ),
-        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
-        "notifications/subscriptions/acknowledged": (
-            "basic/patterns/subscriptions",
-            "Subscriptions",
-            "Acknowledgment",
-        ),
-        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
-        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
-        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
-        "resources/list": ("server/resources", "Resources", "Listing Resources"),
-        "resources/read": ("server/resources", "Resources", "Reading Resources"),
-        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
-        "roots/list": ("client/roots", "Roots", "Listing Roots"),
-        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
-        "server/discover": ("server/discover", "Discovery", "Request"),
-        "subscriptions/listen": (
-            "basic/patterns/subscriptions",
-            "Subscriptions",
-            "Opening a Stream",
-        ),
-        "tools/call": ("server/tools", "Tools", "Calling Tools"),
-        "tools/list": ("server/tools", "Tools", "Listing Tools"),
-    },
-    "2025-11-25": {
-        "completion/complete": (
-            "server/utilities/completion",
-            "Completion",
-            "Requesting Completions",
-        ),
-        "elicitation/create": ("client/elicitation", "Elicitation", "Elicitation Requests"),
-        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
-        "notifications/cancelled": (
-            "basic/utilities/cancellation",
-            "Cancellation",
-            "Cancellation Flow",
-        ),
-        "notifications/elicitation/complete": (
-            "client/elicitation",
-            "Elicitation",
-            "Completion Notifications for URL Mode Elicitation",
-        ),
-        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "notifications/message": (
-            "server/utilities/logging",
-            "Logging",
-            "Log Message Notifications",
-        ),
-        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
-        "notifications/prompts/list_changed": (
-            "server/prompts",
-            "Prompts",
-            "List Changed Notification",
-        ),
-        "notifications/resources/list_changed": (
-            "server/resources",
-            "Resources",
-            "List Changed Notification",
-        ),
-        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
-        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
-        "notifications/tasks/status": (
-            "basic/utilities/tasks",
-            "Tasks",
-            "Task Status Notification",
-        ),
-        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
-        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
-        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
-        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
-        "resources/list": ("server/resources", "Resources", "Listing Resources"),
-        "resources/read": ("server/resources", "Resources", "Reading Resources"),
-        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
-        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
-        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
-        "roots/list": ("client/roots", "Roots", "Listing Roots"),
-        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
-        "tasks/cancel": ("basic/utilities/tasks", "Tasks", "Cancelling Tasks"),
-        "tasks/get": ("basic/utilities/tasks", "Tasks", "Getting Tasks"),
-        "tasks/list": ("basic/utilities/tasks", "Tasks", "Listing Tasks"),
-        "tasks/result": ("basic/utilities/tasks", "Tasks", "Retrieving Task Results"),
-        "tools/call": ("server/tools", "Tools", "Calling Tools"),
-        "tools/list": ("server/tools", "Tools", "Listing Tools"),
-    },
-    "2025-06-18": {
-        "completion/complete": (
-            "server/utilities/completion",
-            "Completion",
-            "Requesting Completions",
-        ),
-        "elicitation/create": (
-            "client/elicitation",
-            "Elicitation",
-            "Creating Elicitation Requests",
-        ),
-        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
-        "notifications/cancelled": (
-            "basic/utilities/cancellation",
-            "Cancellation",
-            "Cancellation Flow",
-        ),
-        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "notifications/message": (
-            "server/utilities/logging",
-            "Logging",
-            "Log Message Notifications",
-        ),
-        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
-        "notifications/prompts/list_changed": (
-            "server/prompts",
-            "Prompts",
-            "List Changed Notification",
-        ),
-        "notifications/resources/list_changed": (
-            "server/resources",
-            "Resources",
-            "List Changed Notification",
-        ),
-        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
-        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
-        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
-        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
-        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
-        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
-        "resources/list": ("server/resources", "Resources", "Listing Resources"),
-        "resources/read": ("server/resources", "Resources", "Reading Resources"),
-        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
-        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
-        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
-        "roots/list": ("client/roots", "Roots", "Listing Roots"),
-        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
-        "tools/call": ("server/tools", "Tools", "Calling Tools"),
-        "tools/list": ("server/tools", "Tools", "Listing Tools"),
-    },
-    "2025-03-26": {
-        "completion/complete": (
-            "server/utilities/completion",
-            "Completion",
-            "Requesting Completions",
-        ),
-        "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
-        "notifications/cancelled": (
-            "basic/utilities/cancellation",
-            "Cancellation",
-            "Cancellation Flow",
-        ),
-        "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
-        "notifications/message": (
-            "server/utilities/logging",
-            "Logging",
-            "Log Message Notifications",
-        ),
-        "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
-        "notifications/prompts/list_changed": (
-            "server/prompts",
-            "Prompts",
-            "List Changed Notification",
-        ),
-        "notifications/resources/list_changed": (
-            "server/resources",
-            "Resources",
-            "List Changed Notification",
-        ),
-        "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
-        "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
-        "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
-        "ping": ("basic/utilities/ping", "Ping", "Message Format"),
-        "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
-        "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
-        "resources/list": ("server/resources", "Resources", "Listing Resources"),
-        "resources/read": ("server/resources", "Resources", "Reading Resources"),
-        "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
-        "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
-        "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
-        "roots/list": ("client/roots", "Roots", "Listing Roots"),
-        "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
-        "tools/call": ("server/tools", "Tools", "Calling Tools"),
-        "tools/list": ("server/tools", "Tools", "Listing Tools"),
-    },
+#: 2025-03-26's table: method -> (page path under the revision, page title, section heading).
+_FIRST: dict[str, tuple[str, str, str]] = {
+    "completion/complete": ("server/utilities/completion", "Completion", "Requesting Completions"),
+    "initialize": ("basic/lifecycle", "Lifecycle", "Initialization"),
+    "logging/setLevel": ("server/utilities/logging", "Logging", "Setting Log Level"),
+    "notifications/cancelled": (
+        "basic/utilities/cancellation",
+        "Cancellation",
+        "Cancellation Flow",
+    ),
+    "notifications/initialized": ("basic/lifecycle", "Lifecycle", "Initialization"),
+    "notifications/message": ("server/utilities/logging", "Logging", "Log Message Notifications"),
+    "notifications/progress": ("basic/utilities/progress", "Progress", "Progress Flow"),
+    "notifications/prompts/list_changed": (
+        "server/prompts",
+        "Prompts",
+        "List Changed Notification",
+    ),
+    "notifications/resources/list_changed": (
+        "server/resources",
+        "Resources",
+        "List Changed Notification",
+    ),
+    "notifications/resources/updated": ("server/resources", "Resources", "Subscriptions"),
+    "notifications/roots/list_changed": ("client/roots", "Roots", "Root List Changes"),
+    "notifications/tools/list_changed": ("server/tools", "Tools", "List Changed Notification"),
+    "ping": ("basic/utilities/ping", "Ping", "Message Format"),
+    "prompts/get": ("server/prompts", "Prompts", "Getting a Prompt"),
+    "prompts/list": ("server/prompts", "Prompts", "Listing Prompts"),
+    "resources/list": ("server/resources", "Resources", "Listing Resources"),
+    "resources/read": ("server/resources", "Resources", "Reading Resources"),
+    "resources/subscribe": ("server/resources", "Resources", "Subscriptions"),
+    "resources/templates/list": ("server/resources", "Resources", "Resource Templates"),
+    "resources/unsubscribe": ("server/resources", "Resources", "Subscriptions"),
+    "roots/list": ("client/roots", "Roots", "Listing Roots"),
+    "sampling/createMessage": ("client/sampling", "Sampling", "Creating Messages"),
+    "tools/call": ("server/tools", "Tools", "Calling Tools"),
+    "tools/list": ("server/tools", "Tools", "Listing Tools"),
 }
-#: 2024-11-05 (no spec text here to take anchors from): the page of each method, no section.
+#: What each later revision changed, in order: a row it added or moved, or None for a method it
+#: dropped (2026-07-28 has no initialize, no subscriptions, no roots list_changed ...).
+_CHANGES: tuple[tuple[str, dict[str, tuple[str, str, str] | None]], ...] = (
+    (
+        "2025-06-18",
+        {
+            "elicitation/create": (
+                "client/elicitation",
+                "Elicitation",
+                "Creating Elicitation Requests",
+            ),
+        },
+    ),
+    (
+        "2025-11-25",
+        {
+            "elicitation/create": ("client/elicitation", "Elicitation", "Elicitation Requests"),
+            "notifications/elicitation/complete": (
+                "client/elicitation",
+                "Elicitation",
+                "Completion Notifications for URL Mode Elicitation",
+            ),
+            "notifications/tasks/status": (
+                "basic/utilities/tasks",
+                "Tasks",
+                "Task Status Notification",
+            ),
+            "tasks/cancel": ("basic/utilities/tasks", "Tasks", "Cancelling Tasks"),
+            "tasks/get": ("basic/utilities/tasks", "Tasks", "Getting Tasks"),
+            "tasks/list": ("basic/utilities/tasks", "Tasks", "Listing Tasks"),
+            "tasks/result": ("basic/utilities/tasks", "Tasks", "Retrieving Task Results"),
+        },
+    ),
+    (
+        "2026-07-28",
+        {
+            "initialize": None,
+            "logging/setLevel": None,
+            "notifications/cancelled": (
+                "basic/patterns/cancellation",
+                "Cancellation",
+                "Cancellation Flow",
+            ),
+            "notifications/elicitation/complete": None,
+            "notifications/initialized": None,
+            "notifications/progress": ("basic/patterns/progress", "Progress", "Progress Flow"),
+            "notifications/roots/list_changed": None,
+            "notifications/subscriptions/acknowledged": (
+                "basic/patterns/subscriptions",
+                "Subscriptions",
+                "Acknowledgment",
+            ),
+            "notifications/tasks/status": None,
+            "ping": None,
+            "resources/subscribe": None,
+            "resources/unsubscribe": None,
+            "server/discover": ("server/discover", "Discovery", "Request"),
+            "subscriptions/listen": (
+                "basic/patterns/subscriptions",
+                "Subscriptions",
+                "Opening a Stream",
+            ),
+            "tasks/cancel": None,
+            "tasks/get": None,
+            "tasks/list": None,
+            "tasks/result": None,
+        },
+    ),
+)
+
+
+def _sections() -> dict[str, dict[str, tuple[str, str, str]]]:
+    """Every revision's table: 2025-03-26's, then each later one's changes applied in turn."""
+    table = {"2025-03-26": dict(_FIRST)}
+    last = table["2025-03-26"]
+    for revision, changes in _CHANGES:
+        merged = {**last, **changes}
+        last = {method: row for method, row in merged.items() if row is not None}
+        table[revision] = last
+    return table
+
+
+#: revision -> method -> (page path under the revision, page title, section heading).
+SECTIONS: dict[str, dict[str, tuple[str, str, str]]] = _sections()
+#: 2024-11-05 (no spec text here to take anchors from): the page of each method, no section; its
+#: methods and pages are 2025-03-26's.
 PAGES_2024: dict[str, tuple[str, str]] = {
-    "completion/complete": ("server/utilities/completion", "Completion"),
-    "initialize": ("basic/lifecycle", "Lifecycle"),
-    "logging/setLevel": ("server/utilities/logging", "Logging"),
-    "notifications/cancelled": ("basic/utilities/cancellation", "Cancellation"),
-    "notifications/initialized": ("basic/lifecycle", "Lifecycle"),
-    "notifications/message": ("server/utilities/logging", "Logging"),
-    "notifications/progress": ("basic/utilities/progress", "Progress"),
-    "notifications/prompts/list_changed": ("server/prompts", "Prompts"),
-    "notifications/resources/list_changed": ("server/resources", "Resources"),
-    "notifications/resources/updated": ("server/resources", "Resources"),
-    "notifications/roots/list_changed": ("client/roots", "Roots"),
-    "notifications/tools/list_changed": ("server/tools", "Tools"),
-    "ping": ("basic/utilities/ping", "Ping"),
-    "prompts/get": ("server/prompts", "Prompts"),
-    "prompts/list": ("server/prompts", "Prompts"),
-    "resources/list": ("server/resources", "Resources"),
-    "resources/read": ("server/resources", "Resources"),
-    "resources/subscribe": ("server/resources", "Resources"),
-    "resources/templates/list": ("server/resources", "Resources"),
-    "resources/unsubscribe": ("server/resources", "Resources"),
-    "roots/list": ("client/roots", "Roots"),
-    "sampling/createMessage": ("client/sampling", "Sampling"),
-    "tools/call": ("server/tools", "Tools"),
-    "tools/list": ("server/tools", "Tools"),
+    method: (path, title) for method, (path, title, _heading) in _FIRST.items()
 }
 
 
