@@ -584,12 +584,15 @@ class InspectedServer:
             return None
         import jsonschema
 
+        from ..server.signatures import validator_for
+
         if "structuredContent" not in result:
             # 2025-06-18 server/tools §Output Schema: "Servers MUST provide structured results
             # that conform to this schema."
             return {"valid": False, "errors": ["the result has no structuredContent"]}
         try:
-            validator = jsonschema.validators.validator_for(schema)(schema)
+            # the server's own rule: the declared dialect, 2020-12 without one, the schema checked
+            validator = validator_for(schema).checker
             errors = [
                 f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
                 for error in itertools.islice(validator.iter_errors(result["structuredContent"]), 5)
