@@ -130,6 +130,8 @@ def secret_header(name: str) -> bool:
 def mask_header(name: str, value: str) -> str:
     """``value`` of header ``name``, masked when the header carries a secret."""
     lower = name.lower()
+    if lower in ("location", "content-location"):
+        return mask_url(value)  # a redirect may carry a code or a token in its query or fragment
     if not secret_header(lower):
         return value
     if lower in ("authorization", "proxy-authorization"):
@@ -182,7 +184,8 @@ def mask_form(text: str) -> str:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its userinfo and the query values of secret keys (and ``code``) masked."""
+    """``url`` with its userinfo and the values of secret keys (and ``code``) masked, in its query
+    and in a fragment of the same form (an implicit grant's ``#access_token=...``)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -193,7 +196,10 @@ def mask_url(url: str) -> str:
     query = parts.query
     if query and any(secret_key(key, form=True) for key, _ in parse_qsl(query)):
         query = mask_form(query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    fragment = parts.fragment
+    if "=" in fragment and any(secret_key(key, form=True) for key, _ in parse_qsl(fragment)):
+        fragment = mask_form(fragment)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
 #: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a

@@ -141,10 +141,18 @@ def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
         ),
         ("http://h/mcp?access_token=abc&x=1", f"http://h/mcp?access_token={MASK}&x=1"),
         ("http://h/mcp?x=1", "http://h/mcp?x=1"),
+        ("http://h/cb#access_token=abc&state=s", f"http://h/cb#access_token={MASK}&state=s"),
+        ("http://h/docs#section-2", "http://h/docs#section-2"),
     ],
 )
 def test_urls_lose_their_userinfo_and_secret_query_values(url, shown):
     assert mask_url(url) == shown
+
+
+def test_a_redirect_s_location_loses_its_secrets():
+    """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
+    headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
+    assert headers == [["Location", f"http://127.0.0.1:9/cb?code={MASK}&state=s"], ["X", "1"]]
 
 
 def test_secret_key_names_are_matched_loosely():
