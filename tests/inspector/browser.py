@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import re
 import shlex
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import WAIT, watch_stderr
-from test_http_deploy import LineReader
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("MCP_REF_CHROMIUM", "/usr/bin/chromium"))
@@ -96,6 +98,34 @@ def driver(request) -> Iterator:
             chrome.quit()
 
 
+class Lines:
+    """The lines a subprocess writes to one pipe, readable with a bounded wait."""
+
+    def __init__(self, pipe) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.all: list[str] = []
+        threading.Thread(target=self._pump, args=(pipe,), daemon=True).start()
+
+    def _pump(self, pipe) -> None:
+        for line in iter(pipe.readline, ""):
+            self.all.append(line)
+            self.queue.put(line)
+        self.queue.put(None)
+
+    def wait_for(self, pattern: re.Pattern | str, timeout: float = 3 * WAIT) -> re.Match:
+        """The first later line matching ``pattern``; fails when the process ends first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line matched {pattern!r}: {''.join(self.all)}") from None
+            assert line is not None, f"the process ended: {''.join(self.all)}"
+            found = re.search(pattern, line)
+            if found:
+                return found
+
+
 def _environment() -> dict[str, str]:
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join(
@@ -118,10 +148,10 @@ def running(label: str, command: list[str], announcing: re.Pattern | str) -> Ite
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines = LineReader(proc.stderr)
+    lines = Lines(proc.stderr)
     unwatch = watch_stderr(label, lambda: list(lines.all))
     try:
-        yield lines.wait_for(announcing, timeout=3 * WAIT)
+        yield lines.wait_for(announcing)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
