@@ -1,8 +1,8 @@
 """Each message checked against its revision's official schema and linked to its spec section.
 
 The table of spec sections (mcp_ref.inspector.checks.SECTIONS) covers every method and notification
-of each revision's schema; when the specification's text is at hand (beside the repository, as in
-the project's workspace) each row's heading is found on its page.  Answers are checked as the
+of each revision's schema, and each row's heading is on its page (as the spec's text has it:
+spec_pages.json, written from the text by ``python tests/inspector/test_checks.py --write``).  Answers are checked as the
 answer to their request's method, paired by id and direction.  The demo's whole walkthrough, in
 both eras, is valid.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,8 @@ from mcp_ref.workbench.wire_check import NOTIFICATION_TYPES, REQUEST_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_TEXT = ROOT.parent / "shared" / "spec" / "docs"
+#: The spec pages' titles, headings and methods the table relies on (see spec_pages).
+SPEC_PAGES = Path(__file__).with_name("spec_pages.json")
 
 
 def schema_methods(version: str) -> set[str]:
@@ -94,25 +98,41 @@ def test_links_name_the_page_and_section():
     )
 
 
-@pytest.mark.skipif(
-    not SPEC_TEXT.is_dir(), reason="the specification's text is not beside the repository"
-)
+def spec_pages(spec_text: Path) -> dict:
+    """What the table needs of the spec's pages, read from its text (``spec_text``: the folder of
+    the revisions' ``.mdx`` pages): for each page the table names, its title, its headings, and
+    the table's methods its text names."""
+    methods = {method for table in SECTIONS.values() for method in table}
+    pages: dict = {}
+    for version, table in sorted(SECTIONS.items()):
+        for path in sorted({row[0] for row in table.values()}):
+            text = (spec_text / version / f"{path}.mdx").read_text(encoding="utf-8")
+            title = re.search(r'^title:\s*"?(.*?)"?\s*$', text, re.M)
+            pages.setdefault(version, {})[path] = {
+                "title": title.group(1) if title else None,
+                "headings": re.findall(r"^#{2,4}\s+(.*?)\s*$", text, re.M),
+                "methods": sorted(method for method in methods if method in text),
+            }
+    return pages
+
+
 def test_every_heading_of_the_table_is_on_its_page_in_the_spec_text():
+    """Each row's page title and heading, as the spec's text has them (SPEC_PAGES: taken from the
+    text by ``python tests/inspector/test_checks.py --write`` with the spec beside the repository,
+    so the suite needs nothing outside it)."""
+    pages = json.loads(SPEC_PAGES.read_text(encoding="utf-8"))
     for version, table in SECTIONS.items():
         for method, (path, title, heading) in table.items():
-            text = (SPEC_TEXT / version / f"{path}.mdx").read_text(encoding="utf-8")
-            assert re.search(rf"^title:\s*\"?{re.escape(title)}\"?\s*$", text, re.M), (
-                version,
-                path,
-            )
-            assert re.search(rf"^#{{2,4}}\s+{re.escape(heading)}\s*$", text, re.M), (
-                version,
-                method,
-                heading,
-            )
+            page = pages[version][path]
+            assert page["title"] == title, (version, path)
+            assert heading in page["headings"], (version, method, heading)
             # the page names the method (resources/unsubscribe, in no page's text, is linked to
             # the Subscriptions section with resources/subscribe)
-            assert method in text or method == "resources/unsubscribe", (version, method, path)
+            assert method in page["methods"] or method == "resources/unsubscribe", (
+                version,
+                method,
+                path,
+            )
 
 
 def test_a_known_bad_message_is_invalid_with_a_useful_error():
@@ -227,3 +247,12 @@ def test_the_demo_walkthrough_is_valid_throughout(era):
     }
     assert len(checked) >= len(messages) - 10
     assert all(r["spec"] is not None for r in checked)
+
+
+if (
+    __name__ == "__main__"
+):  # python tests/inspector/test_checks.py --write: SPEC_PAGES from the text
+    if sys.argv[1:] != ["--write"] or not SPEC_TEXT.is_dir():
+        sys.exit(f"usage: python {sys.argv[0]} --write (with the spec's text at {SPEC_TEXT})")
+    SPEC_PAGES.write_text(json.dumps(spec_pages(SPEC_TEXT), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SPEC_PAGES}")
