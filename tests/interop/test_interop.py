@@ -23,6 +23,7 @@ import pytest
 from conftest import (
     DEMO,
     SERVERS,
+    WAIT,
     WireChecker,
     check_trace,
     command_label,
@@ -198,7 +199,9 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
 def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
     """The SDK speaks both eras: mcp_ref settles on 2026-07-28 by itself, and on 2025-11-25 when asked."""
     logs: list = []
-    client = connect(SDK_SERVER, on_log=logs.append, era=era)
+    # The SDK's server is a Python process that starts its event loop's shutdown when stdin closes:
+    # on a loaded machine that takes longer than the default 2 s grace before SIGTERM.
+    client = connect(SDK_SERVER, on_log=logs.append, era=era, shutdown_timeout=WAIT)
     assert client.server_info.name == "interop-sdk-server"
     assert client.protocol_version == version
     assert client.instructions == "An official-SDK server for interop tests."
