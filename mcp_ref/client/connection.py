@@ -461,17 +461,42 @@ class ModernCall(Call):
         # no lock: cancel() and the rounds each write their side, then read the other's
         self._cancelled: str | None = None
         self._contexts: list[RequestContext] = []  # of the input handlers running now
+        self._settled = False  # result() returned or raised
         super().__init__(connection, method, params, options, declares)
 
+    def done(self) -> bool:
+        """True once the call has settled: ``result()`` returned or raised, or the answer on the wire
+        ends it (it asks for no input round and no retry)."""
+        return self._settled or (self.pending.done() and not self._answer_asks_for_more())
+
+    def _answer_asks_for_more(self) -> bool:
+        """Whether the answer that came makes ``result()`` send another request: an
+        ``input_required`` round, or one of the retries the module docstring lists."""
+        try:
+            answer = self.pending.result()  # it came: at once
+        except (UnsupportedProtocolVersionError, ResponseStreamLost, HeaderMismatchError):
+            return True
+        except BaseException:  # an error answer, a timeout, a cancellation: the call's outcome
+            return False
+        return answer.get("resultType", lifecycle.COMPLETE) == lifecycle.INPUT_REQUIRED
+
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the request (the server is told, as the transport requires); False if it had finished."""
+        """Cancel the call at whatever round it is (the server is told, as the transport requires;
+        an input handler running for it sees its context cancelled); False if it had settled."""
         self._cancelled = reason or "cancelled"
         for context in list(self._contexts):
             context.cancelled.set()
-        return self.pending.cancel(reason)
+        # between rounds no request is on the wire: result() raises RequestCancelled before the next
+        return self.pending.cancel(reason) or not self.done()
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
+        try:
+            return self._drive_rounds()
+        finally:
+            self._settled = True
+
+    def _drive_rounds(self) -> dict:
         connection = self._connection
         reissues = 0
         version_retried = headers_retried = False

@@ -92,24 +92,17 @@ class TaskCall(ModernCall):
 
     def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
         self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
-        self._finished = False
         super().__init__(connection, method, params, options, (EXTENSION,))
 
     def done(self) -> bool:
-        """True once ``result()`` returned (the request's answer may be only the task's start)."""
-        return self._finished
+        """True once ``result()`` returned or raised (the request's answer may be only the task's
+        start)."""
+        return self._settled
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request, or the task it became; False if it had finished."""
         self._stop.set()
-        return super().cancel(reason) or not self._finished
-
-    def result(self) -> dict:
-        """The final result: the tool's, or its task's."""
-        try:
-            return super().result()
-        finally:
-            self._finished = True
+        return super().cancel(reason)
 
     def settle(self, kind: str, result: dict) -> dict:
         """A task handle (``resultType: "task"``): follow the task to its end."""

@@ -215,6 +215,51 @@ def test_progress_across_rounds_only_increases(connect):
     assert seen == [1, 2]
 
 
+def test_a_call_cancelled_while_its_input_round_runs_says_so_and_ends():
+    """2026-07-28: between an ``input_required`` answer and the retry no request is on the wire, yet
+    the call has not settled: ``cancel()`` is True, ``result()`` raises RequestCancelled and no
+    retry is sent; once settled, ``cancel()`` is False."""
+    server = Server("asks")
+    runs = []
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks once; counts its runs."""
+        runs.append(1)
+        return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
+
+    asked, release = threading.Event(), threading.Event()
+
+    def answer(params):
+        asked.set()
+        release.wait(WAIT)
+        return {"action": "accept", "content": {}}
+
+    outcome: dict = {}
+    with Client.in_memory(server, timeout=WAIT, elicitation_handler=answer) as client:
+        call = client.start_tool_call("ask")
+
+        def wait_for_result() -> None:
+            try:
+                outcome["result"] = call.result()
+            except RequestCancelled as exc:
+                outcome["error"] = exc
+
+        waiter = threading.Thread(target=wait_for_result)
+        waiter.start()
+        assert asked.wait(WAIT)
+        assert not call.done()  # the round is being answered: the call goes on
+        assert call.cancel("the user gave up") is True
+        release.set()
+        waiter.join(WAIT)
+        assert not waiter.is_alive() and "result" not in outcome
+        assert "the user gave up" in str(outcome["error"])
+        assert call.done() and call.cancel() is False
+        assert runs == [1]  # no retry reached the server
+        assert client.call_tool("ask").text == "accept"  # the client goes on (the handler's
+        # event is set: it answers at once)
+
+
 def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):
     logs = []
     client = connect(
