@@ -50,7 +50,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..server.settings import PYTHON_LEVELS
+from ..server.settings import PYTHON_LEVELS, log_level_from_environment
 from .cli_grammar import VERB_NAMES, UsageError, build_parser, parse, verb_named_in
 from .cli_output import to_stderr
 from .cli_verbs import EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError, combine_hooks
@@ -89,8 +89,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version (exit 0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else EXIT_OK
-    if args.verb in SERVING_VERBS:  # the server's own log: warnings by default, or --log-level's
-        level = PYTHON_LEVELS[args.log_level or "warning"]
+    if args.verb in SERVING_VERBS:
+        # the server's own log: --log-level's, else MCP_REF_LOG_LEVEL's (as Server.run() reads it),
+        # else warnings and above
+        try:
+            from_environment = log_level_from_environment()
+        except ValueError as exc:
+            to_stderr(f"mcp-ref: error: {safe(exc)}")
+            return EXIT_USAGE
+        if args.log_level:
+            level = PYTHON_LEVELS[args.log_level]
+        else:
+            level = logging.WARNING if from_environment is None else from_environment
     else:  # a client's: errors reach the user as one line from main(); library warnings only with --trace
         level = logging.WARNING if args.trace else logging.ERROR
     with _logging_to_stderr(level):

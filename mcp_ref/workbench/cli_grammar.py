@@ -484,8 +484,8 @@ def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         choices=LOG_LEVELS,
         metavar="LEVEL",
         help="client verbs: show the server's log messages at LEVEL and above on stderr; "
-        "serve-demo and run: the server's own log level on stderr (default warning). LEVEL: "
-        + ", ".join(LOG_LEVELS),
+        "serve-demo and run: the server's own log level on stderr (default: MCP_REF_LOG_LEVEL's, "
+        "else warning). LEVEL: " + ", ".join(LOG_LEVELS),
     )
     option(
         "--timeout",

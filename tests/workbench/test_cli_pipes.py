@@ -214,9 +214,10 @@ def test_log_level_shows_the_servers_log_messages(era):
 
 @pytest.mark.slow
 def test_log_level_of_serve_demo_is_the_servers_own_log():
-    def refusals(*options: str) -> list[str]:
+    def refusals(*options: str, environment: str | None = None) -> list[str]:
         command = [sys.executable, "-m", "mcp_ref", *options, "serve-demo"]
-        with Client.stdio(command, stderr="capture", timeout=WAIT) as client:
+        env = {"MCP_REF_LOG_LEVEL": environment} if environment is not None else None
+        with Client.stdio(command, stderr="capture", timeout=WAIT, env=env) as client:
             for _ in range(
                 4
             ):  # the demo's roll_dice allows 3 a minute: the fourth is refused, and logged
@@ -230,6 +231,18 @@ def test_log_level_of_serve_demo_is_the_servers_own_log():
         "mcp-ref: WARNING: rate limit 3/60s on roll_dice: refused tools/call, from stdio"
     ]
     assert refusals("--log-level", "error") == []
+    # spec_notes/settings.md: without --log-level, MCP_REF_LOG_LEVEL sets it, as for Server.run()
+    assert refusals(environment="error") == []
+    assert refusals("--log-level", "warning", environment="error") != []  # the option wins
+
+
+def test_a_bad_log_level_in_the_environment_is_one_usage_line():
+    proc = run_cli_process("run", "server.py", env=dict(os.environ, MCP_REF_LOG_LEVEL="loud"))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "mcp-ref: error: MCP_REF_LOG_LEVEL must be one of debug, info, notice, warning, error, "
+        "critical, alert, emergency, not 'loud'"
+    ]
 
 
 # -- install ---------------------------------------------------------------------------------------
