@@ -215,6 +215,10 @@ class PendingRequest(Future):
     and :class:`RequestTimeout` is raised.  ``set_result``/``set_exception`` return False (rather
     than raise) when the request was settled already: the first one wins."""
 
+    #: The peer's request on whose behalf this one was sent (``Session.send_request``'s
+    #: ``related_request_id``): cancelling that one cancels this one.
+    related_request_id: Any = None
+
     def __init__(
         self,
         forget: Callable[[Any], Any],

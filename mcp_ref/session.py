@@ -27,6 +27,7 @@ it asks of the connection is :class:`Transport`, the transport contract (below).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import logging
@@ -207,6 +208,11 @@ DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
+#: The ids of our last requests we cancelled, whose answer may still come (the peer sent it before
+#: it read the cancellation): such an answer is ignored quietly.  Older ones fall out (then an
+#: answer to one is logged as unknown).
+CANCELLED_IDS_KEPT = 64
+
 
 class Session:
     """A JSON-RPC endpoint over one transport (see the module docstring).
@@ -250,6 +256,7 @@ class Session:
         # requests whose progress outlives their answer (end_progress)
         self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
+        self._cancelled_ids: collections.deque = collections.deque(maxlen=CANCELLED_IDS_KEPT)
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
@@ -400,6 +407,7 @@ class Session:
                 reset_timeout_on_progress,
                 max_total_timeout,
             )
+            pending.related_request_id = related_request_id
             if on_progress is not None:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
@@ -474,6 +482,7 @@ class Session:
             return self._pending.pop(request_id, None)
 
     def _send_cancel(self, request_id, reason: str | None, *, while_closing: bool = False) -> None:
+        self._cancelled_ids.append(request_id)
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
@@ -781,6 +790,13 @@ class Session:
         context.cancelled.set()
         if context.deferred:
             self._end_deferred(context)
+        # 2025-11-25 basic/utilities/cancellation: receivers SHOULD "Stop processing the cancelled
+        # request" and "Free associated resources": what its handler asked the peer meanwhile (an
+        # elicitation, a sampling request) is cancelled too, so the handler waits for it no longer.
+        with self._lock:
+            asked = [p for p in self._pending.values() if p.related_request_id == request_id]
+        for pending in asked:
+            pending.cancel("the request it was sent for was cancelled")
         return True
 
     def answer_deferred(self, request_id, result: dict) -> bool:
@@ -868,6 +884,10 @@ class Session:
                 log.warning(
                     "%s: the peer reported an error: %s", self.name, answer.error.get("message")
                 )
+            elif answer.id in self._cancelled_ids:
+                # 2025-11-25 basic/utilities/cancellation: "The sender of the cancellation
+                # notification SHOULD ignore any response to the request that arrives afterward"
+                log.debug("%s: ignored the answer to cancelled request %r", self.name, answer.id)
             else:
                 log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
             return

@@ -8,13 +8,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import threading
 
 import pytest
-from conftest import SERVERS, Collector, InMemory, handshake_era
+from conftest import SERVERS, WAIT, Collector, InMemory, handshake_era
 from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
-from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
+from mcp_ref import (
+    SUPPORTED_VERSIONS,
+    CapabilityError,
+    Client,
+    Context,
+    RequestCancelled,
+    Server,
+)
 from mcp_ref.feature_types import GetPromptResult, LogMessage, ReadResourceResult, Root
 from mcp_ref.sampling_and_elicitation import (
     CreateMessageParams,
@@ -567,3 +575,48 @@ def test_set_roots_refuses_a_non_file_uri_and_keeps_the_old_roots(connect, wire)
         client.set_roots(["file:///ok", "https://example.com/not-a-root"])
     assert wire.sent("notifications/roots/list_changed") == []
     assert json.loads(client.call_tool("roots").content[0].text) == ["file:///work"]
+
+
+def test_cancelling_a_call_cancels_what_its_handler_asked_the_client(wire):
+    """2025-11-25 basic/utilities/cancellation: the receiver SHOULD "Stop processing the cancelled
+    request" and "Free associated resources": the server cancels the elicitation its handler is
+    waiting on, and the handler ends at once instead of waiting for the client's answer."""
+    server = Server("asks")
+    handler_ended: dict = {}
+    ended = threading.Event()
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks the user, then says what they did."""
+        try:
+            return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
+        except RequestCancelled as exc:
+            handler_ended["error"] = exc
+            raise
+        finally:
+            ended.set()
+
+    asked, release = threading.Event(), threading.Event()
+
+    def answer(params):
+        asked.set()
+        release.wait(WAIT)
+        return {"action": "accept", "content": {}}
+
+    with Client.in_memory(
+        server, era="handshake", elicitation_handler=answer, timeout=WAIT, trace=wire
+    ) as client:
+        call = client.start_tool_call("ask")
+        assert asked.wait(WAIT)
+        assert call.cancel("the user gave up") is True
+        assert ended.wait(WAIT)  # the client has not answered: the handler no longer waits for it
+        assert isinstance(handler_ended["error"], RequestCancelled)
+        release.set()
+        [elicitation] = wire.received("elicitation/create")
+        assert wire.received("notifications/cancelled")[0]["params"] == {
+            "requestId": elicitation["id"],
+            "reason": "the request it was sent for was cancelled",
+        }
+        assert client.call_tool("ask").text == "accept"  # both sides go on
+    # the cancelled call got no answer (cancellation: "Not send a response for the cancelled request")
+    assert not [m for m in wire.received() if m.get("id") == call.request_id and "method" not in m]

@@ -524,7 +524,7 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
     # until it reads the cancel, then answers it anyway.
     client = connect(LATE_ANSWER_SERVER)
     call = client.start_tool_call("stubborn")
-    with caplog.at_level("WARNING", logger="mcp_ref.session"):
+    with caplog.at_level("DEBUG", logger="mcp_ref.session"):
         assert call.cancel("changed my mind") is True
         with pytest.raises(RequestCancelled):
             call.result()
@@ -542,7 +542,9 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
             "result": {"content": [{"type": "text", "text": "late answer"}]},
         }
     ]
-    assert any("dropped an answer to unknown request id" in r.getMessage() for r in caplog.records)
+    # ignored quietly: a debug line, no warning (a cancelled request's answer is expected to race)
+    assert f"ignored the answer to cancelled request {call.request_id!r}" in caplog.text
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
     with pytest.raises(RequestCancelled):  # the late answer did not settle the cancelled call
         call.result()
     client.ping()
