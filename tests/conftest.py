@@ -893,7 +893,7 @@ def _sdk_http_server(tmp_path_factory, name: str, *options: str):
             pytest.skip(
                 f"serving the official SDK's HTTP apps needs `{install}` (pip install mcp uvicorn)"
             )
-    from http_fixtures import free_port
+    from ports import free_port
 
     port = free_port()
     server = ServerProcess(

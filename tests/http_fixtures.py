@@ -8,7 +8,6 @@ Import the fixtures by name in a test module (``from http_fixtures import serve,
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from contextlib import contextmanager
 
@@ -16,6 +15,7 @@ import pytest
 import requests
 import urllib3
 from conftest import WAIT, WireChecker, schema_errors
+from ports import free_port  # noqa: F401 - for the modules that import it from here
 
 LATEST = "2025-11-25"
 ACCEPT_BOTH = "application/json, text/event-stream"
@@ -93,13 +93,6 @@ def serving(server=None, **options):
         yield served
     finally:
         served.stop()
-
-
-def free_port() -> int:
-    """A port that was free a moment ago (for subprocess servers that need a port on their command line)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- middleware -------------------------------------------------------------------------------

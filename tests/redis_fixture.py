@@ -17,12 +17,12 @@ import itertools
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 #: How long a server may take to say it is ready, or to exit.
 START_WITHIN = 15.0
@@ -41,12 +41,6 @@ def redis_server_binary() -> str | None:
     return str(shipped) if shipped.is_file() else None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1 (see the module docstring)."""
 
@@ -54,7 +48,7 @@ class RedisServer:
         self.binary, self.directory = binary, directory
         #: True: an append-only file in ``directory`` keeps the data across stop() and start().
         self.persistent = persistent
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen | None = None
         self.output: list[str] = []
 
@@ -96,7 +90,7 @@ class RedisServer:
             process.wait(START_WITHIN)
             if not any("Address already in use" in line for line in self.output[-20:]):
                 break
-            self.port = _free_port()
+            self.port = free_port()
         raise RuntimeError("redis-server did not start:\n" + "\n".join(self.output[-20:]))
 
     def _pump(self, process: subprocess.Popen, ready: threading.Event) -> None:

@@ -465,20 +465,17 @@ class ModernCall(Call):
         super().__init__(connection, method, params, options, declares)
 
     def done(self) -> bool:
-        """True once the call has settled: ``result()`` returned or raised, or the answer on the wire
-        ends it (it asks for no input round and no retry)."""
-        return self._settled or (self.pending.done() and not self._answer_asks_for_more())
-
-    def _answer_asks_for_more(self) -> bool:
-        """Whether the answer that came makes ``result()`` send another request: an
-        ``input_required`` round, or one of the retries the module docstring lists."""
+        """True once the call has settled: ``result()`` returned or raised, or the answer that came
+        ends it (``result()`` sends no ``input_required`` round and no retry after it)."""
+        if self._settled or not self.pending.done():
+            return self._settled
         try:
             answer = self.pending.result()  # it came: at once
         except (UnsupportedProtocolVersionError, ResponseStreamLost, HeaderMismatchError):
-            return True
+            return False  # retried (see the module docstring)
         except BaseException:  # an error answer, a timeout, a cancellation: the call's outcome
-            return False
-        return answer.get("resultType", lifecycle.COMPLETE) == lifecycle.INPUT_REQUIRED
+            return True
+        return answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call at whatever round it is (the server is told, as the transport requires;
