@@ -216,13 +216,15 @@ class PendingRequest(Future):
     than raise) when the request was settled already: the first one wins."""
 
     #: The peer's request on whose behalf this one was sent (``Session.send_request``'s
-    #: ``related_request_id``): cancelling that one cancels this one.
+    #: ``related_request_id``): cancelling that one cancels this one, unless ``outlives_related``;
+    #: its own cancellation travels with that one's messages.
     related_request_id: Any = None
+    outlives_related = False
 
     def __init__(
         self,
         forget: Callable[[Any], Any],
-        send_cancel: Callable[[Any, str | None], None],
+        send_cancel: Callable[..., None],
         request_id,
         method,
         timeout,
@@ -231,7 +233,7 @@ class PendingRequest(Future):
         max_total_timeout,
     ):
         """``forget(id)`` takes the request out of its session's table (None if the answer won the
-        race); ``send_cancel(id, reason)`` tells the peer it is cancelled."""
+        race); ``send_cancel(id, reason, related=...)`` tells the peer it is cancelled."""
         super().__init__()
         now = time.monotonic() if timeout is not None or max_total_timeout is not None else 0.0
         self._forget = forget
@@ -295,7 +297,7 @@ class PendingRequest(Future):
                 # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
                 # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
                 # for a handshake-era server, which never began any work for it.
-                self._send_cancel(self.id, "timeout")
+                self._send_cancel(self.id, "timeout", related=self.related_request_id)
             limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
             self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
 
@@ -309,7 +311,7 @@ class PendingRequest(Future):
             raise ValueError("the initialize request must not be cancelled")
         if self._forget(self.id) is None:
             return False
-        self._send_cancel(self.id, reason)
+        self._send_cancel(self.id, reason, related=self.related_request_id)
         self.set_exception(
             RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else ""))
         )

@@ -208,10 +208,10 @@ DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
-#: The ids of our last requests we cancelled, whose answer may still come (the peer sent it before
-#: it read the cancellation): such an answer is ignored quietly.  Older ones fall out (then an
-#: answer to one is logged as unknown).
-CANCELLED_IDS_KEPT = 64
+#: The ids of our last requests we stopped waiting for (cancelled, timed out, failed on this side),
+#: whose answer may still come (the peer sent it before it read the cancellation): such an answer
+#: is ignored quietly.  Older ones fall out (then an answer to one is logged as unknown).
+GIVEN_UP_IDS_KEPT = 64
 
 
 class Session:
@@ -256,7 +256,7 @@ class Session:
         # requests whose progress outlives their answer (end_progress)
         self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
-        self._cancelled_ids: collections.deque = collections.deque(maxlen=CANCELLED_IDS_KEPT)
+        self._given_up: collections.deque = collections.deque(maxlen=GIVEN_UP_IDS_KEPT)
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
@@ -375,6 +375,7 @@ class Session:
         related_request_id: jsonrpc.RequestId | None = None,
         before_write: Callable[[jsonrpc.RequestId], None] | None = None,
         progress_outlives_answer: bool = False,
+        outlives_related: bool = False,
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
@@ -383,7 +384,9 @@ class Session:
         ``on_progress(progress, total, message)`` on the callback thread.  ``reset_timeout_on_progress``
         restarts the timeout at each progress report; ``max_total_timeout`` caps the total (by default,
         with reset, ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id`` names the
-        incoming request on whose behalf this one is sent (see :meth:`Transport.write`).
+        incoming request on whose behalf this one is sent (see :meth:`Transport.write`): cancelling
+        that one cancels this one, unless ``outlives_related`` (it only travels with that one's
+        messages).
         ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
         caller can route what the peer sends about it (a listen stream's notifications) from the start.
         ``progress_outlives_answer`` keeps calling ``on_progress`` after the answer, until
@@ -408,6 +411,7 @@ class Session:
                 max_total_timeout,
             )
             pending.related_request_id = related_request_id
+            pending.outlives_related = outlives_related
             if on_progress is not None:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
@@ -475,20 +479,30 @@ class Session:
             self._lasting.discard(pending.id)
             self._progress.pop(pending.id, None)
 
-    def _forget(self, request_id) -> PendingRequest | None:
+    def _forget(self, request_id, answered: bool = False) -> PendingRequest | None:
+        """Take our request ``request_id`` out of the table (None: it was not there).  Unless its
+        answer came, remember that we gave up on it (see :data:`GIVEN_UP_IDS_KEPT`)."""
         with self._lock:
             if self._progress and request_id not in self._lasting:
                 self._progress.pop(request_id, None)
-            return self._pending.pop(request_id, None)
+            pending = self._pending.pop(request_id, None)
+            if pending is not None and not answered:
+                self._given_up.append(request_id)
+            return pending
 
-    def _send_cancel(self, request_id, reason: str | None, *, while_closing: bool = False) -> None:
-        self._cancelled_ids.append(request_id)
+    def _send_cancel(
+        self, request_id, reason: str | None, *, related=None, while_closing: bool = False
+    ) -> None:
+        """``notifications/cancelled`` for our request ``request_id`` (sent for the peer's request
+        ``related``, if it was: the cancellation goes where that one's messages go)."""
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
         with contextlib.suppress(ConnectionClosed):
             self._write(
-                Notification("notifications/cancelled", params), while_closing=while_closing
+                Notification("notifications/cancelled", params),
+                while_closing=while_closing,
+                related=related,
             )
 
     # -- what a transport may do to our requests (OutgoingRequests, above) ----------
@@ -794,7 +808,11 @@ class Session:
         # request" and "Free associated resources": what its handler asked the peer meanwhile (an
         # elicitation, a sampling request) is cancelled too, so the handler waits for it no longer.
         with self._lock:
-            asked = [p for p in self._pending.values() if p.related_request_id == request_id]
+            asked = [
+                p
+                for p in self._pending.values()
+                if p.related_request_id == request_id and not p.outlives_related
+            ]
         for pending in asked:
             pending.cancel("the request it was sent for was cancelled")
         return True
@@ -879,15 +897,16 @@ class Session:
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
-        if (pending := self._forget(answer.id)) is None:  # (no request of ours has the id None)
+        # (no request of ours has the id None)
+        if (pending := self._forget(answer.id, answered=True)) is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 log.warning(
                     "%s: the peer reported an error: %s", self.name, answer.error.get("message")
                 )
-            elif answer.id in self._cancelled_ids:
+            elif answer.id in self._given_up:
                 # 2025-11-25 basic/utilities/cancellation: "The sender of the cancellation
                 # notification SHOULD ignore any response to the request that arrives afterward"
-                log.debug("%s: ignored the answer to cancelled request %r", self.name, answer.id)
+                log.debug("%s: ignored the answer to request %r, given up", self.name, answer.id)
             else:
                 log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
             return

@@ -458,40 +458,54 @@ class ModernCall(Call):
             from .mrtr import ProgressAcrossRounds
 
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
-        # no lock: cancel() and the rounds each write their side, then read the other's
-        self._cancelled: str | None = None
+        self._cancelled: str | None = None  # set by a cancel() that took effect
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         self._settled = False  # result() returned or raised
+        self._state_lock = threading.Lock()  # orders cancel() against the call's settling
         super().__init__(connection, method, params, options, declares)
 
     def done(self) -> bool:
-        """True once the call has settled: ``result()`` returned or raised, or the answer that came
-        ends it (``result()`` sends no ``input_required`` round and no retry after it)."""
-        if self._settled or not self.pending.done():
-            return self._settled
+        """True once the call's outcome is fixed: ``result()`` returned or raised, a ``cancel()``
+        took effect, or the answer that came ends it (it asks for no ``input_required`` round and
+        no retry; an answer whose retry is used up already may still read False)."""
+        with self._state_lock:
+            return self._finished()
+
+    def _finished(self) -> bool:
+        """:meth:`done`, under the state lock."""
+        if self._settled or self._cancelled is not None:
+            return True
+        if not self.pending.done():
+            return False
         try:
             answer = self.pending.result()  # it came: at once
         except (UnsupportedProtocolVersionError, ResponseStreamLost, HeaderMismatchError):
             return False  # retried (see the module docstring)
-        except BaseException:  # an error answer, a timeout, a cancellation: the call's outcome
+        except BaseException:  # an error answer, a timeout: the call's outcome
             return True
         return answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call at whatever round it is (the server is told, as the transport requires;
-        an input handler running for it sees its context cancelled); False if it had settled."""
-        self._cancelled = reason or "cancelled"
+        an input handler running for it sees its context cancelled): ``result()`` then raises
+        RequestCancelled.  False if the call's outcome was fixed already (:meth:`done`)."""
+        with self._state_lock:
+            if self._finished():
+                return False
+            self._cancelled = reason or "cancelled"
         for context in list(self._contexts):
             context.cancelled.set()
         # between rounds no request is on the wire: result() raises RequestCancelled before the next
-        return self.pending.cancel(reason) or not self.done()
+        self.pending.cancel(reason)
+        return True
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
         try:
             return self._drive_rounds()
         finally:
-            self._settled = True
+            with self._state_lock:
+                self._settled = True
 
     def _drive_rounds(self) -> dict:
         connection = self._connection
@@ -502,15 +516,18 @@ class ModernCall(Call):
             try:
                 result = self.pending.result()
             except UnsupportedProtocolVersionError as exc:
+                self._check_cancelled()  # a cancelled call retries nothing
                 if version_retried:
                     raise
                 version_retried = True
                 adopt_version(connection, exc)
             except ResponseStreamLost:
+                self._check_cancelled()
                 if reissues >= MAX_REISSUES:
                     raise
                 reissues += 1
             except HeaderMismatchError:
+                self._check_cancelled()
                 if headers_retried or not connection.learn_tool_headers(self.method, params):
                     raise
                 headers_retried = True
@@ -518,6 +535,8 @@ class ModernCall(Call):
                 # absent: "MUST treat ... as complete"
                 kind = result.get("resultType", lifecycle.COMPLETE)
                 if kind == lifecycle.COMPLETE:
+                    # the answer came after a cancel() that took effect (it said True): that wins
+                    self._check_cancelled()
                     return result
                 if kind != lifecycle.INPUT_REQUIRED:
                     return self.settle(kind, result)

@@ -94,9 +94,9 @@ class TaskCall(ModernCall):
         self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
         super().__init__(connection, method, params, options, (EXTENSION,))
 
-    def done(self) -> bool:
-        """True once ``result()`` returned or raised (the request's answer may be only the task's
-        start)."""
+    def _finished(self) -> bool:
+        """True once ``result()`` returned or raised: the request's answer may be only the task's
+        start, and a cancelled task may still end with its result (see :meth:`cancel`)."""
         return self._settled
 
     def cancel(self, reason: str | None = None) -> bool:

@@ -399,8 +399,10 @@ class TaskCaller:
                 method
             )  # CapabilityError when the connection may not send it now
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            # the tasks/result only carries the ask (its stream): the ask outlives it, and moves
+            # to a newer one (below) when the client leaves it, or cancels it as a timeout
             pending = target.session.send_request(
-                method, params, timeout=left, related_request_id=request_id
+                method, params, timeout=left, related_request_id=request_id, outlives_related=True
             )
             pending.add_done_callback(lambda _pending: task.wake())
             moved = None

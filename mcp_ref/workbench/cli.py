@@ -92,14 +92,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verb in SERVING_VERBS:
         # the server's own log: --log-level's, else MCP_REF_LOG_LEVEL's (as Server.run() reads it),
         # else warnings and above
-        try:
-            from_environment = log_level_from_environment()
-        except ValueError as exc:
-            to_stderr(f"mcp-ref: error: {safe(exc)}")
-            return EXIT_USAGE
         if args.log_level:
             level = PYTHON_LEVELS[args.log_level]
         else:
+            try:
+                from_environment = log_level_from_environment()
+            except ValueError as exc:
+                to_stderr(f"mcp-ref: error: {safe(exc)}")
+                return EXIT_USAGE
             level = logging.WARNING if from_environment is None else from_environment
     else:  # a client's: errors reach the user as one line from main(); library warnings only with --trace
         level = logging.WARNING if args.trace else logging.ERROR

@@ -340,7 +340,8 @@ VERBS: tuple[Verb, ...] = (
         "Server.  The file is loaded as `python server.py` runs it (its folder first on "
         "sys.path, sys.argv its name and the ARGS after --), but not as __main__: its own "
         '`if __name__ == "__main__": server.run()` does not fire.  --log-level sets the '
-        "server's own log on stderr (default warning); --trace shows every message.",
+        "server's own log on stderr (default: MCP_REF_LOG_LEVEL's, else warning); --trace shows "
+        "every message.",
         (
             "mcp-ref run server.py",
             "mcp-ref run server.py:build_server",
@@ -412,7 +413,8 @@ VERBS: tuple[Verb, ...] = (
         "run the demo server on stdio (or --http)",
         "mcp-ref serve-demo [--http HOST:PORT [--stateless] [--auth]]",
         "Run the bundled demo server (every MCP feature) on stdio for any client, or over HTTP.  "
-        "--log-level sets the server's own log on stderr (default warning); --trace shows every "
+        "--log-level sets the server's own log on stderr (default: MCP_REF_LOG_LEVEL's, else "
+        "warning); --trace shows every "
         "message.",
         (
             "mcp-ref serve-demo",

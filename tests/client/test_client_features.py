@@ -612,11 +612,13 @@ def test_cancelling_a_call_cancels_what_its_handler_asked_the_client(wire):
         assert ended.wait(WAIT)  # the client has not answered: the handler no longer waits for it
         assert isinstance(handler_ended["error"], RequestCancelled)
         release.set()
-        [elicitation] = wire.received("elicitation/create")
-        assert wire.received("notifications/cancelled")[0]["params"] == {
-            "requestId": elicitation["id"],
-            "reason": "the request it was sent for was cancelled",
-        }
         assert client.call_tool("ask").text == "accept"  # both sides go on
+    # read after the next call: the server's messages arrive in order, so the cancellation was
+    # read (and traced) before that call's answer
+    elicitation = wire.received("elicitation/create")[0]
+    assert wire.received("notifications/cancelled")[0]["params"] == {
+        "requestId": elicitation["id"],
+        "reason": "the request it was sent for was cancelled",
+    }
     # the cancelled call got no answer (cancellation: "Not send a response for the cancelled request")
     assert not [m for m in wire.received() if m.get("id") == call.request_id and "method" not in m]

@@ -250,6 +250,7 @@ def test_a_call_cancelled_while_its_input_round_runs_says_so_and_ends():
         assert asked.wait(WAIT)
         assert not call.done()  # the round is being answered: the call goes on
         assert call.cancel("the user gave up") is True
+        assert call.done() and call.cancel() is False  # its outcome is fixed: RequestCancelled
         release.set()
         waiter.join(WAIT)
         assert not waiter.is_alive() and "result" not in outcome
@@ -258,6 +259,48 @@ def test_a_call_cancelled_while_its_input_round_runs_says_so_and_ends():
         assert runs == [1]  # no retry reached the server
         assert client.call_tool("ask").text == "accept"  # the client goes on (the handler's
         # event is set: it answers at once)
+
+
+def test_a_call_whose_answer_came_is_done_before_result_is_asked():
+    """``done()`` and ``cancel()`` before anyone called ``result()``: a complete answer ends the
+    call (cancel() is then False and the result stands); an ``input_required`` one does not (the
+    round is answered in ``result()``), so cancel() still takes effect."""
+    server = Server("answers")
+    answered = threading.Event()
+
+    @server.tool()
+    def plain() -> str:
+        """Answers at once."""
+        return "here"
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks once."""
+        return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
+
+    def trace(direction, data):
+        if direction == "<--" and b'"result"' in data:
+            answered.set()
+
+    with Client.in_memory(
+        server,
+        timeout=WAIT,
+        trace=trace,
+        elicitation_handler=lambda p: {"action": "accept", "content": {}},
+    ) as client:
+        call = client.start_tool_call("plain")
+        assert answered.wait(WAIT) and call.call.pending.result(0)  # the answer is in
+        assert call.done() and call.cancel() is False
+        assert call.result().text == "here"
+        answered.clear()
+        asking = client.start_tool_call("ask")
+        assert answered.wait(WAIT) and asking.call.pending.result(0)["resultType"] == (
+            "input_required"
+        )
+        assert not asking.done()
+        assert asking.cancel("no") is True and asking.done()
+        with pytest.raises(RequestCancelled):
+            asking.result()
 
 
 def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):

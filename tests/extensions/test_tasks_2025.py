@@ -702,3 +702,30 @@ def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the
         message = http.next(second)
     assert message["result"]["content"][0]["text"] == "Lin deleted e.txt (True)"
     http.wire.assert_valid()
+
+
+def test_an_ask_outlives_the_tasks_result_the_client_stopped_waiting_for(legacy):
+    """The client times its ``tasks/result`` out (and cancels it) while the user still answers the
+    task's question: the question is not cancelled with it (it only travelled on that request's
+    stream: tasks_2025 ``_ask``), the answer reaches the task, and the call ends with its result."""
+    gave_up_waiting = threading.Event()
+
+    def slow_answers(params):
+        # the person answers only after the client gave up one tasks/result
+        assert gave_up_waiting.wait(WAIT)
+        return answers(params)
+
+    client, wire = legacy(elicitation_handler=slow_answers)
+
+    def watch(direction, data):
+        wire(direction, data)
+        if direction == "-->" and b'"notifications/cancelled"' in data:
+            gave_up_waiting.set()
+
+    client.session.trace = watch
+    result = client.call_tool("confirm", {"filename": "a.txt"}, task=True, timeout=1.0)
+    assert result.text == "Ada deleted a.txt (True)"
+    cancelled = [m["params"]["requestId"] for m in wire.sent("notifications/cancelled")]
+    results = [m["id"] for m in wire.sent("tasks/result")]
+    assert cancelled and set(cancelled) <= set(results)  # only tasks/result requests were cancelled
+    assert wire.received("notifications/cancelled") == []  # the server cancelled no question

@@ -37,7 +37,7 @@ class Table:
         self.forgotten.set()
         return None if self.answered else self.pending
 
-    def send_cancel(self, request_id, reason):
+    def send_cancel(self, request_id, reason, related=None):
         self.cancels.append((request_id, reason))
 
 

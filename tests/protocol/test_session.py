@@ -543,7 +543,7 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
         }
     ]
     # ignored quietly: a debug line, no warning (a cancelled request's answer is expected to race)
-    assert f"ignored the answer to cancelled request {call.request_id!r}" in caplog.text
+    assert f"ignored the answer to request {call.request_id!r}, given up" in caplog.text
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
     with pytest.raises(RequestCancelled):  # the late answer did not settle the cancelled call
         call.result()

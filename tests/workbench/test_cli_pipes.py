@@ -216,7 +216,7 @@ def test_log_level_shows_the_servers_log_messages(era):
 def test_log_level_of_serve_demo_is_the_servers_own_log():
     def refusals(*options: str, environment: str | None = None) -> list[str]:
         command = [sys.executable, "-m", "mcp_ref", *options, "serve-demo"]
-        env = {"MCP_REF_LOG_LEVEL": environment} if environment is not None else None
+        env = {"MCP_REF_LOG_LEVEL": environment or ""}  # "": unset, whatever the outer one says
         with Client.stdio(command, stderr="capture", timeout=WAIT, env=env) as client:
             for _ in range(
                 4
@@ -243,6 +243,15 @@ def test_a_bad_log_level_in_the_environment_is_one_usage_line():
         "mcp-ref: error: MCP_REF_LOG_LEVEL must be one of debug, info, notice, warning, error, "
         "critical, alert, emergency, not 'loud'"
     ]
+    # --log-level wins: the variable is then not read
+    given = run_cli_process(
+        "run",
+        "--log-level",
+        "info",
+        "no_such_file.py",
+        env=dict(os.environ, MCP_REF_LOG_LEVEL="loud"),
+    )
+    assert "MCP_REF_LOG_LEVEL" not in given.stderr and given.returncode != 0
 
 
 # -- install ---------------------------------------------------------------------------------------
