@@ -859,6 +859,46 @@ def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):
     assert not [m for m in rest if m.get("id") == 7]  # and carries no answer to the cancelled item
 
 
+def test_a_cancelled_calls_question_is_cancelled_on_the_calls_own_stream(serve, raw_session):
+    """The client cancels a tools/call whose handler waits on an elicitation: the server cancels
+    that question too (cancellation §Behavior Requirements: "Free associated resources"), and its
+    notifications/cancelled travels where the question did, on the call's own POST stream
+    (basic/transports: messages sent there "SHOULD relate to the originating client request"),
+    which then ends without an answer."""
+    server = Server("asks")
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks the user."""
+        return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
+
+    raw = raw_session(serve(server).mcp)
+    raw.initialize(capabilities={"elicitation": {}})
+    call_id, response = raw.call("tools/call", {"name": "ask", "arguments": {}}, stream=True)
+    events = SseReader(response)
+    first = events.next()
+    if not first["data"]:  # 2025-11-25: the priming event (an id, no data) comes first
+        first = events.next()
+    question = json.loads(first["data"])
+    assert question["method"] == "elicitation/create"
+    cancel = notification("notifications/cancelled", {"requestId": call_id})
+    assert raw.post(cancel).status_code == 202
+    rest = []
+    while (event := events.next()) is not None:  # the stream ends (bounded by the read timeout)
+        if event["data"]:
+            rest.append(json.loads(event["data"]))
+    assert rest == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {
+                "requestId": question["id"],
+                "reason": "the request it was sent for was cancelled",
+            },
+        }
+    ]
+
+
 def test_a_get_resuming_a_stream_answered_inline_ends_with_it(serve, raw_session):
     """A POST answered on its own thread (inline) while a GET with Last-Event-ID has taken its stream
     over: the GET replays what the store kept and ends when the request is answered.  (Its narrower
