@@ -462,12 +462,16 @@ class ModernCall(Call):
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         self._settled = False  # result() returned or raised
         self._state_lock = threading.Lock()  # orders cancel() against the call's settling
+        # the retries used (see the module docstring): each is made at most once, a lost stream
+        # MAX_REISSUES times
+        self._version_retried = self._headers_retried = False
+        self._reissues = 0
         super().__init__(connection, method, params, options, declares)
 
     def done(self) -> bool:
         """True once the call's outcome is fixed: ``result()`` returned or raised, a ``cancel()``
-        took effect, or the answer that came ends it (it asks for no ``input_required`` round and
-        no retry; an answer whose retry is used up already may still read False)."""
+        took effect, or the answer that came ends it (``result()`` sends no ``input_required``
+        round and no retry after it)."""
         with self._state_lock:
             return self._finished()
 
@@ -479,11 +483,17 @@ class ModernCall(Call):
             return False
         try:
             answer = self.pending.result()  # it came: at once
-        except (UnsupportedProtocolVersionError, ResponseStreamLost, HeaderMismatchError):
-            return False  # retried (see the module docstring)
+        except UnsupportedProtocolVersionError:
+            return self._version_retried  # retried once
+        except ResponseStreamLost:
+            return self._reissues >= MAX_REISSUES
+        except HeaderMismatchError:
+            return self._headers_retried  # (retried once, if the tool's headers can be learnt)
         except BaseException:  # an error answer, a timeout: the call's outcome
             return True
-        return answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED
+        if answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED:
+            return True
+        return self.rounds >= self.max_input_rounds  # the next round would be one too many
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call at whatever round it is (the server is told, as the transport requires;
@@ -509,28 +519,26 @@ class ModernCall(Call):
 
     def _drive_rounds(self) -> dict:
         connection = self._connection
-        reissues = 0
-        version_retried = headers_retried = False
         params = self._params
         while True:
             try:
                 result = self.pending.result()
             except UnsupportedProtocolVersionError as exc:
                 self._check_cancelled()  # a cancelled call retries nothing
-                if version_retried:
+                if self._version_retried:
                     raise
-                version_retried = True
+                self._version_retried = True
                 adopt_version(connection, exc)
             except ResponseStreamLost:
                 self._check_cancelled()
-                if reissues >= MAX_REISSUES:
+                if self._reissues >= MAX_REISSUES:
                     raise
-                reissues += 1
+                self._reissues += 1
             except HeaderMismatchError:
                 self._check_cancelled()
-                if headers_retried or not connection.learn_tool_headers(self.method, params):
+                if self._headers_retried or not connection.learn_tool_headers(self.method, params):
                     raise
-                headers_retried = True
+                self._headers_retried = True
             else:
                 # absent: "MUST treat ... as complete"
                 kind = result.get("resultType", lifecycle.COMPLETE)

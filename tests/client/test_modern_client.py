@@ -19,6 +19,7 @@ from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fix
 from mcp_ref import (
     Client,
     Context,
+    LimitExceeded,
     McpError,
     RequestCancelled,
     ResourceNotFound,
@@ -301,6 +302,16 @@ def test_a_call_whose_answer_came_is_done_before_result_is_asked():
         assert asking.cancel("no") is True and asking.done()
         with pytest.raises(RequestCancelled):
             asking.result()
+        # an input_required answer past the last round the client answers ends the call as it is
+        answered.clear()
+        last = client.start_tool_call("ask")
+        assert answered.wait(WAIT) and last.call.pending.result(0)["resultType"] == (
+            "input_required"
+        )
+        last.call.rounds = client.max_input_rounds  # as if the rounds were used up
+        assert last.done() and last.cancel() is False
+        with pytest.raises(LimitExceeded, match="max_input_rounds"):
+            last.result()
 
 
 def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):

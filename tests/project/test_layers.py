@@ -209,7 +209,7 @@ NOT_PLAIN = (
 #: the tree at the end of issue 33's second round (formatted, laid out); lower them as the work lands.
 #: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
 PLAIN_MAX_MODULES = 16  # target 16 (met)
-PLAIN_MAX_TOKENS = 31_447  # target 26_000 (+255 since 31,192: the cancellation fixes of 2026-11-29)
+PLAIN_MAX_TOKENS = 31_488  # target 26_000 (+296 since 31,192: the cancellation fixes of 2026-11-29)
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -331,7 +331,7 @@ def test_a_plain_server_refusing_a_request_loads_no_more_server_modules(tmp_path
 
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
-    """Issue 33's measure of the protocol readable alone (now: 16 modules, 31,447 code tokens,
+    """Issue 33's measure of the protocol readable alone (now: 16 modules, 31,488 code tokens,
     12 extension mentions in 1 module)."""
     together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
     assert (
