@@ -414,8 +414,7 @@ VERBS: tuple[Verb, ...] = (
         "mcp-ref serve-demo [--http HOST:PORT [--stateless] [--auth]]",
         "Run the bundled demo server (every MCP feature) on stdio for any client, or over HTTP.  "
         "--log-level sets the server's own log on stderr (default: MCP_REF_LOG_LEVEL's, else "
-        "warning); --trace shows every "
-        "message.",
+        "warning); --trace shows every message.",
         (
             "mcp-ref serve-demo",
             "mcp-ref serve-demo --http 127.0.0.1:8000",
