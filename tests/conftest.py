@@ -33,8 +33,9 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -311,14 +312,21 @@ def raw_peer():
 
 
 class _Output:
-    """A text stream that collects what is written to it (from any thread): stdout or stderr of an
-    in-process command run.  Not a terminal, as a pipe is not."""
+    """A text stream that collects what is written to it: stdout or stderr of an in-process command
+    run.  Not a terminal, as a pipe is not.  What a thread of ``others`` writes (the threads that
+    were running before the command started: another test's leftovers, such as a lease thread
+    logging through ``logging.lastResort``) goes on to ``elsewhere``, the stream the capture
+    replaced, and never into the command's output."""
 
-    def __init__(self):
+    def __init__(self, elsewhere: Any = None, others: Iterable[threading.Thread] = ()):
         self._parts: list[str] = []
         self._lock = threading.Lock()
+        self._elsewhere = elsewhere
+        self._others = set(others)
 
     def write(self, text: str) -> int:
+        if self._elsewhere is not None and threading.current_thread() in self._others:
+            return self._elsewhere.write(text)
         with self._lock:
             self._parts.append(text)
         return len(text)
@@ -356,7 +364,8 @@ def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.Comp
 
     from mcp_ref.workbench.cli import main
 
-    out, err = _Output(), _Output()
+    others = threading.enumerate()  # what they write is not the command's (see _Output)
+    out, err = _Output(sys.stdout, others), _Output(sys.stderr, others)
     outcome: dict = {}
 
     def run() -> None:

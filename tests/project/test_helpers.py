@@ -229,3 +229,36 @@ def test_a_failing_test_shows_the_stderr_of_the_servers_it_started(tmp_path):
     )
     assert re.search(r"5 failed, 2 passed, 1 error", output), output
     assert str(ROOT.parent / "shared") not in output
+
+
+def test_an_in_process_command_shows_only_what_its_own_threads_write(monkeypatch, capsys):
+    """A thread running before ``run_cli`` started (another test's leftover) that writes to stderr
+    during the run is not in the command's stderr: it goes to the stream the capture replaced."""
+    from conftest import run_cli
+
+    import mcp_ref.workbench.cli as cli
+
+    run_started, leftover_wrote = threading.Event(), threading.Event()
+
+    def leftover() -> None:
+        if run_started.wait(WAIT):
+            print("a leftover thread's warning", file=sys.stderr)
+            leftover_wrote.set()
+
+    def command(args: list[str]) -> int:
+        run_started.set()
+        assert leftover_wrote.wait(WAIT)
+        print("the command's own line", file=sys.stderr)
+        own = threading.Thread(target=lambda: print("its own thread's line", file=sys.stderr))
+        own.start()
+        own.join(WAIT)
+        return 0
+
+    thread = threading.Thread(target=leftover, daemon=True)
+    thread.start()
+    monkeypatch.setattr(cli, "main", command)
+    proc = run_cli("anything")
+    thread.join(WAIT)
+    assert proc.returncode == 0
+    assert proc.stderr == "the command's own line\nits own thread's line\n"
+    assert "a leftover thread's warning" in capsys.readouterr().err
