@@ -504,7 +504,7 @@ class Client:
         max_total_timeout: float | None = None,
         **options: Any,
     ) -> ToolCall:
-        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (options: :meth:`call_tool`'s)."""
+        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (arguments and options: :meth:`call_tool`'s)."""
         self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -521,6 +521,13 @@ class Client:
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
+
+        ``arguments`` may hold Python values: a ``datetime``, ``date``, ``time``, ``UUID``,
+        ``Decimal``, ``timedelta``, path, Enum member, dataclass or pydantic model is sent as its
+        JSON form, written as an mcp_ref server writes its results (:mod:`mcp_ref.jsonable`; RFC
+        3339 for dates and times), which is what such a parameter of an mcp_ref server takes.
+        JSON values are sent as they are.  A value with no JSON form raises ValueError naming the
+        tool and the argument (``arguments.when``); nothing is sent.
 
         Options: ``on_progress(progress, total, message)``, ``timeout`` (seconds), ``reset_timeout_on_progress``,
         ``max_total_timeout``, and ``task``.  A tool that fails returns a result with ``is_error`` True; a

@@ -44,8 +44,10 @@ def arguments_sent(wire, tool: str) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_rich_python_arguments_reach_a_stdio_server_and_come_back_equal(connect, wire):
-    client = connect(SERVER)
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_rich_python_arguments_reach_a_stdio_server_and_come_back_equal(connect, wire, era):
+    client = connect(SERVER, era=era)
+    assert client.era == era
     when = dt.datetime(2027, 1, 1, 9, 30, 15, 250, tzinfo=PARIS_WINTER)
     given = booking(when)
     result = client.call_tool("book", given)
@@ -177,3 +179,22 @@ def test_the_converter_changes_nothing_that_is_json_and_names_the_place():
     with pytest.raises(ValueError, match="nested too deeply"):
         sendable(cycle)
     assert as_text("x") == "x" and as_text(Decimal("1.10")) == "1.10" and as_text([1]) == "[1]"
+
+
+def test_a_pydantic_model_argument_is_sent_as_its_json_form():
+    pydantic = pytest.importorskip("pydantic")
+    from mcp_ref import Client, Server
+
+    guest_model = pydantic.create_model("Guest", name=(str, ...), arrives=(dt.datetime, ...))
+    server = Server("guests")
+
+    def welcome(guest):
+        """Welcome a guest."""
+        return f"{guest.name} at {guest.arrives.isoformat()}"
+
+    welcome.__annotations__ = {"guest": guest_model, "return": str}
+    server.tool()(welcome)
+    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+    with Client.in_memory(server) as client:
+        result = client.call_tool("welcome", {"guest": guest_model(name="Ada", arrives=arrives)})
+    assert result.text == "Ada at 2027-01-01T09:00:00+00:00", result.text
