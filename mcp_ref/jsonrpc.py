@@ -270,7 +270,11 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
     """:func:`serialize`, except that an answer whose result JSON cannot carry becomes an Internal
     error answer (logged under ``name``), so the requester is still answered.
 
-    A request or notification that cannot be encoded raises ValueError to its sender; nothing
+    A request or notification whose params hold the user's Python values (a ``datetime``, a
+    ``UUID``, a dataclass ...) is sent with them as JSON, written as a server writes them out
+    (:mod:`mcp_ref.jsonable`: only this slow path loads it); one that still cannot be encoded (an
+    object of no known kind, a NaN) raises ValueError to its sender naming the method (and tool)
+    and the place (``tools/call 'book': cannot be sent as JSON: arguments.when: ...``); nothing
     invalid is ever written.
     """
     try:
@@ -278,10 +282,15 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
     except (ValueError, TypeError, RecursionError) as exc:
         if isinstance(message, list):
             return serialize_items([_encodable(m, name) for m in message])
+        if isinstance(message, (Request, Notification)):
+            # the user's Python values (a datetime, a UUID, a dataclass ...) as JSON, converted
+            # in place, so a transport reads what the body carries (Mcp-Param-* headers)
+            from .jsonable import sendable_params
+
+            message.params = sendable_params(message.method, message.params)
+            return serialize(message)
         if not isinstance(message, Response):
-            raise ValueError(
-                f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}"
-            ) from None
+            raise ValueError(f"message: cannot be sent as JSON: {exc}") from None
         return serialize(_encodable(message, name))
 
 

@@ -82,6 +82,13 @@ def elicit(connection: Connection, context: RequestContext, params: dict) -> dic
     )
     if mode == "form" and result.get("action") == "accept":
         result["content"] = apply_defaults(request.requested_schema, result.get("content"))
+    if result.get("content") is not None:
+        # 2025-11-25 client/elicitation: StringSchema's formats include "date" and "date-time";
+        # a handler may answer with the Python values (a date, a datetime, an Enum member ...),
+        # sent as JSON as a tool call's arguments are (mcp_ref.jsonable)
+        from ..jsonable import sendable
+
+        result["content"] = sendable(result["content"], "content")
     return result
 
 

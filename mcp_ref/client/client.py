@@ -23,7 +23,6 @@ and methods standing for this package's own (``approve=``, ``task=`` ...) are th
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -505,7 +504,7 @@ class Client:
         max_total_timeout: float | None = None,
         **options: Any,
     ) -> ToolCall:
-        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (options: :meth:`call_tool`'s)."""
+        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (arguments and options: :meth:`call_tool`'s)."""
         self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
@@ -522,6 +521,13 @@ class Client:
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
+
+        ``arguments`` may hold Python values: a ``datetime``, ``date``, ``time``, ``UUID``,
+        ``Decimal``, ``timedelta``, path, Enum member, dataclass or pydantic model is sent as its
+        JSON form, written as an mcp_ref server writes its results (:mod:`mcp_ref.jsonable`; RFC
+        3339 for dates and times), which is what such a parameter of an mcp_ref server takes.
+        JSON values are sent as they are.  A value with no JSON form raises ValueError naming the
+        tool and the argument (``arguments.when``); nothing is sent.
 
         Options: ``on_progress(progress, total, message)``, ``timeout`` (seconds), ``reset_timeout_on_progress``,
         ``max_total_timeout``, and ``task``.  A tool that fails returns a result with ``is_error`` True; a
@@ -643,15 +649,23 @@ class Client:
         return self._page("prompts/list", Prompt, cursor)
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
-        """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
+        """Render a prompt.
+
+        Argument values are sent as strings, as the schema's ``arguments: {[key: string]: string}``
+        (GetPromptRequest) requires (:func:`mcp_ref.jsonable.as_text`): a string as it is; a date,
+        a UUID, a Decimal, an Enum member ... as the string a server writes it as
+        (``date(2027, 1, 1)`` is ``"2027-01-01"``, what an mcp_ref prompt's ``day: date`` takes);
+        a number, a boolean, a list or a dataclass as its JSON text (``42``, ``true``).  A value
+        with no JSON form is a ValueError naming the prompt and the argument.
+        """
         from ..feature_types import GetPromptResult
 
         self._require("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
-            params["arguments"] = {
-                k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()
-            }
+            from ..jsonable import text_arguments
+
+            params["arguments"] = text_arguments(f"prompts/get {name!r}", arguments)
         return GetPromptResult.from_wire(self.connection.request("prompts/get", params))
 
     # logging and completion
@@ -682,7 +696,11 @@ class Client:
         resource: str | None = None,
         context: dict | None = None,
     ) -> Completion:
-        """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``)."""
+        """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``).
+
+        ``value`` and the ``context`` values (arguments already chosen) are sent as strings, as
+        CompleteRequest's schema requires, converted as :meth:`get_prompt` converts its arguments.
+        """
         from ..feature_types import Completion
 
         if (prompt is None) == (resource is None):
@@ -694,10 +712,14 @@ class Client:
             if prompt is not None
             else {"type": "ref/resource", "uri": resource}
         )
+        from ..jsonable import text_arguments
+
+        # CompleteRequest: ``argument.value`` and ``context.arguments`` are strings
+        value = text_arguments("completion/complete", {argument: value})[argument]
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         # CompleteRequest.context: 2025-06-18 and later
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
-            params["context"] = {"arguments": context}
+            params["context"] = {"arguments": text_arguments("completion/complete", context)}
         result = self.connection.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 

@@ -37,7 +37,8 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Union, get_args, get_origin
 
-from .rich_types import in_zone, jsonable
+from ..jsonable import rich_jsonable
+from .rich_types import in_zone
 
 __all__ = ["enforced"]
 
@@ -306,7 +307,7 @@ def _native_check(marker: Any, kind: str | None, base: Any) -> _Check:
 
 def _shown(value: Any) -> str:
     """``value`` as a refusal quotes it: its JSON form, cut to :data:`_SHOWN` characters."""
-    text = jsonable(value)
+    text = rich_jsonable(value)
     shown = text if isinstance(text, str) and not isinstance(value, str) else repr(text)
     return shown if len(shown) <= _SHOWN else shown[: _SHOWN - 3] + "..."
 

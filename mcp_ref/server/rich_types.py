@@ -11,7 +11,8 @@ Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types
   default zone, ``Annotated[datetime, ZoneInfo("Europe/Paris")]`` (:func:`in_zone`).  Out, an
   aware value is written with its offset, a naive ``datetime`` as the local time Python takes it
   for (``astimezone()``: so ``datetime.now()`` comes out right), a naive ``time`` as it is (no
-  date to give it an offset).
+  date to give it an offset): :mod:`mcp_ref.jsonable`, the writer a client sends arguments
+  through too, so a client may pass these values as they are.
   (In a pydantic model, or under pydantic's markers, pydantic's rules apply to its fields: it
   accepts naive values; ``pydantic.AwareDatetime`` refuses them.)
 * ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);
@@ -35,18 +36,18 @@ import decimal
 import json
 import pathlib
 import re
-import sys
 import typing
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from ..jsonable import for_pydantic, is_model, pydantic_loaded
 
 __all__ = [
     "analyse",
     "constrained",
     "field_default",
     "in_zone",
-    "jsonable",
     "template_arguments",
     "text_to_json",
 ]
@@ -206,23 +207,6 @@ def _timedelta(value: Any) -> dt.timedelta:
     return -delta if match.group(1) else delta
 
 
-def _duration_text(delta: dt.timedelta) -> str:
-    """ISO 8601 of ``delta`` (``P1DT2H``, ``PT0.5S``, ``-PT1M``), as pydantic writes a timedelta."""
-    micros = abs(delta) // dt.timedelta(microseconds=1)
-    days, micros = divmod(micros, 86_400_000_000)
-    hours, micros = divmod(micros, 3_600_000_000)
-    minutes, micros = divmod(micros, 60_000_000)
-    seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".")
-    clock = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
-    clock += f"{seconds}S" if micros or not (days or clock) else ""
-    return (
-        ("-" if delta < dt.timedelta(0) else "")
-        + "P"
-        + (f"{days}D" if days else "")
-        + (f"T{clock}" if clock else "")
-    )
-
-
 #: The standard library's rich scalars: their JSON Schema and their converter from JSON.
 _SCALARS: dict[type, tuple[dict, _Converter]] = {
     dt.datetime: ({"type": "string", "format": "date-time"}, _rfc3339_datetime),
@@ -232,29 +216,6 @@ _SCALARS: dict[type, tuple[dict, _Converter]] = {
     decimal.Decimal: ({"type": ["number", "string"]}, _decimal),
     dt.timedelta: ({"type": ["string", "number"], "format": "duration"}, _timedelta),
 }
-
-
-def _pydantic_loaded() -> bool:
-    return "pydantic" in sys.modules
-
-
-def _is_model(tp: Any) -> bool:
-    """True for a pydantic (v2) model class, without importing pydantic."""
-    return (
-        isinstance(tp, type)
-        and callable(getattr(tp, "model_json_schema", None))
-        and callable(getattr(tp, "model_validate", None))
-    )
-
-
-def _for_pydantic(tp: Any) -> bool:
-    """True for a type made for pydantic (``EmailStr``, ``HttpUrl``, a class with a pydantic core schema):
-    only those go to pydantic's TypeAdapter, so ``bytes`` or ``object`` stay refused whether or not the
-    program happens to have loaded pydantic."""
-    module = getattr(tp, "__module__", None) or ""
-    return module.split(".")[0] in ("pydantic", "pydantic_core") or hasattr(
-        tp, "__get_pydantic_core_schema__"
-    )
 
 
 def _inline(schema: Any, defs: dict, stack: tuple = ()) -> Any:
@@ -302,12 +263,12 @@ def analyse(tp: Any) -> tuple[dict, _Converter | None]:
                 return dict(schema), convert
         if issubclass(tp, pathlib.PurePath):
             return {"type": "string", "format": "path"}, _parser("path", tp)
-        if _is_model(tp):
+        if is_model(tp):
             # The annotation is a pydantic model: pydantic's own schema (its $defs inlined).
             model: Any = tp
             schema = model.model_json_schema()
             return _inline(schema, schema.get("$defs", {})), _validated(model.model_validate)
-    if _pydantic_loaded() and _for_pydantic(tp):
+    if pydantic_loaded() and for_pydantic(tp):
         from pydantic import TypeAdapter
 
         try:
@@ -398,35 +359,6 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
         if isinstance(extra, dict):
             schema.update(extra)
     return schema
-
-
-# -- values ---------------------------------------------------------------------------------------
-
-
-def jsonable(value: Any) -> Any:
-    """The JSON form of a rich value (RFC 3339 for dates and times, a string for a UUID, a path
-    or a Decimal, ``model_dump(mode="json")`` for a pydantic model); anything else unchanged.
-
-    A naive datetime is written as the local time Python takes it for (``astimezone()``), with its
-    offset, as the ``date-time`` format requires; a naive time as it is."""
-    if isinstance(value, dt.datetime) and value.tzinfo is None:
-        try:
-            return value.astimezone().isoformat()
-        except (OverflowError, ValueError, OSError):  # near datetime.min or max: no local offset
-            return value.isoformat()
-    if isinstance(value, (dt.date, dt.time)):  # datetime is a date
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return _duration_text(value)
-    if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
-        return str(value)
-    if _pydantic_loaded() and _is_model(type(value)):
-        return value.model_dump(mode="json")
-    if _pydantic_loaded() and _for_pydantic(type(value)):
-        from pydantic_core import to_jsonable_python
-
-        return to_jsonable_python(value)
-    return value
 
 
 # -- resource template variables ------------------------------------------------------------------

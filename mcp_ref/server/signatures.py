@@ -78,28 +78,19 @@ _Converter = Callable[[Any], Any]
 
 
 def to_jsonable(value: Any) -> Any:
-    """Return ``value`` in a JSON-friendly shape.
+    """Return ``value`` in a JSON-friendly shape (:func:`mcp_ref.jsonable.to_jsonable`, the
+    converter a client sends its arguments through too).
 
-    Dataclass instances become dicts (recursively), Enum members their value,
-    tuples and sets lists; dicts and lists are converted element-wise and
-    anything else is returned unchanged.
+    Dataclass instances become dicts (recursively), Enum members their value, tuples and sets
+    lists, dates and times RFC 3339, a UUID, a path or a Decimal a string; dicts and lists are
+    converted element-wise and anything else is returned unchanged.  A JSON scalar is returned at
+    once; anything else loads :mod:`mcp_ref.jsonable`.
     """
     if type(value) in _SCALARS:
         return value
-    if isinstance(value, enum.Enum):
-        return to_jsonable(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {
-            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
-    from .rich_types import jsonable
+    from ..jsonable import to_jsonable as converted
 
-    return jsonable(value)
+    return converted(value)
 
 
 def _is_json(value: Any) -> bool:

@@ -18,6 +18,7 @@ BLOCKS = {
     "# listen.py": "test_listen_example_runs_in_both_eras",
     "# tasks.py": "test_tasks_example_runs",
     "# errors.py": "test_the_errors_example_meets_each_error",
+    "# arguments.py": "test_the_arguments_example_sends_python_values",
 }
 
 
@@ -34,6 +35,16 @@ def test_client_tour_runs(tmp_path):
     assert lines[0] == "mcp-ref-demo 2026-07-28"
     assert "hi False" in lines
     assert "Hey Ada!" in lines
+
+
+@pytest.mark.slow
+def test_the_arguments_example_sends_python_values(tmp_path):
+    source = _block("# arguments.py")
+    done = run_python(source, tmp_path, "arguments.py", timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
+    # each print is followed by a comment saying what it prints
+    shown = [line.strip()[2:] for line in source.splitlines() if line.startswith("    # ")]
+    assert done.stdout.splitlines() == shown
 
 
 @pytest.mark.slow

@@ -1,0 +1,220 @@
+"""A Python value as JSON: the one converter both roles use for the values a user's code gives them.
+
+A server writes its tools' results and structured content through it
+(:func:`mcp_ref.server.signatures.to_jsonable`); a client sends its tool-call arguments, prompt
+arguments, completion context and elicitation answers through it (:func:`sendable_params`, the
+fallback of :func:`mcp_ref.jsonrpc.serialize_answering`, and :func:`as_text`).  So what an mcp_ref
+server accepts as a ``datetime``, ``UUID`` or ``Decimal`` parameter (:mod:`mcp_ref.server.rich_types`),
+a client may pass as that Python value, written exactly as the server would write it out:
+
+* a dataclass instance: an object of its fields; an Enum member: its value; a tuple or a set: an
+  array; dict keys that are Enum members: their values;
+* ``datetime``, ``date``, ``time``: RFC 3339 (``isoformat``), the ``date-time``, ``date`` and
+  ``time`` formats of JSON Schema 2020-12 validation §7.3.1.  An aware value keeps its offset; a
+  naive ``datetime`` is written as the local time Python takes it for (``astimezone()``, so
+  ``datetime.now()`` comes out right), with that offset; a naive ``time`` as it is (no date to
+  give it an offset);
+* ``timedelta``: ISO 8601 (``P1DT2H``, ``PT0.5S``), as pydantic writes it;
+* ``UUID``, a path, ``Decimal``: their text (a Decimal as a string, so no digit is lost);
+* a pydantic model: ``model_dump(mode="json")``; another type made for pydantic: pydantic's own
+  JSON form (pydantic is imported only then: the user's code has loaded it).
+
+Nothing that already is JSON is changed (a string stays a string, ``"2027-01-01"`` is not a date).
+Only the slow path loads this module: a message is first encoded as it is, and only when that
+fails are its params converted (the plain path stays one ``json.dumps``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import json
+import math
+import pathlib
+import sys
+import uuid
+from typing import Any
+
+__all__ = [
+    "as_text",
+    "for_pydantic",
+    "is_model",
+    "pydantic_loaded",
+    "rich_jsonable",
+    "sendable",
+    "sendable_params",
+    "text_arguments",
+    "to_jsonable",
+]
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: Keys ``json.dumps`` writes as strings itself (so the fast path already accepts them).
+_KEYS = (str, int, float, bool, type(None))
+
+
+def pydantic_loaded() -> bool:
+    """True when the program has imported pydantic (mcp_ref never imports it first)."""
+    return "pydantic" in sys.modules
+
+
+def is_model(tp: Any) -> bool:
+    """True for a pydantic (v2) model class, without importing pydantic."""
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and callable(getattr(tp, "model_validate", None))
+    )
+
+
+def for_pydantic(tp: Any) -> bool:
+    """True for a type made for pydantic (``EmailStr``, ``HttpUrl``, a class with a pydantic core
+    schema): only those go to pydantic, so ``bytes`` or ``object`` stay what they are whether or
+    not the program happens to have loaded pydantic."""
+    module = getattr(tp, "__module__", None) or ""
+    return module.split(".")[0] in ("pydantic", "pydantic_core") or hasattr(
+        tp, "__get_pydantic_core_schema__"
+    )
+
+
+def duration_text(delta: dt.timedelta) -> str:
+    """ISO 8601 of ``delta`` (``P1DT2H``, ``PT0.5S``, ``-PT1M``), as pydantic writes a timedelta."""
+    micros = abs(delta) // dt.timedelta(microseconds=1)
+    days, micros = divmod(micros, 86_400_000_000)
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".")
+    clock = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
+    clock += f"{seconds}S" if micros or not (days or clock) else ""
+    return (
+        ("-" if delta < dt.timedelta(0) else "")
+        + "P"
+        + (f"{days}D" if days else "")
+        + (f"T{clock}" if clock else "")
+    )
+
+
+def rich_jsonable(value: Any) -> Any:
+    """The JSON form of one rich value (a date, a UUID, a Decimal, a pydantic model ...; see the
+    module docstring); anything else unchanged."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        try:
+            return value.astimezone().isoformat()
+        except (OverflowError, ValueError, OSError):  # near datetime.min or max: no local offset
+            return value.isoformat()
+    if isinstance(value, (dt.date, dt.time)):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return duration_text(value)
+    if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
+        return str(value)
+    if pydantic_loaded() and is_model(type(value)):
+        return value.model_dump(mode="json")
+    if pydantic_loaded() and for_pydantic(type(value)):
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value)
+    return value
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` in a JSON-friendly shape (see the module docstring), recursively; what has no
+    known JSON form is returned unchanged (the encoder then refuses it)."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {
+            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    return rich_jsonable(value)
+
+
+def _where(path: str, key: Any) -> str:
+    """``path`` and one step into it: ``.name`` for an identifier key, ``['a b']`` or ``[0]`` else."""
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
+
+
+def _refusal(value: Any, path: str) -> str | None:
+    """Why ``value`` (already converted) is no JSON, naming the first bad place; None when it is."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        # RFC 8259 §6: "Numeric values that cannot be represented ... (such as Infinity and NaN)
+        # are not permitted."
+        return (
+            None
+            if math.isfinite(value)
+            else f"{path or 'the value'}: {value!r} is not a JSON number"
+        )
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _refusal(item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, _KEYS):
+                return f"{_where(path, key)}: a key of type {type(key).__name__} is not JSON"
+            problem = _refusal(item, _where(path, key))
+            if problem is not None:
+                return problem
+        return None
+    return f"{path or 'the value'}: a value of type {type(value).__name__} has no JSON form"
+
+
+def sendable(value: Any, path: str = "") -> Any:
+    """``value`` as JSON (:func:`to_jsonable`), or ValueError naming the first place (``path``
+    and below, e.g. ``arguments.when[0]``) that has no JSON form: an object of no known kind, a
+    NaN or an infinity, a nesting too deep (or a cycle)."""
+    try:
+        converted = to_jsonable(value)
+        problem = _refusal(converted, path)
+    except RecursionError:
+        raise ValueError(f"{path or 'the value'}: nested too deeply (or holds itself)") from None
+    if problem is not None:
+        raise ValueError(problem)
+    return converted
+
+
+def sendable_params(method: str, params: dict | None) -> dict | None:
+    """The ``params`` of an outgoing request or notification with the user's Python values as
+    JSON (:func:`sendable`); ValueError naming the method, the tool or prompt, and the place:
+    ``tools/call 'book': cannot be sent as JSON: arguments.when: a value of type Slot has no JSON form``."""
+    if params is None:
+        return None
+    try:
+        return sendable(params)
+    except ValueError as exc:
+        name = params.get("name") if isinstance(params, dict) else None
+        called = f"{method} {name!r}" if isinstance(name, str) else method
+        raise ValueError(f"{called}: cannot be sent as JSON: {exc}") from None
+
+
+def as_text(value: Any, path: str = "") -> str:
+    """``value`` as the text of a string-only field (prompt arguments, completion values and
+    context: ``{[key: string]: string}`` in the schema): a string as it is, a rich value as the
+    string it is written as (``date(2027, 1, 1)`` is ``2027-01-01``, an Enum member of a string
+    its value), any other JSON (a number, a list) as its JSON text (``42``, ``[1, 2]``)."""
+    converted = sendable(value, path)
+    if isinstance(converted, str):
+        return converted
+    return json.dumps(converted, ensure_ascii=False)
+
+
+def text_arguments(label: str, arguments: dict) -> dict[str, str]:
+    """Each of ``arguments`` :func:`as_text` (prompt arguments, a completion's context); ValueError
+    naming ``label`` (the method, the prompt) and the argument for a value with no JSON form."""
+    try:
+        return {key: as_text(value, _where("arguments", key)) for key, value in arguments.items()}
+    except ValueError as exc:
+        raise ValueError(f"{label}: cannot be sent as JSON: {exc}") from None

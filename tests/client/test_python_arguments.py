@@ -1,0 +1,200 @@
+"""A client's Python values as arguments: what an mcp_ref server declares as ``when: datetime``,
+``id: UUID``, ``amount: Decimal``, an Enum or a dataclass, a client passes as those values, sent as
+their JSON form (mcp_ref.jsonable, the converter the server writes its results with), over stdio
+and over Streamable HTTP (2026-07-28, where ``x-mcp-header`` parameters carry the same text as the
+body).  Prompt arguments and completion values go as strings; elicitation answers may hold dates.
+A value with no JSON form is a ValueError naming the tool and the place; the client keeps working.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import uuid
+from decimal import Decimal
+
+import pytest
+from conftest import SERVERS
+from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fixtures
+
+from mcp_ref import ElicitResult
+
+sys.path.insert(0, str(SERVERS))
+from python_values_server import Color, Slot, build
+
+SERVER = [sys.executable, str(SERVERS / "python_values_server.py")]
+PARIS_WINTER = dt.timezone(dt.timedelta(hours=1))
+
+
+def booking(when: dt.datetime) -> dict:
+    return {
+        "when": when,
+        "day": dt.date(2027, 1, 2),
+        "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+        "amount": Decimal("1234567890.123456789"),
+        "color": Color.BLUE,
+        "slot": Slot(room="Ada", seats=3),
+    }
+
+
+def arguments_sent(wire, tool: str) -> list[dict]:
+    return [
+        m["params"]["arguments"] for m in wire.sent("tools/call") if m["params"]["name"] == tool
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_rich_python_arguments_reach_a_stdio_server_and_come_back_equal(connect, wire, era):
+    client = connect(SERVER, era=era)
+    assert client.era == era
+    when = dt.datetime(2027, 1, 1, 9, 30, 15, 250, tzinfo=PARIS_WINTER)
+    given = booking(when)
+    result = client.call_tool("book", given)
+    assert not result.is_error, result.text
+    back = result.structured_content
+    assert dt.datetime.fromisoformat(back["when"]) == when and back["offset_seconds"] == 3600
+    assert dt.date.fromisoformat(back["day"]) == given["day"]
+    assert uuid.UUID(back["id"]) == given["id"]
+    assert Decimal(back["amount"]) == given["amount"]  # a string: no digit lost
+    assert Color(back["color"]) is Color.BLUE and Slot(**back["slot"]) == given["slot"]
+    # on the wire: the JSON form the server writes out (RFC 3339 with the offset kept ...)
+    assert arguments_sent(wire, "book")[-1] == {
+        "when": "2027-01-01T09:30:15.000250+01:00",
+        "day": "2027-01-02",
+        "id": "12345678-1234-5678-1234-567812345678",
+        "amount": "1234567890.123456789",
+        "color": "blue",
+        "slot": {"room": "Ada", "seats": 3},
+    }
+    assert given["when"] is when and given["slot"] == Slot("Ada", 3)  # the caller's dict untouched
+
+
+@pytest.mark.slow
+def test_a_naive_datetime_is_sent_as_the_local_time_with_its_offset(connect, wire):
+    client = connect(SERVER)
+    naive = dt.datetime(2027, 7, 1, 9, 0)
+    result = client.call_tool("book", booking(naive))
+    assert not result.is_error, result.text
+    local = naive.astimezone()  # what the server writes for a naive datetime too
+    assert arguments_sent(wire, "book")[-1]["when"] == local.isoformat()
+    assert dt.datetime.fromisoformat(result.structured_content["when"]) == local
+
+
+@pytest.mark.slow
+def test_a_value_with_no_json_form_is_a_clear_error_and_the_client_keeps_working(connect, wire):
+    client = connect(SERVER)
+    with pytest.raises(ValueError) as refused:
+        client.call_tool(
+            "book", {**booking(dt.datetime(2027, 1, 1, tzinfo=dt.UTC)), "slot": object()}
+        )
+    assert str(refused.value) == (
+        "tools/call 'book': cannot be sent as JSON: arguments.slot: "
+        "a value of type object has no JSON form"
+    )
+    with pytest.raises(ValueError, match=r"arguments\.slot\.seats\[1\]: nan is not a JSON number"):
+        client.call_tool("book", {"slot": {"seats": [1, float("nan")]}})
+    assert arguments_sent(wire, "book") == []  # nothing was sent
+    when = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+    assert not client.call_tool("book", booking(when)).is_error  # the next call succeeds
+
+
+@pytest.mark.slow
+def test_a_string_that_looks_like_a_date_stays_a_string(connect, wire):
+    client = connect(SERVER)
+    result = client.call_tool(
+        "routed", {"when": "2027-01-01T09:00:00Z", "id": str(uuid.UUID(int=1))}
+    )
+    assert result.text == f"2027-01-01T09:00:00+00:00|{uuid.UUID(int=1)}|"
+    assert arguments_sent(wire, "routed")[-1]["when"] == "2027-01-01T09:00:00Z"
+
+
+def test_http_2026_header_parameters_carry_the_bodys_text(serve, http_client):
+    recorder_box = {}
+
+    def wrap(app):
+        recorder_box["r"] = HeaderRecorder(app)
+        return recorder_box["r"]
+
+    srv = serve(build(), wrap=wrap)
+    client = http_client(srv.mcp)
+    assert client.era == "modern"
+    when = dt.datetime(2027, 1, 1, 9, tzinfo=PARIS_WINTER)
+    booking_id = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    # called before listing: the server asks for the headers (-32020), the client lists and retries
+    result = client.call_tool("routed", {"when": when, "id": booking_id, "note": "ok"})
+    assert result.text == f"2027-01-01T09:00:00+01:00|{booking_id}|ok", result.text
+    body = arguments_sent(client.wire, "routed")[-1]
+    headers = [h for h in recorder_box["r"].seen("POST") if h.get("mcp-name") == "routed"][-1]
+    assert headers["mcp-param-when"] == body["when"] == "2027-01-01T09:00:00+01:00"
+    assert headers["mcp-param-booking-id"] == body["id"] == str(booking_id)
+    back = client.call_tool("book", booking(when)).structured_content
+    assert dt.datetime.fromisoformat(back["when"]) == when and Slot(**back["slot"]) == Slot(
+        "Ada", 3
+    )
+
+
+@pytest.mark.slow
+def test_prompt_arguments_and_completions_are_sent_as_strings(connect, wire):
+    client = connect(SERVER)
+    got = client.get_prompt("plan", {"day": dt.date(2027, 1, 1), "count": 2, "color": Color.RED})
+    assert got.messages[0].content.text == "2027-01-01:3:red"
+    assert wire.sent("prompts/get")[-1]["params"]["arguments"] == {
+        "day": "2027-01-01",
+        "count": "2",
+        "color": "red",
+    }
+    completion = client.complete(
+        prompt="plan", argument="day", value=dt.date(2027, 1, 1), context={"count": 3}
+    )
+    assert completion.values == ["day=2027-01-01", "count=3"]
+    with pytest.raises(ValueError, match=r"prompts/get 'plan': .*arguments\.day: a value of type"):
+        client.get_prompt("plan", {"day": object()})
+    assert client.get_prompt("plan", {"day": "2027-01-02", "count": "1", "color": "x"}).messages
+
+
+@pytest.mark.slow
+def test_an_elicitation_answer_may_hold_dates(connect, wire):
+    def answer(request):
+        at = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+        return ElicitResult(action="accept", content={"day": dt.date(2027, 1, 1), "at": at})
+
+    client = connect(SERVER, elicitation_handler=answer)
+    result = client.call_tool("ask_day")
+    assert result.text == "accept:{'day': '2027-01-01', 'at': '2027-01-01T09:00:00+00:00'}"
+
+
+def test_the_converter_changes_nothing_that_is_json_and_names_the_place():
+    from mcp_ref.jsonable import as_text, sendable
+
+    plain = {"a": "2027-01-01", "b": [1, 2.5, True, None], "c": {"d": "x"}}
+    assert sendable(plain) == plain
+    assert sendable({1: "a"}) == {1: "a"}  # json.dumps writes such keys itself
+    with pytest.raises(ValueError, match=r"^x\[0\]\['a b'\]: inf is not a JSON number$"):
+        sendable([{"a b": float("inf")}], "x")
+    with pytest.raises(ValueError, match=r"a key of type date is not JSON"):
+        sendable({dt.date(2027, 1, 1): 1})
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        sendable(cycle)
+    assert as_text("x") == "x" and as_text(Decimal("1.10")) == "1.10" and as_text([1]) == "[1]"
+
+
+def test_a_pydantic_model_argument_is_sent_as_its_json_form():
+    pydantic = pytest.importorskip("pydantic")
+    from mcp_ref import Client, Server
+
+    guest_model = pydantic.create_model("Guest", name=(str, ...), arrives=(dt.datetime, ...))
+    server = Server("guests")
+
+    def welcome(guest):
+        """Welcome a guest."""
+        return f"{guest.name} at {guest.arrives.isoformat()}"
+
+    welcome.__annotations__ = {"guest": guest_model, "return": str}
+    server.tool()(welcome)
+    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+    with Client.in_memory(server) as client:
+        result = client.call_tool("welcome", {"guest": guest_model(name="Ada", arrives=arrives)})
+    assert result.text == "Ada at 2027-01-01T09:00:00+00:00", result.text
