@@ -228,6 +228,50 @@ def test_cancelling_a_call_ends_its_ask(inspect):
     assert waiting()["error"]["message"] == "cancelled"
 
 
+@pytest.mark.parametrize("place", [p for p in PLACES if p.values[0][1] == "handshake"])
+def test_the_servers_cancellation_wakes_its_ask_at_once(inspect, place):
+    """Handshake era: the page cancels the call, so the server cancels the elicitation it sent for
+    it (notifications/cancelled): that notification alone ends the ask, cancelled, at once (the
+    answer timeout is the default 300 s; the test waits at most WAIT)."""
+    inspector = inspect(place)
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    assert waiting()["error"]["message"] == "cancelled"
+    received = [
+        r["message"]
+        for r in inspector.conversation.records()
+        if r["kind"] == "message" and r["direction"] == "receive"
+    ]
+    elicitation = next(m for m in received if m.get("method") == "elicitation/create")
+    cancellation = next(m for m in received if m.get("method") == "notifications/cancelled")
+    assert cancellation["params"]["requestId"] == elicitation["id"]
+    sent_to_it = [
+        r["message"]
+        for r in inspector.conversation.records()
+        if r["kind"] == "message"
+        and r["direction"] == "send"
+        and "method" not in r["message"]
+        and r["message"].get("id") == elicitation["id"]
+    ]
+    assert sent_to_it == []  # cancelled: no answer (basic/utilities/cancellation)
+
+
+def test_a_parked_ask_ends_when_the_connection_is_remade(inspect):
+    """Reconnecting closes the old connection: its parked ask ends at once, cancelled."""
+    inspector = inspect(("stdio", "handshake"))
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("connect", {})["connected"]
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    with pytest.raises(AssertionError, match="connection closed before an answer arrived"):
+        waiting()  # its call ended with the old connection (HTTP 409)
+    assert inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
+
+
 def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
     monkeypatch.setattr(live, "MAX_ASKS", 1)
     inspector = inspect(("stdio", "handshake"))
