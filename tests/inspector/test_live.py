@@ -272,6 +272,31 @@ def test_a_parked_ask_ends_when_the_connection_is_remade(inspect):
     assert inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
 
 
+def test_the_64th_ask_waits_and_the_65th_is_refused_at_once(inspect):
+    """At the bound itself: 2026-07-28, where a parked ask holds no thread of the server's nor
+    of the client's handler pool (the call's own thread answers its input requests), 64 asks
+    wait; the 65th request is answered at once as if it had expired, and a note says so."""
+    assert live.MAX_ASKS == 64
+    inspector = inspect(("stdio", "modern"))
+    events = inspector.events()
+    calls = [
+        inspector.in_background("call", {"call": f"c{n}", "name": "ask_user", "arguments": {}})
+        for n in range(1, 65)
+    ]
+    asks = [events.wait_for("ask") for _ in range(64)]
+    assert len(inspector.inspected.pending_asks()) == 64
+    refused = inspector.post("call", {"call": "c65", "name": "ask_user", "arguments": {}})
+    assert refused["result"]["content"][0]["text"] == "the user chose to cancel"
+    notes = [r["text"] for r in inspector.conversation.records() if r["kind"] == "note"]
+    assert any(note.startswith("64 server requests already wait for an answer") for note in notes)
+    # the 64 still wait: each is answered through the page
+    for ask in asks:
+        inspector.post("answer", {"ask": ask["ask"], "action": "decline"})
+    for call in calls:
+        assert call()["result"]["content"][0]["text"] == "the user chose to decline"
+    assert inspector.inspected.pending_asks() == []
+
+
 def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
     monkeypatch.setattr(live, "MAX_ASKS", 1)
     inspector = inspect(("stdio", "handshake"))
@@ -472,3 +497,31 @@ def test_calls_running_at_once_are_bounded(inspect, monkeypatch):
     inspector.post("cancel", {"call": "c1"})
     assert waiting()["error"]["message"] == "cancelled"
     assert inspector.post("call", {"call": "c2", "name": "echo", "arguments": {"text": "x"}})
+
+
+def test_the_256th_call_runs_and_the_257th_is_refused():
+    """At the bound itself: 256 calls run at once (the server queues what its handler pool cannot
+    take yet); the 257th is refused (HTTP 400) until one of them ends.  The calls' timeout is
+    longer than the harness's, so that none ends on its own while the 256 are being started."""
+    assert live.MAX_CALLS == 256
+    patient = str(WAIT * 6)
+    inspector = Inspector("--timeout", patient, "--era", "handshake", "--", *server_command())
+    try:
+        events = inspector.events()
+        long = {"name": "wait_for_cancel", "arguments": {"seconds": WAIT * 6}}
+        calls = [inspector.in_background("call", {**long, "call": f"c{n}"}) for n in range(1, 257)]
+        for _ in range(256):  # every one of them sent: each is in the table of running calls
+            events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+        refused = inspector.post("call", {**long, "call": "c257"}, status=400)
+        assert refused["error"]["message"] == "256 calls are running: wait for one to end"
+        assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+        assert calls[0]()["error"]["message"] == "cancelled"
+        # one ended: the 257th runs now (it is sent; the server queues it behind the others)
+        calls.append(inspector.in_background("call", {**long, "call": "c257"}))
+        events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+        for n in range(2, 258):
+            assert inspector.post("cancel", {"call": f"c{n}"}) == {"cancelled": True}
+        for call in calls[1:]:
+            assert call()["error"]["message"] == "cancelled"
+    finally:
+        inspector.close()
