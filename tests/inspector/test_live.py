@@ -525,3 +525,96 @@ def test_the_256th_call_runs_and_the_257th_is_refused():
             assert call()["error"]["message"] == "cancelled"
     finally:
         inspector.close()
+
+
+def test_a_page_id_of_64_characters_is_taken_and_one_of_65_refused(inspect):
+    assert live.MAX_ID_LENGTH == 64
+    inspector = inspect(("stdio", "handshake"))
+    echo = {"name": "echo", "arguments": {"text": "x"}}
+    assert "result" in inspector.post("call", {**echo, "call": "c" * 64})
+    refused = inspector.post("call", {**echo, "call": "c" * 65}, status=400)
+    assert refused["error"]["message"] == "call must be a string of 1 to 64 characters"
+    assert inspector.post("cancel", {"call": "c" * 64}) == {"cancelled": False}
+    inspector.post("cancel", {"call": "c" * 65}, status=400)
+
+
+#: A bare JSON-RPC server over stdio (2025-11-25) with 10,001 tools, each with an outputSchema,
+#: listed 1,000 a page (our Server checks each registered tool's schemas: 10,001 take long).
+MANY_TOOLS_SERVER = """
+import json
+import sys
+
+TOOL_COUNT, PAGE = 10_001, 1_000
+OUTPUT = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": params["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "many", "version": "1"},
+        }
+    if method == "tools/list":
+        start = int(params.get("cursor") or 0)
+        end = min(start + PAGE, TOOL_COUNT)
+        tools = [
+            {"name": f"t{n}", "inputSchema": {"type": "object"}, "outputSchema": OUTPUT}
+            for n in range(start + 1, end + 1)
+        ]
+        return {"tools": tools, **({"nextCursor": str(end)} if end < TOOL_COUNT else {})}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "1"}], "structuredContent": {"result": 1}}
+    return {}
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        result = result_of(message["method"], message.get("params") or {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def test_the_10000th_tools_output_schema_is_kept_and_the_10001st_is_not(tmp_path):
+    """At the bound itself: the listing's first 10,000 tools have their outputSchema kept, to
+    check their results against; past it a tool's result is not checked (output_check None)."""
+    import sys
+
+    assert live.MAX_KNOWN_TOOLS == 10_000
+    (tmp_path / "many.py").write_text(MANY_TOOLS_SERVER)
+    inspector = Inspector("--era", "handshake", "--", sys.executable, str(tmp_path / "many.py"))
+    try:
+        names: list[str] = []
+        cursor = None
+        while True:
+            page = inspector.post("list", {"what": "tools", "cursor": cursor})
+            names += [tool["name"] for tool in page["items"]]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert names == [f"t{n}" for n in range(1, 10_002)]
+        kept = inspector.post("call", {"call": "c1", "name": "t10000", "arguments": {}})
+        assert kept["output_check"] == {"valid": True, "errors": []}
+        past = inspector.post("call", {"call": "c2", "name": "t10001", "arguments": {}})
+        assert past["result"]["structuredContent"] == {"result": 1}
+        assert past["output_check"] is None
+    finally:
+        inspector.close()
+
+
+def test_the_tasks_started_are_remembered_up_to_the_bound(inspect, monkeypatch):
+    """2026-07-28 (the demo has no ``tasks/list``): the page lists the tasks it started, the
+    latest MAX_STARTED_TASKS of them.  Lowered to 2 here (a task takes a few round trips each);
+    the default is the constant the code reads."""
+    assert live.MAX_STARTED_TASKS == 1_000
+    monkeypatch.setattr(live, "MAX_STARTED_TASKS", 2)
+    inspector = inspect(("stdio", "modern"))
+    started = []
+    for n in range(1, 4):
+        report = {"name": "build_report", "arguments": {"topic": f"t{n}"}, "task": True}
+        inspector.post("call", {**report, "call": f"c{n}"})
+        started.append(inspector.post("list", {"what": "tasks"})["items"][-1]["taskId"])
+    listed = inspector.post("list", {"what": "tasks"})["items"]
+    assert [task["taskId"] for task in listed] == started[1:]
+    assert {task["tool"] for task in listed} == {"build_report"}
