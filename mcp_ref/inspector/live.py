@@ -491,9 +491,10 @@ class InspectedServer:
         if replaced.is_set():  # cancelled before (or as) the signal took its place
             signal.set()
         ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
-        # A cancellation that took the replaced Event at the very moment of the swap (the
-        # canceller had read ``cancelled`` just before) set that one: the ask ends when it is
-        # answered or expires, and is reported cancelled, as it was.
+        # The replaced Event may have been set without the signal: by a cancellation that had
+        # read ``cancelled`` just before the swap, or by an owner that keeps it and sets it itself
+        # (a client-hosted task's, ``Client(tasks=True)``, which this client does not use).  The
+        # ask then ended when it was answered or expired, and is reported cancelled, as it was.
         if replaced.is_set() and not signal.is_set():
             signal.set()
 
