@@ -12,8 +12,11 @@ and its handler thread waits for the page's answer (:meth:`InspectedServer.answe
 ``answer_timeout`` seconds.  An ask ends ``answered``, ``expired`` (no answer in time: an
 elicitation is answered ``cancel``, a sampling request with an error) or ``cancelled`` (the
 server cancelled its request, or the connection ended); each end is pushed as ``ask-done``.
-At most :data:`MAX_ASKS` wait at once: past it a request is answered at once as if it had
-expired, and a note says so.
+The handler's thread waits on one Event, with the time left as its timeout: the page's answer,
+the server's cancellation (the request's ``cancelled`` Event is the ask's signal while it waits)
+and the connection's end each set it, so the ask ends the moment one of them happens; nothing
+polls.  At most :data:`MAX_ASKS` wait at once: past it a request is answered at once as if it
+had expired, and a note says so.
 
 Everything the server says stays data: results go to the page as the JSON they came as, and a
 failure becomes a short message (:class:`InspectorError`), never a traceback.
@@ -40,6 +43,7 @@ from ..errors import (
 )
 from ..extension import Extension
 from ..lifecycle import LOG_LEVELS
+from ..request import RequestContext
 from .masking import mask_free_text, mask_url
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,6 @@ MAX_CALLS = 256
 MAX_KNOWN_TOOLS = 10_000
 #: The tasks this inspector started that it remembers (for "tasks" when the server cannot list them).
 MAX_STARTED_TASKS = 1_000
-#: How often a parked request looks whether the server cancelled it, in seconds.
-CANCEL_CHECK_INTERVAL = 0.1
 #: A call the page cancelled before its request was sent: it is cancelled as soon as it is.
 CANCEL_ASKED = "cancel asked"
 #: What the page's ids (call ids) may be: at most this many characters.
@@ -105,10 +107,19 @@ class Ask:
     #: When it expires, in epoch seconds (for the page), and on the monotonic clock (for the wait).
     expires: float
     deadline: float
-    #: Set once the page answered.
-    answered: threading.Event = field(default_factory=threading.Event)
-    #: The page's answer: ``{"action", "content", "result"}``.
+    #: Set when the wait ends before the deadline: the page answered, the server cancelled its
+    #: request, or the connection ended (the one Event the handler's thread waits on).
+    ended: threading.Event = field(default_factory=threading.Event)
+    #: The page's answer: ``{"action", "content", "result"}`` (``{"action": "connection-ended"}``
+    #: when the connection ended first); empty while there is none.
     answer: dict[str, Any] = field(default_factory=dict)
+    #: True once the server cancelled its request (the request's ``cancelled`` Event was set).
+    server_cancelled: bool = False
+
+    def end_by_cancellation(self) -> None:
+        """The server cancelled its request: wake the wait (run on the cancelling thread)."""
+        self.server_cancelled = True
+        self.ended.set()
 
     def event(self) -> dict:
         """The ``ask`` event the page is sent."""
@@ -119,6 +130,20 @@ class Ask:
             "params": self.params,
             "expires": self.expires,
         }
+
+
+class _CancelSignal(threading.Event):
+    """A parked request's ``cancelled`` Event, put in its context in place of the one it had:
+    setting it (the server cancelled the request) also ends the ask's wait at once."""
+
+    def __init__(self, ask: Ask):
+        super().__init__()
+        self.ask = ask
+
+    def set(self) -> None:
+        """Set the Event, and end the ask as cancelled."""
+        super().set()
+        self.ask.end_by_cancellation()
 
 
 class InspectedServer:
@@ -431,30 +456,54 @@ class InspectedServer:
             )
             return ask, "expired"
         self.publish("ask", ask.event())
-        outcome = "answered"
-        while not ask.answered.wait(CANCEL_CHECK_INTERVAL):
-            if context is not None and context.is_cancelled:
-                outcome = "cancelled"
-                break
-            if time.monotonic() >= ask.deadline:
-                outcome = "expired"
-                break
+        self._wait_for_the_end(ask, context)
         with self._lock:
             self._asks.pop(ask.ask_id, None)
-        if ask.answer.get("action") == "connection-ended":
+            answer = ask.answer  # an answer cannot come after this (answer() looks in the table)
+        if answer.get("action") == "connection-ended":
             outcome = "cancelled"
-        elif ask.answered.is_set():
+        elif answer:
             outcome = "answered"
+        elif ask.server_cancelled:
+            outcome = "cancelled"
+        else:
+            outcome = "expired"
         self.publish("ask-done", {"ask": ask.ask_id, "outcome": outcome})
         return ask, outcome
 
+    @staticmethod
+    def _wait_for_the_end(ask: Ask, context: Any) -> None:
+        """Wait until ``ask`` ends (its ``ended`` Event: the page's answer, the server's
+        cancellation, the connection's end) or its deadline passes: one wait, with the time left
+        as its timeout, woken by what ends it and by nothing else.
+
+        The server's cancellation reaches the ask through the request's own ``cancelled`` Event:
+        the request's context is given a ``_CancelSignal`` in its place, which the
+        cancellation sets (2025-11-25 basic/utilities/cancellation: the receiver "SHOULD: Stop
+        processing the cancelled request"; in the 2026-07-28 era, cancelling the call the input
+        request belongs to cancels it the same way)."""
+        if not isinstance(context, RequestContext):  # a handler called without its context
+            ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
+            return
+        replaced = context.cancelled
+        signal = _CancelSignal(ask)
+        context.cancelled = signal  # kept after the wait: the context stays cancelled, if it is
+        if replaced.is_set():  # cancelled before (or as) the signal took its place
+            signal.set()
+        ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
+        # The replaced Event may have been set without the signal: by a cancellation that had
+        # read ``cancelled`` just before the swap, or by an owner that keeps it and sets it itself
+        # (a client-hosted task's, ``Client(tasks=True)``, which this client does not use).  The
+        # ask then ended when it was answered or expired, and is reported cancelled, as it was.
+        if replaced.is_set() and not signal.is_set():
+            signal.set()
+
     def _end_asks(self, outcome: str) -> None:
-        """End every parked request (the connection ended)."""
+        """End every parked request (the connection ended): each wait wakes at once."""
         with self._lock:
-            asks = list(self._asks.values())
-        for ask in asks:
-            ask.answer = {"action": "connection-ended"}
-            ask.answered.set()
+            for ask in self._asks.values():
+                ask.answer = {"action": "connection-ended"}
+                ask.ended.set()
 
     # -- the page's requests -------------------------------------------------------------------
 
@@ -477,10 +526,10 @@ class InspectedServer:
                 raise bad_request("content must be an object")
             answer["content"] = content or {}
         with self._lock:
-            if ask.answered.is_set() or ask.ask_id not in self._asks:
+            if ask.answer or ask.ask_id not in self._asks:
                 raise bad_request("this request was answered or has ended")
             ask.answer = answer
-            ask.answered.set()
+            ask.ended.set()
         return {}
 
     def list_page(self, body: dict) -> dict:

@@ -4,11 +4,16 @@ answered through the API, and what is pushed on the ``events`` stream."""
 
 from __future__ import annotations
 
+import queue
+import threading
+
 import pytest
 from conftest import WAIT
 from inspector_harness import Inspector, demo_over_http, record_of
 
 from mcp_ref.inspector import live
+from mcp_ref.request import RequestContext
+from mcp_ref.sampling_and_elicitation import ElicitParams
 from mcp_ref.workbench.demo import server_command
 
 pytestmark = pytest.mark.slow
@@ -228,6 +233,75 @@ def test_cancelling_a_call_ends_its_ask(inspect):
     assert waiting()["error"]["message"] == "cancelled"
 
 
+@pytest.mark.parametrize("place", [p for p in PLACES if p.values[0][1] == "handshake"])
+def test_the_servers_cancellation_wakes_its_ask_at_once(inspect, place):
+    """Handshake era: the page cancels the call, so the server cancels the elicitation it sent for
+    it (notifications/cancelled): that notification alone ends the ask, cancelled, at once (the
+    answer timeout is the default 300 s; the test waits at most WAIT)."""
+    inspector = inspect(place)
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    assert waiting()["error"]["message"] == "cancelled"
+    received = [
+        r["message"]
+        for r in inspector.conversation.records()
+        if r["kind"] == "message" and r["direction"] == "receive"
+    ]
+    elicitation = next(m for m in received if m.get("method") == "elicitation/create")
+    cancellation = next(m for m in received if m.get("method") == "notifications/cancelled")
+    assert cancellation["params"]["requestId"] == elicitation["id"]
+    sent_to_it = [
+        r["message"]
+        for r in inspector.conversation.records()
+        if r["kind"] == "message"
+        and r["direction"] == "send"
+        and "method" not in r["message"]
+        and r["message"].get("id") == elicitation["id"]
+    ]
+    assert sent_to_it == []  # cancelled: no answer (basic/utilities/cancellation)
+
+
+def test_a_parked_ask_ends_when_the_connection_is_remade(inspect):
+    """Reconnecting closes the old connection: its parked ask ends at once, cancelled."""
+    inspector = inspect(("stdio", "handshake"))
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    assert inspector.post("connect", {})["connected"]
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "cancelled"}
+    with pytest.raises(AssertionError, match="connection closed before an answer arrived"):
+        waiting()  # its call ended with the old connection (HTTP 409)
+    assert inspector.post("answer", {"ask": ask["ask"], "action": "accept"}, status=400)
+
+
+def test_the_64th_ask_waits_and_the_65th_is_refused_at_once(inspect):
+    """At the bound itself: 2026-07-28, where a parked ask holds no thread of the server's nor
+    of the client's handler pool (the call's own thread answers its input requests), 64 asks
+    wait; the 65th request is answered at once as if it had expired, and a note says so."""
+    assert live.MAX_ASKS == 64
+    inspector = inspect(("stdio", "modern"))
+    events = inspector.events()
+    calls = [
+        inspector.in_background("call", {"call": f"c{n}", "name": "ask_user", "arguments": {}})
+        for n in range(1, 65)
+    ]
+    asks = [events.wait_for("ask") for _ in range(64)]
+    assert len(inspector.inspected.pending_asks()) == 64
+    refused = inspector.post("call", {"call": "c65", "name": "ask_user", "arguments": {}})
+    assert refused["result"]["content"][0]["text"] == "the user chose to cancel"
+    notes = [r["text"] for r in inspector.conversation.records() if r["kind"] == "note"]
+    assert any(note.startswith("64 server requests already wait for an answer") for note in notes)
+    # the 64 still wait: each is answered through the page
+    for ask in asks:
+        inspector.post("answer", {"ask": ask["ask"], "action": "decline"})
+    for call in calls:
+        assert call()["result"]["content"][0]["text"] == "the user chose to decline"
+    assert inspector.inspected.pending_asks() == []
+
+
 def test_past_the_bound_an_ask_is_refused_at_once(inspect, monkeypatch):
     monkeypatch.setattr(live, "MAX_ASKS", 1)
     inspector = inspect(("stdio", "handshake"))
@@ -428,3 +502,168 @@ def test_calls_running_at_once_are_bounded(inspect, monkeypatch):
     inspector.post("cancel", {"call": "c1"})
     assert waiting()["error"]["message"] == "cancelled"
     assert inspector.post("call", {"call": "c2", "name": "echo", "arguments": {"text": "x"}})
+
+
+def test_the_256th_call_runs_and_the_257th_is_refused():
+    """At the bound itself: 256 calls run at once (the server queues what its handler pool cannot
+    take yet); the 257th is refused (HTTP 400) until one of them ends.  The calls' timeout is
+    longer than the harness's, so that none ends on its own while the 256 are being started."""
+    assert live.MAX_CALLS == 256
+    patient = str(WAIT * 6)
+    inspector = Inspector("--timeout", patient, "--era", "handshake", "--", *server_command())
+    try:
+        events = inspector.events()
+        long = {"name": "wait_for_cancel", "arguments": {"seconds": WAIT * 6}}
+        calls = [inspector.in_background("call", {**long, "call": f"c{n}"}) for n in range(1, 257)]
+        for _ in range(256):  # every one of them sent: each is in the table of running calls
+            events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+        refused = inspector.post("call", {**long, "call": "c257"}, status=400)
+        assert refused["error"]["message"] == "256 calls are running: wait for one to end"
+        assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
+        assert calls[0]()["error"]["message"] == "cancelled"
+        # one ended: the 257th runs now (it is sent; the server queues it behind the others)
+        calls.append(inspector.in_background("call", {**long, "call": "c257"}))
+        events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
+        for n in range(2, 258):
+            assert inspector.post("cancel", {"call": f"c{n}"}) == {"cancelled": True}
+        for call in calls[1:]:
+            assert call()["error"]["message"] == "cancelled"
+    finally:
+        inspector.close()
+
+
+def test_a_page_id_of_64_characters_is_taken_and_one_of_65_refused(inspect):
+    assert live.MAX_ID_LENGTH == 64
+    inspector = inspect(("stdio", "handshake"))
+    echo = {"name": "echo", "arguments": {"text": "x"}}
+    assert "result" in inspector.post("call", {**echo, "call": "c" * 64})
+    refused = inspector.post("call", {**echo, "call": "c" * 65}, status=400)
+    assert refused["error"]["message"] == "call must be a string of 1 to 64 characters"
+    assert inspector.post("cancel", {"call": "c" * 64}) == {"cancelled": False}
+    inspector.post("cancel", {"call": "c" * 65}, status=400)
+
+
+#: A bare JSON-RPC server over stdio (2025-11-25) with 10,001 tools, each with an outputSchema,
+#: listed 1,000 a page (our Server checks each registered tool's schemas: 10,001 take long).
+MANY_TOOLS_SERVER = """
+import json
+import sys
+
+TOOL_COUNT, PAGE = 10_001, 1_000
+OUTPUT = {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": params["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "many", "version": "1"},
+        }
+    if method == "tools/list":
+        start = int(params.get("cursor") or 0)
+        end = min(start + PAGE, TOOL_COUNT)
+        tools = [
+            {"name": f"t{n}", "inputSchema": {"type": "object"}, "outputSchema": OUTPUT}
+            for n in range(start + 1, end + 1)
+        ]
+        return {"tools": tools, **({"nextCursor": str(end)} if end < TOOL_COUNT else {})}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "1"}], "structuredContent": {"result": 1}}
+    return {}
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        result = result_of(message["method"], message.get("params") or {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def test_the_10000th_tools_output_schema_is_kept_and_the_10001st_is_not(tmp_path):
+    """At the bound itself: the listing's first 10,000 tools have their outputSchema kept, to
+    check their results against; past it a tool's result is not checked (output_check None)."""
+    import sys
+
+    assert live.MAX_KNOWN_TOOLS == 10_000
+    (tmp_path / "many.py").write_text(MANY_TOOLS_SERVER)
+    inspector = Inspector("--era", "handshake", "--", sys.executable, str(tmp_path / "many.py"))
+    try:
+        names: list[str] = []
+        cursor = None
+        while True:
+            page = inspector.post("list", {"what": "tools", "cursor": cursor})
+            names += [tool["name"] for tool in page["items"]]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert names == [f"t{n}" for n in range(1, 10_002)]
+        kept = inspector.post("call", {"call": "c1", "name": "t10000", "arguments": {}})
+        assert kept["output_check"] == {"valid": True, "errors": []}
+        past = inspector.post("call", {"call": "c2", "name": "t10001", "arguments": {}})
+        assert past["result"]["structuredContent"] == {"result": 1}
+        assert past["output_check"] is None
+    finally:
+        inspector.close()
+
+
+def test_the_tasks_started_are_remembered_up_to_the_bound(inspect, monkeypatch):
+    """2026-07-28 (the demo has no ``tasks/list``): the page lists the tasks it started, the
+    latest MAX_STARTED_TASKS of them.  Lowered to 2 here (a task takes a few round trips each);
+    the default is the constant the code reads."""
+    assert live.MAX_STARTED_TASKS == 1_000
+    monkeypatch.setattr(live, "MAX_STARTED_TASKS", 2)
+    inspector = inspect(("stdio", "modern"))
+    started = []
+    for n in range(1, 4):
+        report = {"name": "build_report", "arguments": {"topic": f"t{n}"}, "task": True}
+        inspector.post("call", {**report, "call": f"c{n}"})
+        started.append(inspector.post("list", {"what": "tasks"})["items"][-1]["taskId"])
+    listed = inspector.post("list", {"what": "tasks"})["items"]
+    assert [task["taskId"] for task in listed] == started[1:]
+    assert {task["tool"] for task in listed} == {"build_report"}
+
+
+class SwapSeen(RequestContext):
+    """A request context that says when its ``cancelled`` Event is replaced (``swapped``)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.swapped = threading.Event()
+
+    @property
+    def cancelled(self) -> threading.Event:
+        return RequestContext.cancelled.fget(self)
+
+    @cancelled.setter
+    def cancelled(self, event: threading.Event) -> None:
+        RequestContext.cancelled.fset(self, event)
+        self.swapped.set()
+
+
+def test_an_ask_whose_replaced_event_is_set_ends_cancelled():
+    """The request's ``cancelled`` Event as it was before the ask's signal took its place is set
+    after the swap, by an owner that keeps it (as a client-hosted task's is, by tasks/cancel): the
+    wait does not see it, but when it ends (0.3 s here) the ask is reported cancelled, the
+    elicitation answered ``cancel``, and the context is cancelled."""
+    inspector = Inspector("--", "unused", answer_timeout=0.3, connect=False)
+    try:
+        events: queue.Queue = queue.Queue()
+        inspector.inspected.add_listener(lambda event, data: events.put((event, data)))
+        context = SwapSeen(None, 7, "elicitation/create", {})
+        owned = context.cancelled  # the Event its owner keeps
+        answers: queue.Queue = queue.Queue()
+        params = ElicitParams(message="Quick?", requested_schema={"type": "object"})
+        threading.Thread(
+            target=lambda: answers.put(inspector.inspected._elicit(params, context)), daemon=True
+        ).start()
+        assert events.get(timeout=WAIT)[0] == "ask"
+        assert context.swapped.wait(WAIT)
+        owned.set()
+        event, data = events.get(timeout=WAIT)
+        assert (event, data["outcome"]) == ("ask-done", "cancelled")
+        assert answers.get(timeout=WAIT) == {"action": "cancel"}
+        assert context.is_cancelled
+    finally:
+        inspector.close()
