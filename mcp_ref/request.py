@@ -34,6 +34,7 @@ from .errors import RequestCancelled, RequestTimeout
 from .lifecycle import PROGRESS_MESSAGE
 
 if TYPE_CHECKING:
+    from .cancellation import Cancellation
     from .lifecycle import Envelope
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
@@ -113,7 +114,7 @@ class RequestContext:
         # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
         self.progress_token = token if jsonrpc.valid_id(token) else None
         # made when first needed: most requests never are
-        self._cancelled: threading.Event | None = None
+        self._cancelled: Cancellation | None = None  # mcp_ref.cancellation: loaded with the first
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.lifecycle.Envelope``), set by the
         #: dispatcher; None in the handshake era.
@@ -144,16 +145,19 @@ class RequestContext:
         self.deferred = True
 
     @property
-    def cancelled(self) -> threading.Event:
-        """The Event set when the request is cancelled (wait on it, or set it to cancel)."""
+    def cancelled(self) -> Cancellation:
+        """The Event set when the request is cancelled (wait on it, hang a callback on it, or set
+        it to cancel)."""
         if self._cancelled is None:
+            from .cancellation import Cancellation
+
             with EVENTS_LOCK:
                 if self._cancelled is None:
-                    self._cancelled = threading.Event()
+                    self._cancelled = Cancellation()
         return self._cancelled
 
     @cancelled.setter
-    def cancelled(self, event: threading.Event) -> None:
+    def cancelled(self, event: Cancellation) -> None:
         self._cancelled = event
 
     @property

@@ -60,6 +60,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..cancellation import Cancellation
 from ..errors import (
     INTERNAL_ERROR,
     InvalidParams,
@@ -186,7 +187,7 @@ class Task:
         self.answers: dict[str, dict] = {}
         self._keys = 0
         self.lock = threading.Condition()
-        self.cancelled = threading.Event()
+        self.cancelled = Cancellation()
         if records is None:
             records = MemoryTaskRecords()
             records.create(

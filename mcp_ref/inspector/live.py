@@ -13,7 +13,7 @@ and its handler thread waits for the page's answer (:meth:`InspectedServer.answe
 elicitation is answered ``cancel``, a sampling request with an error) or ``cancelled`` (the
 server cancelled its request, or the connection ended); each end is pushed as ``ask-done``.
 The handler's thread waits on one Event, with the time left as its timeout: the page's answer,
-the server's cancellation (the request's ``cancelled`` Event is the ask's signal while it waits)
+the server's cancellation (a callback on the request's ``cancelled`` Event, whoever sets it)
 and the connection's end each set it, so the ask ends the moment one of them happens; nothing
 polls.  At most :data:`MAX_ASKS` wait at once: past it a request is answered at once as if it
 had expired, and a note says so.
@@ -130,20 +130,6 @@ class Ask:
             "params": self.params,
             "expires": self.expires,
         }
-
-
-class _CancelSignal(threading.Event):
-    """A parked request's ``cancelled`` Event, put in its context in place of the one it had:
-    setting it (the server cancelled the request) also ends the ask's wait at once."""
-
-    def __init__(self, ask: Ask):
-        super().__init__()
-        self.ask = ask
-
-    def set(self) -> None:
-        """Set the Event, and end the ask as cancelled."""
-        super().set()
-        self.ask.end_by_cancellation()
 
 
 class InspectedServer:
@@ -477,26 +463,20 @@ class InspectedServer:
         cancellation, the connection's end) or its deadline passes: one wait, with the time left
         as its timeout, woken by what ends it and by nothing else.
 
-        The server's cancellation reaches the ask through the request's own ``cancelled`` Event:
-        the request's context is given a ``_CancelSignal`` in its place, which the
-        cancellation sets (2025-11-25 basic/utilities/cancellation: the receiver "SHOULD: Stop
-        processing the cancelled request"; in the 2026-07-28 era, cancelling the call the input
-        request belongs to cancels it the same way)."""
+        The server's cancellation reaches the ask through a callback on the request's
+        ``cancelled`` Event (:class:`~mcp_ref.request.Cancellation`), whoever sets it
+        (2025-11-25 basic/utilities/cancellation: the receiver "SHOULD: Stop processing the
+        cancelled request"; in the 2026-07-28 era, cancelling the call the input request belongs
+        to cancels it the same way)."""
         if not isinstance(context, RequestContext):  # a handler called without its context
             ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
             return
-        replaced = context.cancelled
-        signal = _CancelSignal(ask)
-        context.cancelled = signal  # kept after the wait: the context stays cancelled, if it is
-        if replaced.is_set():  # cancelled before (or as) the signal took its place
-            signal.set()
-        ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
-        # The replaced Event may have been set without the signal: by a cancellation that had
-        # read ``cancelled`` just before the swap, or by an owner that keeps it and sets it itself
-        # (a client-hosted task's, ``Client(tasks=True)``, which this client does not use).  The
-        # ask then ended when it was answered or expired, and is reported cancelled, as it was.
-        if replaced.is_set() and not signal.is_set():
-            signal.set()
+        cancelled = context.cancelled
+        cancelled.add_callback(ask.end_by_cancellation)
+        try:
+            ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
+        finally:
+            cancelled.remove_callback(ask.end_by_cancellation)
 
     def _end_asks(self, outcome: str) -> None:
         """End every parked request (the connection ended): each wait wakes at once."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +35,6 @@ ASK_CAPABILITY = {
 DEFAULT_ASK_TIMEOUT = 300.0
 #: How long an answer waits for the callbacks of what came before it (seconds; see Forward.run).
 CALLBACKS_WAIT = 10.0
-#: How often a front request's wait looks again at the cancellation Event it replaced (seconds): a
-#: cancellation that reached that Event during the swap is seen within this time.
-CANCEL_RECHECK = 0.5
 #: The prefix of a ``requestState`` the proxy issues (the rest: a random key of a parked request).
 STATE_PREFIX = "mcp-ref-proxy."
 
@@ -85,18 +81,6 @@ class Question:
 
 #: The forward whose back call this thread runs (a 2026 target's questions come on that thread).
 current = threading.local()
-
-
-class _Signal(threading.Event):
-    """A front request's ``cancelled`` Event that also wakes the forward waiting on it."""
-
-    def __init__(self, wake: Callable[[], None]):
-        super().__init__()
-        self._wake = wake
-
-    def set(self) -> None:
-        super().set()
-        self._wake()
 
 
 class Forward:
@@ -220,33 +204,34 @@ class Forward:
         context = front.context
         with self.lock:
             self.front = front
-        signal = _Signal(self._wake)
-        # The session sets whichever Event the request held when the cancellation came: the one
-        # replaced here may be set after this swap, so the wait below looks at it too.
-        replaced = context.cancelled
-        context.cancelled = signal
-        with self.lock:
-            while self.outcome is None and not signal.is_set():
-                if replaced.is_set():
-                    signal.set()
-                    break
-                if front.envelope is not None and self.waiting:
-                    break
-                self.lock.wait(CANCEL_RECHECK)
-            if self.outcome is None and not signal.is_set():
-                # a 2026 front: the questions go out as input_required, the back call is parked
-                self.shown.update(self.waiting)
-                self.waiting.clear()
-                self.front = None
-                questions = {q.key: _input_request(q.method, q.params) for q in self.shown.values()}
-                token = self.token = self.token or STATE_PREFIX + secrets.token_urlsafe(24)
-                self.proxy.park(self)
-                return {
-                    "resultType": lifecycle.INPUT_REQUIRED,
-                    "inputRequests": questions,
-                    "requestState": token,
-                }
-            outcome = self.outcome
+        # The front client's cancellation wakes the wait below (whoever sets the request's Event);
+        # the outcome always comes: the back call ends, at the latest, at its own timeout.
+        cancelled = context.cancelled
+        cancelled.add_callback(self._wake)
+        try:
+            with self.lock:
+                while self.outcome is None and not cancelled.is_set():
+                    if front.envelope is not None and self.waiting:
+                        break
+                    self.lock.wait()
+                if self.outcome is None and not cancelled.is_set():
+                    # a 2026 front: the questions go out as input_required, the back call is parked
+                    self.shown.update(self.waiting)
+                    self.waiting.clear()
+                    self.front = None
+                    questions = {
+                        q.key: _input_request(q.method, q.params) for q in self.shown.values()
+                    }
+                    token = self.token = self.token or STATE_PREFIX + secrets.token_urlsafe(24)
+                    self.proxy.park(self)
+                    return {
+                        "resultType": lifecycle.INPUT_REQUIRED,
+                        "inputRequests": questions,
+                        "requestState": token,
+                    }
+                outcome = self.outcome
+        finally:
+            cancelled.remove_callback(self._wake)
         if outcome is None:  # cancelled by the front client: the target is told too
             self.call.cancel("cancelled by the client in front of the proxy")
             self.finish()

@@ -1,6 +1,7 @@
 """The session engine over real subprocesses, mcp_ref on both sides: concurrency,
 timeouts, progress, cancellation both ways, ping both ways, closing."""
 
+import functools
 import json
 import sys
 import threading
@@ -549,3 +550,52 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
         call.result()
     client.ping()
     assert client.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"
+
+
+# -- a request's cancellation: an Event that calls back ------------------------------------------
+
+
+def test_a_cancellation_calls_its_callbacks_once_whoever_sets_it(caplog):
+    from mcp_ref.cancellation import Cancellation
+    from mcp_ref.request import RequestContext
+
+    context = RequestContext(None, 1, "tools/call", {})
+    cancelled = context.cancelled
+    assert isinstance(cancelled, Cancellation)
+    calls: list[str] = []
+    kept, removed = (lambda: calls.append("kept")), (lambda: calls.append("removed"))
+
+    def failing():
+        raise RuntimeError("a callback that fails")
+
+    cancelled.add_callback(failing)  # logged; the others still run
+    cancelled.add_callback(kept)
+    cancelled.add_callback(removed)
+    cancelled.remove_callback(removed)
+    cancelled.remove_callback(removed)  # twice: nothing to forget
+    assert calls == []
+    with caplog.at_level("ERROR", logger="mcp_ref.session"):
+        setter = threading.Thread(target=cancelled.set)  # another owner sets it
+        setter.start()
+        setter.join(WAIT)
+    assert context.is_cancelled
+    assert calls == ["kept"]
+    assert "a cancellation callback failed" in caplog.text
+    cancelled.set()  # again: no callback runs twice
+    assert calls == ["kept"]
+    late: list[str] = []
+    cancelled.add_callback(lambda: late.append(threading.current_thread().name))
+    assert late == [threading.current_thread().name]  # already set: called at once, here
+
+
+def test_a_cancellation_callback_added_while_it_is_set_is_called_exactly_once():
+    from mcp_ref.cancellation import Cancellation
+
+    for _ in range(200):
+        cancelled = Cancellation()
+        calls: list[int] = []
+        setter = threading.Thread(target=cancelled.set)
+        setter.start()
+        cancelled.add_callback(functools.partial(calls.append, 1))
+        setter.join(WAIT)
+        assert calls == [1]

@@ -1,0 +1,58 @@
+"""A request's cancellation: :class:`Cancellation`, the Event a request's context holds
+(:attr:`mcp_ref.request.RequestContext.cancelled`), which calls back when it is set.
+
+A handler's wait for something other than the cancellation (the page's answer to a question, a
+proxied call's outcome) hangs a callback on it, so the cancellation ends that wait at once,
+whoever sets the Event: the session, when the peer sends ``notifications/cancelled`` (2025-11-25
+basic/utilities/cancellation §Behavior Requirements: the receiver "SHOULD: Stop processing the
+cancelled request"), or a task that holds it (tasks/cancel, expiry).  Loaded with the first
+request whose cancellation is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("mcp_ref.session")  # its messages are the session's
+
+
+class Cancellation(threading.Event):
+    """A request's ``cancelled`` Event (:attr:`RequestContext.cancelled`): set once, when the
+    request is cancelled, and then it calls what was hung on it (:meth:`add_callback`), as a
+    ``Future`` calls its done callbacks.  So a wait for something else (an answer, a question)
+    can end at the cancellation too, woken by it, whoever sets the Event (the session, a task).
+    Its callbacks are those of the waits under way on it: each removes its own when it ends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], Any]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def add_callback(self, fn: Callable[[], Any]) -> None:
+        """Call ``fn()`` when the Event is set, on the thread that sets it; at once, on this thread,
+        if it already is."""
+        with self._callbacks_lock:
+            if not self.is_set():
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    def remove_callback(self, fn: Callable[[], Any]) -> None:
+        """Forget ``fn`` (added by :meth:`add_callback`) if it has not been called yet."""
+        with self._callbacks_lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(fn)
+
+    def set(self) -> None:
+        """Set the Event, then call each callback once (one that raises is logged)."""
+        with self._callbacks_lock:
+            super().set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:
+                log.exception("a cancellation callback failed")
