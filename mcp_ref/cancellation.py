@@ -19,6 +19,11 @@ from typing import Any
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
+#: The callbacks one request's Event holds at once: each is a wait under way on the request (a
+#: parked question, a forwarded call), which removes its own when it ends.  Past it,
+#: :meth:`Cancellation.add_callback` raises RuntimeError (a wait that never removes its own).
+MAX_CALLBACKS = 1_000
+
 
 class Cancellation(threading.Event):
     """A request's ``cancelled`` Event (:attr:`RequestContext.cancelled`): set once, when the
@@ -34,15 +39,18 @@ class Cancellation(threading.Event):
 
     def add_callback(self, fn: Callable[[], Any]) -> None:
         """Call ``fn()`` when the Event is set, on the thread that sets it; at once, on this thread,
-        if it already is."""
+        if it already is.  RuntimeError past :data:`MAX_CALLBACKS`."""
         with self._callbacks_lock:
             if not self.is_set():
+                if len(self._callbacks) >= MAX_CALLBACKS:
+                    raise RuntimeError(f"a request's cancellation holds {MAX_CALLBACKS} callbacks")
                 self._callbacks.append(fn)
                 return
         fn()
 
     def remove_callback(self, fn: Callable[[], Any]) -> None:
-        """Forget ``fn`` (added by :meth:`add_callback`) if it has not been called yet."""
+        """Forget ``fn`` (added by :meth:`add_callback`) if :meth:`set` has not taken it yet; one
+        it has taken may still be running, or about to run, when this returns."""
         with self._callbacks_lock, contextlib.suppress(ValueError):
             self._callbacks.remove(fn)
 

@@ -20,8 +20,10 @@ a client may pass as that Python value, written exactly as the server would writ
   JSON form (pydantic is imported only then: the user's code has loaded it).
 
 Nothing that already is JSON is changed (a string stays a string, ``"2027-01-01"`` is not a date).
-Only the slow path loads this module: a message is first encoded as it is, and only when that
-fails are its params converted (the plain path stays one ``json.dumps``).
+A message is first encoded as it is, and only when that fails are its params converted (a plain
+``tools/call`` stays one ``json.dumps``, and does not load this module); ``get_prompt`` and
+``complete`` always pass their values through :func:`text_arguments`, and a server its tools'
+structured results (scalars excepted) through :func:`to_jsonable`.
 """
 
 from __future__ import annotations
@@ -165,6 +167,8 @@ def _refusal(value: Any, path: str) -> str | None:
         for key, item in value.items():
             if not isinstance(key, _KEYS):
                 return f"{_where(path, key)}: a key of type {type(key).__name__} is not JSON"
+            if isinstance(key, float) and not math.isfinite(key):
+                return f"{path or 'the value'}: the key {key!r} is not a JSON number"
             problem = _refusal(item, _where(path, key))
             if problem is not None:
                 return problem
@@ -189,12 +193,16 @@ def sendable(value: Any, path: str = "") -> Any:
 def sendable_params(method: str, params: dict | None) -> dict | None:
     """The ``params`` of an outgoing request or notification with the user's Python values as
     JSON (:func:`sendable`); ValueError naming the method, the tool or prompt, and the place:
-    ``tools/call 'book': cannot be sent as JSON: arguments.when: a value of type Slot has no JSON form``."""
+    ``tools/call 'book': cannot be sent as JSON: arguments.when: a value of type Slot has no JSON form``.
+    What it gives encodes: what ``json`` still refuses (an integer of more than 4,300 digits) is
+    that ValueError too."""
     if params is None:
         return None
     try:
-        return sendable(params)
-    except ValueError as exc:
+        converted = sendable(params)
+        json.dumps(converted, allow_nan=False)  # the message's encoder's settings
+        return converted
+    except (ValueError, TypeError, RecursionError) as exc:
         name = params.get("name") if isinstance(params, dict) else None
         called = f"{method} {name!r}" if isinstance(name, str) else method
         raise ValueError(f"{called}: cannot be sent as JSON: {exc}") from None

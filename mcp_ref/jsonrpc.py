@@ -270,9 +270,9 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
     """:func:`serialize`, except that an answer whose result JSON cannot carry becomes an Internal
     error answer (logged under ``name``), so the requester is still answered.
 
-    A request or notification whose params hold the user's Python values (a ``datetime``, a
-    ``UUID``, a dataclass ...) is sent with them as JSON, written as a server writes them out
-    (:mod:`mcp_ref.jsonable`: only this slow path loads it); one that still cannot be encoded (an
+    A request or notification (of either role) whose params hold the user's Python values (a
+    ``datetime``, a ``UUID``, a dataclass ...) is sent with them as JSON, written as a server
+    writes them out (:mod:`mcp_ref.jsonable`: only this slow path loads it); one that still cannot be encoded (an
     object of no known kind, a NaN) raises ValueError to its sender naming the method (and tool)
     and the place (``tools/call 'book': cannot be sent as JSON: arguments.when: ...``); nothing
     invalid is ever written.

@@ -158,6 +158,10 @@ class RequestContext:
 
     @cancelled.setter
     def cancelled(self, event: Cancellation) -> None:
+        from .cancellation import Cancellation
+
+        if not isinstance(event, Cancellation):  # a wait hangs its callback on it
+            raise TypeError(f"a request's cancelled Event is a Cancellation, not {event!r}")
         self._cancelled = event
 
     @property

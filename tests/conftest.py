@@ -316,7 +316,10 @@ class _Output:
     run.  Not a terminal, as a pipe is not.  What a thread of ``others`` writes (the threads that
     were running before the command started: another test's leftovers, such as a lease thread
     logging through ``logging.lastResort``) goes on to ``elsewhere``, the stream the capture
-    replaced, and never into the command's output."""
+    replaced, and never into the command's output.  So does what such a thread writes on the
+    command's behalf (a process-wide thread, such as the HTTP server's peer watcher logging a
+    failed disconnect callback): a test that needs that runs the command as a subprocess
+    (:func:`run_cli_process`)."""
 
     def __init__(self, elsewhere: Any = None, others: Iterable[threading.Thread] = ()):
         self._parts: list[str] = []
@@ -364,8 +367,6 @@ def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.Comp
 
     from mcp_ref.workbench.cli import main
 
-    others = threading.enumerate()  # what they write is not the command's (see _Output)
-    out, err = _Output(sys.stdout, others), _Output(sys.stderr, others)
     outcome: dict = {}
 
     def run() -> None:
@@ -375,6 +376,8 @@ def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.Comp
             outcome["error"] = exc
 
     with _cli_runs:
+        others = threading.enumerate()  # what they write is not the command's (see _Output)
+        out, err = _Output(sys.stdout, others), _Output(sys.stderr, others)
         saved = sys.stdin, sys.stdout, sys.stderr
         sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
         try:

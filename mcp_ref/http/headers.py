@@ -68,9 +68,11 @@ def encode_value(value: str | int | bool) -> str:
     """
     if isinstance(value, bool):
         return "true" if value else "false"
+    # The text JSON gives the body's value, whatever its class says of itself: an IntEnum or a
+    # (str, Enum) member goes into the body as its number or string, not as ``Booking.ONE``.
     if isinstance(value, int):
-        return str(value)
-    text = str(value)
+        return int.__repr__(value)
+    text = str.__str__(value)
     looks_encoded = text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX)
     if text == "" or (_SAFE_PLAIN.match(text) and not looks_encoded):
         return text

@@ -204,8 +204,9 @@ class Forward:
         context = front.context
         with self.lock:
             self.front = front
-        # The front client's cancellation wakes the wait below (whoever sets the request's Event);
-        # the outcome always comes: the back call ends, at the latest, at its own timeout.
+        # The wait below ends with the back call's outcome (bounded by the back client's timeout,
+        # when it has one), a question for a 2026 front, or the front request's cancellation,
+        # which wakes it whoever sets the request's Event (the front connection's end included).
         cancelled = context.cancelled
         cancelled.add_callback(self._wake)
         try:

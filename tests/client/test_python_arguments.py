@@ -9,6 +9,7 @@ A value with no JSON form is a ValueError naming the tool and the place; the cli
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import sys
 import uuid
 from decimal import Decimal
@@ -24,6 +25,18 @@ from python_values_server import Color, Slot, build
 
 SERVER = [sys.executable, str(SERVERS / "python_values_server.py")]
 PARIS_WINTER = dt.timezone(dt.timedelta(hours=1))
+
+
+class Mood(str, enum.Enum):
+    """A string Enum: JSON writes its value."""
+
+    OK = "ok"
+
+
+class Seats(enum.IntEnum):
+    """An integer Enum: JSON writes its number."""
+
+    TWO = 2
 
 
 def booking(when: dt.datetime) -> dict:
@@ -86,7 +99,7 @@ def test_a_value_with_no_json_form_is_a_clear_error_and_the_client_keeps_working
     client = connect(SERVER)
     with pytest.raises(ValueError) as refused:
         client.call_tool(
-            "book", {**booking(dt.datetime(2027, 1, 1, tzinfo=dt.UTC)), "slot": object()}
+            "book", {**booking(dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)), "slot": object()}
         )
     assert str(refused.value) == (
         "tools/call 'book': cannot be sent as JSON: arguments.slot: "
@@ -95,7 +108,7 @@ def test_a_value_with_no_json_form_is_a_clear_error_and_the_client_keeps_working
     with pytest.raises(ValueError, match=r"arguments\.slot\.seats\[1\]: nan is not a JSON number"):
         client.call_tool("book", {"slot": {"seats": [1, float("nan")]}})
     assert arguments_sent(wire, "book") == []  # nothing was sent
-    when = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+    when = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
     assert not client.call_tool("book", booking(when)).is_error  # the next call succeeds
 
 
@@ -105,7 +118,7 @@ def test_a_string_that_looks_like_a_date_stays_a_string(connect, wire):
     result = client.call_tool(
         "routed", {"when": "2027-01-01T09:00:00Z", "id": str(uuid.UUID(int=1))}
     )
-    assert result.text == f"2027-01-01T09:00:00+00:00|{uuid.UUID(int=1)}|"
+    assert result.text == f"2027-01-01T09:00:00+00:00|{uuid.UUID(int=1)}||1"
     assert arguments_sent(wire, "routed")[-1]["when"] == "2027-01-01T09:00:00Z"
 
 
@@ -122,12 +135,17 @@ def test_http_2026_header_parameters_carry_the_bodys_text(serve, http_client):
     when = dt.datetime(2027, 1, 1, 9, tzinfo=PARIS_WINTER)
     booking_id = uuid.UUID("12345678-1234-5678-1234-567812345678")
     # called before listing: the server asks for the headers (-32020), the client lists and retries
-    result = client.call_tool("routed", {"when": when, "id": booking_id, "note": "ok"})
-    assert result.text == f"2027-01-01T09:00:00+01:00|{booking_id}|ok", result.text
+    # a (str, Enum) and an IntEnum member are JSON as they are: their header is the body's text
+    # (their value), not what str() makes of them ("Mood.OK")
+    arguments = {"when": when, "id": booking_id, "note": Mood.OK, "seats": Seats.TWO}
+    result = client.call_tool("routed", arguments)
+    assert result.text == f"2027-01-01T09:00:00+01:00|{booking_id}|ok|2", result.text
     body = arguments_sent(client.wire, "routed")[-1]
     headers = [h for h in recorder_box["r"].seen("POST") if h.get("mcp-name") == "routed"][-1]
     assert headers["mcp-param-when"] == body["when"] == "2027-01-01T09:00:00+01:00"
     assert headers["mcp-param-booking-id"] == body["id"] == str(booking_id)
+    assert headers["mcp-param-note"] == body["note"] == "ok"
+    assert headers["mcp-param-seats"] == "2" and body["seats"] == 2
     back = client.call_tool("book", booking(when)).structured_content
     assert dt.datetime.fromisoformat(back["when"]) == when and Slot(**back["slot"]) == Slot(
         "Ada", 3
@@ -156,7 +174,7 @@ def test_prompt_arguments_and_completions_are_sent_as_strings(connect, wire):
 @pytest.mark.slow
 def test_an_elicitation_answer_may_hold_dates(connect, wire):
     def answer(request):
-        at = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+        at = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
         return ElicitResult(action="accept", content={"day": dt.date(2027, 1, 1), "at": at})
 
     client = connect(SERVER, elicitation_handler=answer)
@@ -179,6 +197,17 @@ def test_the_converter_changes_nothing_that_is_json_and_names_the_place():
     with pytest.raises(ValueError, match="nested too deeply"):
         sendable(cycle)
     assert as_text("x") == "x" and as_text(Decimal("1.10")) == "1.10" and as_text([1]) == "[1]"
+    with pytest.raises(ValueError, match=r"^x: the key nan is not a JSON number$"):
+        sendable({float("nan"): 1}, "x")
+
+
+def test_a_message_that_still_does_not_encode_is_a_value_error_naming_its_method():
+    from mcp_ref.jsonrpc import Request, serialize_answering
+
+    too_long = 10**5000  # json refuses an integer of more than 4,300 digits
+    request = Request(7, "tools/call", {"name": "t", "arguments": {"n": too_long}})
+    with pytest.raises(ValueError, match=r"^tools/call 't': cannot be sent as JSON: .*digits"):
+        serialize_answering(request)
 
 
 def test_a_pydantic_model_argument_is_sent_as_its_json_form():
@@ -194,7 +223,7 @@ def test_a_pydantic_model_argument_is_sent_as_its_json_form():
 
     welcome.__annotations__ = {"guest": guest_model, "return": str}
     server.tool()(welcome)
-    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
+    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
     with Client.in_memory(server) as client:
         result = client.call_tool("welcome", {"guest": guest_model(name="Ada", arrives=arrives)})
     assert result.text == "Ada at 2027-01-01T09:00:00+00:00", result.text

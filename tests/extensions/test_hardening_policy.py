@@ -16,7 +16,7 @@ import threading
 import pytest
 from conftest import WAIT
 from http_fixtures import serve  # noqa: F401 - a fixture
-from test_policy import Tokens, bearer
+from policy_tokens import Tokens, bearer
 
 from mcp_ref import Client, McpError, Server
 from mcp_ref.oauth.resource import ProtectedResource

@@ -17,9 +17,10 @@ import pytest
 import requests
 from conftest import SERVERS, WAIT, InMemory
 from http_fixtures import HeaderRecorder, serve  # noqa: F401 - a fixture
+from policy_tokens import Tokens, bearer
 
 from mcp_ref import Client, LimitExceeded, McpError
-from mcp_ref.oauth.resource import AccessInfo, ProtectedResource
+from mcp_ref.oauth.resource import ProtectedResource
 
 POLICY = InMemory("policy_server", "build")
 ERAS = ("modern", "handshake")
@@ -303,31 +304,6 @@ def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):
 
 
 # -- the caller, and its token ------------------------------------------------------------------
-
-
-class Tokens:
-    """A token verifier for the tests: two users of one client, one an admin."""
-
-    def __init__(self):
-        self.audience = ()
-
-    def verify(self, token: str):
-        users = {
-            "alice-token": ("alice", ("admin",), {"team": "ops"}),
-            "bob-token": ("bob", (), {"team": "sales"}),
-        }
-        if token not in users:
-            return None
-        subject, scopes, claims = users[token]
-        return AccessInfo("policy-client", subject, scopes, audience=self.audience, claims=claims)
-
-
-def bearer(token: str):
-    def add(request):
-        request.headers["Authorization"] = f"Bearer {token}"
-        return request
-
-    return add
 
 
 @pytest.fixture

@@ -18,10 +18,10 @@ import pytest
 import requests
 from conftest import WAIT, run_threads
 from http_fixtures import ACCEPT_BOTH, LATEST, TIMEOUT, init_params, request, serve  # noqa: F401 - a fixture
+from policy_tokens import Tokens
 from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
 from test_hardening_streams import FREED_WITHIN, Raw, listen, raw_http, streams_server, wait_until
 from test_legacy_sse import legacy_raw  # noqa: F401 - a fixture
-from test_policy import Tokens
 
 from mcp_ref import ConnectionLimits, Server
 from mcp_ref.http.server import MemorySessionTable

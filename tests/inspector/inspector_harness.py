@@ -43,10 +43,11 @@ class Inspector:
         if connect:
             self.state = self.post("connect", {})
 
-    def post(self, route: str, body: dict, status: int = 200) -> dict:
-        """POST ``api/ROUTE`` as the page does; its JSON answer (asserting its HTTP status)."""
+    def post(self, route: str, body: dict, status: int = 200, timeout: float = WAIT) -> dict:
+        """POST ``api/ROUTE`` as the page does; its JSON answer (asserting its HTTP status), in
+        ``timeout`` seconds."""
         response = self.http.post(
-            self.url + "api/" + route, json=body, headers={"Origin": self.origin}, timeout=WAIT
+            self.url + "api/" + route, json=body, headers={"Origin": self.origin}, timeout=timeout
         )
         assert response.status_code == status, response.text
         return response.json()
@@ -61,26 +62,26 @@ class Inspector:
         self.readers.append(reader)
         return reader
 
-    def in_background(self, route: str, body: dict) -> Callable[[], dict]:
+    def in_background(self, route: str, body: dict, timeout: float = WAIT) -> Callable[[], dict]:
         """POST on a thread (a call that waits for the page's answer); returns a function that
-        waits for its JSON answer."""
+        waits for its JSON answer (both in ``timeout`` seconds)."""
         done: queue.Queue = queue.Queue()
         thread = threading.Thread(
-            target=lambda: done.put(self._post_outcome(route, body)), daemon=True
+            target=lambda: done.put(self._post_outcome(route, body, timeout)), daemon=True
         )
         thread.start()
 
         def wait() -> dict:
-            outcome = done.get(timeout=WAIT)
+            outcome = done.get(timeout=timeout)
             if isinstance(outcome, BaseException):
                 raise outcome
             return outcome
 
         return wait
 
-    def _post_outcome(self, route: str, body: dict):
+    def _post_outcome(self, route: str, body: dict, timeout: float):
         try:
-            return self.post(route, body)
+            return self.post(route, body, timeout=timeout)
         except BaseException as exc:  # handed to the test's thread
             return exc
 

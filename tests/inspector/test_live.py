@@ -285,7 +285,9 @@ def test_the_64th_ask_waits_and_the_65th_is_refused_at_once(inspect):
     inspector = inspect(("stdio", "modern"))
     events = inspector.events()
     calls = [
-        inspector.in_background("call", {"call": f"c{n}", "name": "ask_user", "arguments": {}})
+        inspector.in_background(
+            "call", {"call": f"c{n}", "name": "ask_user", "arguments": {}}, timeout=WAIT * 6
+        )
         for n in range(1, 65)
     ]
     asks = [events.wait_for("ask") for _ in range(64)]
@@ -514,7 +516,10 @@ def test_the_256th_call_runs_and_the_257th_is_refused():
     try:
         events = inspector.events()
         long = {"name": "wait_for_cancel", "arguments": {"seconds": WAIT * 6}}
-        calls = [inspector.in_background("call", {**long, "call": f"c{n}"}) for n in range(1, 257)]
+        calls = [
+            inspector.in_background("call", {**long, "call": f"c{n}"}, timeout=WAIT * 6)
+            for n in range(1, 257)
+        ]
         for _ in range(256):  # every one of them sent: each is in the table of running calls
             events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
         refused = inspector.post("call", {**long, "call": "c257"}, status=400)
@@ -522,7 +527,7 @@ def test_the_256th_call_runs_and_the_257th_is_refused():
         assert inspector.post("cancel", {"call": "c1"}) == {"cancelled": True}
         assert calls[0]()["error"]["message"] == "cancelled"
         # one ended: the 257th runs now (it is sent; the server queues it behind the others)
-        calls.append(inspector.in_background("call", {**long, "call": "c257"}))
+        calls.append(inspector.in_background("call", {**long, "call": "c257"}, timeout=WAIT * 6))
         events.wait_for("record", record_of("tools/call", "wait_for_cancel"))
         for n in range(2, 258):
             assert inspector.post("cancel", {"call": f"c{n}"}) == {"cancelled": True}

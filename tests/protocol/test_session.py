@@ -1,7 +1,6 @@
 """The session engine over real subprocesses, mcp_ref on both sides: concurrency,
 timeouts, progress, cancellation both ways, ping both ways, closing."""
 
-import functools
 import json
 import sys
 import threading
@@ -588,14 +587,22 @@ def test_a_cancellation_calls_its_callbacks_once_whoever_sets_it(caplog):
     assert late == [threading.current_thread().name]  # already set: called at once, here
 
 
-def test_a_cancellation_callback_added_while_it_is_set_is_called_exactly_once():
+def test_a_cancellation_holds_a_bounded_number_of_callbacks_and_only_cancellations():
+    from mcp_ref import cancellation
     from mcp_ref.cancellation import Cancellation
+    from mcp_ref.request import RequestContext
 
-    for _ in range(200):
-        cancelled = Cancellation()
-        calls: list[int] = []
-        setter = threading.Thread(target=cancelled.set)
-        setter.start()
-        cancelled.add_callback(functools.partial(calls.append, 1))
-        setter.join(WAIT)
-        assert calls == [1]
+    assert cancellation.MAX_CALLBACKS == 1_000
+    cancelled = Cancellation()
+    waits = [(lambda: None) for _ in range(cancellation.MAX_CALLBACKS)]
+    for wait in waits:
+        cancelled.add_callback(wait)
+    with pytest.raises(RuntimeError, match="holds 1000 callbacks"):
+        cancelled.add_callback(lambda: None)
+    cancelled.remove_callback(waits[0])
+    cancelled.add_callback(lambda: None)  # room again
+    context = RequestContext(None, 1, "tools/call", {})
+    with pytest.raises(TypeError, match="is a Cancellation"):
+        context.cancelled = threading.Event()
+    context.cancelled = cancelled
+    assert context.cancelled is cancelled

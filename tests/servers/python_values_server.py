@@ -62,10 +62,10 @@ def build() -> Server:
         assert offset is not None
         return Booking(when, day, id, amount, color, slot, offset.total_seconds())
 
-    @server.tool(headers={"when": "When", "id": "Booking-Id"})
-    def routed(when: dt.datetime, id: uuid.UUID, note: str = "") -> str:
-        """A tool whose when and id travel in Mcp-Param-* headers too (2026-07-28 over HTTP)."""
-        return f"{when.isoformat()}|{id}|{note}"
+    @server.tool(headers={"when": "When", "id": "Booking-Id", "note": "Note", "seats": "Seats"})
+    def routed(when: dt.datetime, id: uuid.UUID, note: str = "", seats: int = 1) -> str:
+        """A tool whose arguments travel in Mcp-Param-* headers too (2026-07-28 over HTTP)."""
+        return f"{when.isoformat()}|{id}|{note}|{seats}"
 
     @server.prompt()
     def plan(day: dt.date, count: int, color: str) -> str:
