@@ -146,6 +146,12 @@ def test_http_2026_header_parameters_carry_the_bodys_text(serve, http_client):
     assert headers["mcp-param-booking-id"] == body["id"] == str(booking_id)
     assert headers["mcp-param-note"] == body["note"] == "ok"
     assert headers["mcp-param-seats"] == "2" and body["seats"] == 2
+    # the same Enum members beside arguments that are all JSON: the message encodes as it is
+    # (nothing converted), and the headers are still the body's text
+    plain = {"when": body["when"], "id": body["id"], "note": Mood.OK, "seats": Seats.TWO}
+    assert client.call_tool("routed", plain).text == result.text
+    headers = [h for h in recorder_box["r"].seen("POST") if h.get("mcp-name") == "routed"][-1]
+    assert (headers["mcp-param-note"], headers["mcp-param-seats"]) == ("ok", "2")
     back = client.call_tool("book", booking(when)).structured_content
     assert dt.datetime.fromisoformat(back["when"]) == when and Slot(**back["slot"]) == Slot(
         "Ada", 3
