@@ -134,10 +134,15 @@ class Ask:
     needs: dict[str, Any] = field(default_factory=dict)
 
     def input_request(self) -> dict[str, Any]:
-        """The InputRequest object of ``inputRequests`` (no ``jsonrpc``, no ``id``)."""
+        """The InputRequest object of ``inputRequests`` (no ``jsonrpc``, no ``id``): its params
+        with the handler's Python values as JSON (a schema's ``date`` default), as the handshake
+        era sends the same request (:func:`mcp_ref.jsonable.sendable_params`); ValueError for
+        one with no JSON form."""
         request: dict[str, Any] = {"method": self.method}
         if self.params is not None:
-            request["params"] = self.params
+            from ..jsonable import sendable_params
+
+            request["params"] = sendable_params(self.method, self.params)
         return request
 
 

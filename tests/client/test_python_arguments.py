@@ -188,6 +188,22 @@ def test_an_elicitation_answer_may_hold_dates(connect, wire):
     assert result.text == "accept:{'day': '2027-01-01', 'at': '2027-01-01T09:00:00+00:00'}"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_servers_elicitation_may_hold_python_values_in_each_era(connect, wire, era):
+    """A handler's ``ctx.elicit`` schema with a ``date`` default: sent as "2027-01-01" as its own
+    request (handshake era) and inside an ``input_required`` result (2026-07-28) alike."""
+
+    def answer(request):
+        return ElicitResult(
+            action="accept",
+            content={"day": request.requested_schema["properties"]["day"]["default"]},
+        )
+
+    client = connect(SERVER, era=era, elicitation_handler=answer)
+    assert client.call_tool("ask_with_default").text == "accept:{'day': '2027-01-01'}"
+
+
 def test_the_converter_changes_nothing_that_is_json_and_names_the_place():
     from mcp_ref.jsonable import as_text, sendable
 

@@ -90,6 +90,13 @@ def build() -> Server:
         answer = ctx.elicit("When?", schema)
         return f"{answer.action}:{answer.content}"
 
+    @server.tool()
+    def ask_with_default(ctx: Context) -> str:
+        """Elicit a date whose schema's default is a Python date (sent as "2027-01-01")."""
+        day = {"type": "string", "format": "date", "default": dt.date(2027, 1, 1)}
+        answer = ctx.elicit("Which day?", {"type": "object", "properties": {"day": day}})
+        return f"{answer.action}:{answer.content}"
+
     return server
 
 
