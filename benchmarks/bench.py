@@ -306,11 +306,13 @@ def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
     }
 
 
-def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and threaded echo round trips through one mcp_ref client (its default era)."""
+def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY, era="handshake"):
+    """Sequential and threaded echo round trips through one mcp_ref client speaking ``era``."""
     from mcp_ref import Client
 
-    with Client.stdio(_mcp_ref_server_cmd(), env=_child_env()) as client:
+    with Client.stdio(_mcp_ref_server_cmd(), env=_child_env(), era=era) as client:
+        if client.era != era:
+            raise RuntimeError("the mcp_ref client settled on %r" % (client.era,))
         return _threaded_rounds(
             client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency
         )
@@ -432,7 +434,7 @@ async def _sdk_rounds(session, calls, rounds, warmup, concurrency):
     }
 
 
-async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
+async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency, era):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -440,19 +442,34 @@ async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
-                await session.initialize()
+                await _sdk_start(session, era)
                 return await _sdk_rounds(session, calls, rounds, warmup, concurrency)
 
 
-def bench_sdk(calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and concurrent echo round trips through one SDK ClientSession.
+def bench_sdk(calls, rounds, warmup, concurrency=CONCURRENCY, era="handshake"):
+    """Sequential and concurrent echo round trips through one SDK ClientSession speaking ``era``.
 
     The server is ``servers/sdk_stdio_echo.py``, started (and stopped, in a
     ``finally``) by the SDK's ``stdio_client``.
     """
     import asyncio
 
-    return asyncio.run(_bench_sdk_async(SDK_STDIO_SERVER, calls, rounds, warmup, concurrency))
+    return asyncio.run(_bench_sdk_async(SDK_STDIO_SERVER, calls, rounds, warmup, concurrency, era))
+
+
+async def _sdk_start(session, era):
+    """Start the SDK's ``session`` in ``era``: ``initialize()`` for the handshake; for 2026-07-28
+    ``discover()`` (no handshake, an envelope on every request), which it must settle on."""
+    if era != "modern":
+        await session.initialize()
+        return
+    if not hasattr(session, "discover"):
+        raise RuntimeError(
+            "this SDK's ClientSession has no discover(): no %s client" % MODERN_PROTOCOL_VERSION
+        )
+    await session.discover()
+    if getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION) != MODERN_PROTOCOL_VERSION:
+        raise RuntimeError("the SDK client settled on %r" % (session.protocol_version,))
 
 
 # --------------------------------------------------------------------------
@@ -648,22 +665,7 @@ async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency, era):
     async with connect(url) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
-            if era == "modern":
-                if not hasattr(session, "discover"):
-                    raise RuntimeError(
-                        "this SDK's ClientSession has no discover(): no %s client"
-                        % MODERN_PROTOCOL_VERSION
-                    )
-                await (
-                    session.discover()
-                )  # the 2026-07-28 probe: no handshake, an envelope on every request
-                if (
-                    getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION)
-                    != MODERN_PROTOCOL_VERSION
-                ):
-                    raise RuntimeError("the SDK client settled on %r" % (session.protocol_version,))
-            else:
-                await session.initialize()
+            await _sdk_start(session, era)
             return await _sdk_rounds(session, calls, rounds, warmup, concurrency)
 
 
@@ -878,6 +880,11 @@ def _ratio(a, b):
     return a / b
 
 
+def _stdio_key(era, name):
+    """The figure key of a stdio echo figure ``name`` (``sequential``, ``concurrent``) in ``era``."""
+    return name if era == "handshake" else "%s_%s" % (era, name)
+
+
 def _http_key(era, name):
     """The figure key of an HTTP figure ``name`` (``sequential``, ``concurrent``, ``capacity``) in ``era``."""
     return ("http_" if era == "handshake" else "http_%s_" % era) + name
@@ -912,9 +919,22 @@ def print_table(figures, out=sys.stdout):
         ("import client, wall (-c diff)", "import_client", "ms", "lower is better"),
         ("import client, -X importtime", "import_client_importtime", "ms", "lower is better"),
         ("import client + server, wall (-c diff)", "import_both", "ms", "lower is better"),
-        ("echo calls, sequential", "sequential", "calls/s", "higher is better"),
-        ("echo calls, %d concurrent" % CONCURRENCY, "concurrent", "calls/s", "higher is better"),
     ]
+    for era in HTTP_ERAS:
+        rows += [
+            (
+                "echo calls, %s, sequential" % ERA_LABELS[era],
+                _stdio_key(era, "sequential"),
+                "calls/s",
+                "higher is better",
+            ),
+            (
+                "echo calls, %s, %d concurrent" % (ERA_LABELS[era], CONCURRENCY),
+                _stdio_key(era, "concurrent"),
+                "calls/s",
+                "higher is better",
+            ),
+        ]
     for era in HTTP_ERAS:
         rows += [
             (
@@ -1604,42 +1624,42 @@ def main(argv=None):
             figures["notes"].append(msg)
             failed = True
             note("note: " + msg)
-        try:
-            r = bench_mcp_ref(ns.calls, ns.rounds, ns.warmup)
-            for key in ("sequential", "concurrent"):
-                figures["mcp_ref"][key] = r[key]["median"]
-                figures["mcp_ref"][key + "_rounds"] = r[key]["rounds"]
-            note(
-                "mcp_ref echo: %s sequential, %s with %d threads"
-                % (
-                    _fmt(r["sequential"]["median"], "/s"),
-                    _fmt(r["concurrent"]["median"], "/s"),
-                    CONCURRENCY,
-                )
-            )
-        except Exception as exc:
-            msg = "mcp_ref round trips failed: %s: %s" % (type(exc).__name__, exc)
-            figures["notes"].append(msg)
-            failed = True
-            note("note: " + msg)
+    # the echo round trips, each era of each implementation against its own server
+    echo_sides = []
+    if not ns.skip_mcp_ref and not ns.http_only and others:
+        echo_sides.append(("mcp_ref", bench_mcp_ref, "threads"))
     if sdk_ok and not ns.http_only:
-        try:
-            r = bench_sdk(ns.calls, ns.rounds, ns.warmup)
+        echo_sides.append(("sdk", bench_sdk, "asyncio tasks"))
+    for side, bench, callers in echo_sides:
+        name = "mcp_ref" if side == "mcp_ref" else "SDK"
+        for era in HTTP_ERAS:
+            try:
+                r = bench(ns.calls, ns.rounds, ns.warmup, era=era)
+            except Exception as exc:
+                msg = "%s round trips (%s) failed: %s: %s" % (
+                    name,
+                    ERA_LABELS[era],
+                    type(exc).__name__,
+                    exc,
+                )
+                figures["notes"].append(msg)
+                failed = failed or side == "mcp_ref"  # SDK trouble is only noted
+                note("note: " + msg)
+                continue
             for key in ("sequential", "concurrent"):
-                figures["sdk"][key] = r[key]["median"]
-                figures["sdk"][key + "_rounds"] = r[key]["rounds"]
+                figures[side][_stdio_key(era, key)] = r[key]["median"]
+                figures[side][_stdio_key(era, key) + "_rounds"] = r[key]["rounds"]
             note(
-                "SDK echo: %s sequential, %s with %d asyncio tasks"
+                "%s echo, %s: %s sequential, %s with %d %s"
                 % (
+                    name,
+                    ERA_LABELS[era],
                     _fmt(r["sequential"]["median"], "/s"),
                     _fmt(r["concurrent"]["median"], "/s"),
                     CONCURRENCY,
+                    callers,
                 )
             )
-        except Exception as exc:
-            msg = "SDK round trips failed: %s: %s" % (type(exc).__name__, exc)
-            figures["notes"].append(msg)
-            note("note: " + msg)
 
     if not ns.skip_http and others and not run_http_benchmarks(ns, figures, sdk_ok, note):
         failed = True
@@ -1659,7 +1679,9 @@ def main(argv=None):
         "import_both",
     ):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
-    for key in ("sequential", "concurrent") + tuple(
+    for key in tuple(
+        _stdio_key(era, name) for era in HTTP_ERAS for name in ("sequential", "concurrent")
+    ) + tuple(
         _http_key(era, name)
         for era in HTTP_ERAS
         for name in ("sequential", "concurrent", "capacity")
@@ -1715,8 +1737,10 @@ def print_stdio_notes(figures, ns, out=sys.stdout):
         file=out,
     )
     print(
-        "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
-        " on one Client, the SDK with %d asyncio tasks on one ClientSession."
+        "echo calls: tools/call over stdio to a server of the same implementation, in each era;"
+        " mcp_ref with %d threads on one Client, the SDK with %d asyncio tasks on one ClientSession."
+        ' Handshake: Client.stdio(era="handshake") / the SDK\'s initialize(); 2026-07-28:'
+        ' Client.stdio(era="modern") / the SDK\'s discover(), each call with its _meta envelope.'
         % (CONCURRENCY, CONCURRENCY),
         file=out,
     )

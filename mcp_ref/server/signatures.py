@@ -9,7 +9,7 @@ arguments (Enum members, dataclass instances, tuples, sets).
 The last section validates what arrives against the schemas users give (tool input and output,
 prompt arguments, elicitation replies) with jsonschema, in the schema's declared dialect.
 
-jsonschema is heavy, so it is imported on the first validation, never at ``import mcp_ref``.
+jsonschema is heavy, so it is imported only when it is needed, never at ``import mcp_ref``.
 (The official MCP schemas, used to check whole messages, are :mod:`mcp_ref.schemas`.)
 
 Most tool schemas are plain: an object of named properties, each of one JSON type, some of them
@@ -17,6 +17,9 @@ required.  For those, :func:`quick_check` compiles a direct test that accepts wh
 valid in about a microsecond; anything it does not accept (and every other schema) goes to
 jsonschema, which decides, and words the error.  So the quick test can only save time: it never
 accepts what jsonschema would refuse (``tests/protocol/test_validation.py`` checks the two agree).
+A plain schema is also valid by its shape, so it skips jsonschema's check against the
+meta-schema, which costs about a millisecond a schema: registering a plain tool loads no
+jsonschema at all.
 """
 
 from __future__ import annotations
@@ -496,6 +499,9 @@ def validator_for(schema: dict) -> Any:
     unsupported dialects gracefully by returning an appropriate error" — a
     ValueError here.  An invalid schema raises jsonschema's SchemaError.
     """
+    quick = quick_check(schema)
+    if quick is not None:  # valid in its dialect: quick_check takes only what the meta-schema does
+        return Validator(schema, quick)
     import jsonschema  # heavy: loaded on first validation
 
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
@@ -507,7 +513,7 @@ def validator_for(schema: dict) -> Any:
         raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return Validator(cls(schema), quick_check(schema))
+    return Validator(schema, None, cls(schema))
 
 
 @dataclasses.dataclass(slots=True)
@@ -515,13 +521,22 @@ class Validator:
     """A schema's validator: ``quick`` (from :func:`quick_check`, or None) first, jsonschema's
     ``checker`` for whatever ``quick`` does not accept, and for the errors."""
 
-    checker: Any
+    schema: Any
     quick: Callable[[Any], bool] | None = None
+    _checker: Any = None
 
     @property
-    def schema(self) -> Any:
-        """The schema validated against."""
-        return self.checker.schema
+    def checker(self) -> Any:
+        """jsonschema's validator of :attr:`schema` in its dialect, made at first use: a plain
+        schema's quick test seldom needs it (two threads may both make one; either serves)."""
+        if self._checker is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(
+                self.schema, default=jsonschema.Draft202012Validator
+            )
+            self._checker = cls(self.schema)
+        return self._checker
 
     def is_valid(self, instance: Any) -> bool:
         """True when ``instance`` satisfies the schema."""
@@ -561,6 +576,17 @@ _ANNOTATIONS = frozenset(
         "format",
     }
 )
+#: What the meta-schemas allow as each annotation's value (``default``: anything).
+_ANNOTATION_TYPES: dict[str, type | tuple[type, ...]] = {
+    "title": str,
+    "description": str,
+    "examples": list,
+    "deprecated": bool,
+    "readOnly": bool,
+    "writeOnly": bool,
+    "$comment": str,
+    "format": str,
+}
 _OBJECT_KEYWORDS = (
     frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
 )
@@ -585,11 +611,14 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
     The shape: ``"type": "object"``, ``properties`` whose every schema is at most a ``type`` (one
     name or a list) plus annotations, ``required`` names, and ``additionalProperties`` true or
     false.  Anything else (``$ref``, ``enum``, bounds, nested objects ...) is jsonschema's alone.
+    Each keyword's value must be what its dialect's meta-schema allows (a list of distinct names,
+    a string title ...), so a schema of this shape needs no check against the meta-schema.
     """
     if (
         not isinstance(schema, dict)
         or schema.get("type") != "object"
         or not schema.keys() <= _OBJECT_KEYWORDS
+        or not _annotations_allowed(schema)
     ):
         return None
     if "$schema" in schema and schema["$schema"] not in _QUICK_DIALECTS:
@@ -603,7 +632,7 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         or not isinstance(additional, bool)
     ):
         return None
-    if not all(isinstance(name, str) for name in required):
+    if not _distinct_names(required):
         return None
     # the exact classes (a frozenset) a property's value may have; None: any value
     tests: dict[str, Any] = {}
@@ -613,8 +642,10 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         kinds = sub.get("type")
         kinds = kinds if isinstance(kinds, list) or kinds is None else [kinds]
         if kinds is not None and not (
-            kinds and all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds)
+            kinds and _distinct_names(kinds) and all(k in _TYPE_TESTS for k in kinds)
         ):
+            return None
+        if not _annotations_allowed(sub):
             return None
         tests[name] = None if kinds is None else frozenset(t for k in kinds for t in _TYPE_TESTS[k])
     needed = frozenset(required)
@@ -632,6 +663,21 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         return True
 
     return check
+
+
+def _distinct_names(names: list) -> bool:
+    """True when ``names`` are strings, none twice (a ``required`` or ``type`` list's rule)."""
+    return all(isinstance(name, str) for name in names) and len(set(names)) == len(names)
+
+
+def _annotations_allowed(schema: dict) -> bool:
+    """True when each annotation ``schema`` holds has a value of the type the meta-schemas of
+    :data:`_QUICK_DIALECTS` give it (``default`` may be anything)."""
+    return all(
+        isinstance(schema[keyword], kind)
+        for keyword, kind in _ANNOTATION_TYPES.items()
+        if keyword in schema
+    )
 
 
 def first_error(validator: Any, instance: Any) -> str | None:

@@ -1,6 +1,8 @@
 """mcp_ref.server.signatures: the quick test for plain object schemas never disagrees with jsonschema."""
 
 import itertools
+import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -111,3 +113,117 @@ def test_errors_still_come_from_jsonschema_in_json_words():
     assert first_error(validator, {"x": 1, "z": 2}) == 'unexpected property "z"'
     assert first_error(validator, {}) == '"x" is a required property'
     assert validator.schema is PLAIN_SCHEMAS[3]
+
+
+# -- a plain schema is valid by its shape: no check against the meta-schema -----------------------
+
+#: quick_check's dialects (``$schema``), and none: 2020-12.
+DIALECTS = [
+    None,
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-06/schema#",
+]
+ANNOTATIONS = [
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "format",
+]
+
+
+def meta_schema_errors(schema):
+    """What jsonschema's check against the meta-schema of ``schema``'s dialect says (None: valid)."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
+
+
+def with_dialect(schema, dialect):
+    return schema if dialect is None else {**schema, "$schema": dialect}
+
+
+def shapes():
+    """Plain-looking schemas with each annotation given a value of every JSON type (at the top and
+    on a property), and ``required`` and ``type`` lists good and bad, in every dialect."""
+    for dialect in DIALECTS:
+        for keyword in ANNOTATIONS:
+            for value in VALUES:
+                yield with_dialect({"type": "object", keyword: value}, dialect)
+                yield with_dialect(
+                    {"type": "object", "properties": {"a": {"type": "string", keyword: value}}},
+                    dialect,
+                )
+        for required in ([], ["a"], ["a", "b"], ["a", "a"], [1], ["a", None]):
+            yield with_dialect({"type": "object", "required": required}, dialect)
+        for kinds in (["string"], ["string", "null"], [], ["string", "string"], ["string", 1]):
+            yield with_dialect({"type": "object", "properties": {"a": {"type": kinds}}}, dialect)
+
+
+def test_a_schema_the_quick_test_takes_is_valid_under_its_meta_schema():
+    taken = refused = 0
+    for schema in shapes():
+        if quick_check(schema) is None:
+            refused += 1
+            continue
+        taken += 1
+        assert meta_schema_errors(schema) is None, schema
+    assert taken > 100 and refused > 100  # both sides really met
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "title": 5},
+        {"type": "object", "properties": {"a": {"type": "string", "description": ["x"]}}},
+        {"type": "object", "properties": {"a": {"type": "string", "examples": "x"}}},
+        {"type": "object", "required": ["a", "a"]},
+        {"type": "object", "properties": {"a": {"type": ["string", "string"]}}},
+    ],
+    ids=["title", "description", "examples", "required-twice", "type-twice"],
+)
+def test_a_plain_looking_schema_jsonschema_refuses_is_still_refused(schema):
+    assert quick_check(schema) is None
+    assert meta_schema_errors(schema) is not None
+    with pytest.raises(jsonschema.SchemaError):
+        validator_for(schema)
+
+
+def test_a_plain_schemas_validator_makes_jsonschemas_only_when_asked():
+    validator = validator_for(PLAIN_SCHEMAS[1])
+    assert validator.is_valid({"text": "hi"})  # the quick test alone
+    assert validator._checker is None
+    assert not validator.is_valid(
+        {"text": 1}
+    )  # jsonschema decides what the quick test does not take
+    assert validator.checker.schema is PLAIN_SCHEMAS[1]
+    assert first_error(validator, {}) == '"text" is a required property'
+
+
+def test_registering_plain_tools_loads_no_jsonschema(tmp_path):
+    # The meta-schema check took about a millisecond a tool; a plain tool's schemas skip it.
+    script = tmp_path / "plain_tools.py"
+    script.write_text(
+        "import sys\n"
+        "from mcp_ref import Server\n"
+        "server = Server('plain')\n"
+        "for n in range(50):\n"
+        "    def tool(a: int, b: str = 'x', c: float | None = None) -> int:\n"
+        "        return a\n"
+        "    server.add_tool(tool, name=f'tool{n}')\n"
+        "assert len(server.registered_tools()) == 50\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "False", done.stdout + done.stderr

@@ -125,8 +125,10 @@ def test_a_tiny_stdio_run_prints_the_table(tmp_path):
     assert lines[0].startswith("benchmarks/bench.py: Python ")
     for row in (
         "import package, wall (-c diff)",
-        "echo calls, sequential",
-        "echo calls, 8 concurrent",
+        "echo calls, handshake, sequential",
+        "echo calls, handshake, 8 concurrent",
+        "echo calls, 2026-07-28, sequential",
+        "echo calls, 2026-07-28, 8 concurrent",
         "mcp_ref stdio tools/call",
         "handshake, sequential, pinned to 1 CPU",
         "handshake, sequential, unpinned",
@@ -136,7 +138,8 @@ def test_a_tiny_stdio_run_prints_the_table(tmp_path):
     ):
         assert any(line.startswith(row) for line in lines), row
     figures = json.loads(lines[-1])
-    assert figures["mcp_ref"]["sequential"] > 0 and figures["mcp_ref"]["concurrent"] > 0
+    for key in ("sequential", "concurrent", "modern_sequential", "modern_concurrent"):
+        assert figures["mcp_ref"][key] > 0, key
     assert figures["notes"] == []
     for era in ("handshake", "modern"):
         for mode in ("pinned", "unpinned", "threads"):
@@ -202,9 +205,7 @@ def test_a_tiny_http_run_prints_both_eras(tmp_path):
     done = _run(args, tmp_path, timeout=WAIT * 9)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert not any(
-        line.startswith("echo calls, sequential") for line in lines
-    )  # --http-only: no stdio rows
+    assert not any(line.startswith("echo calls, ") for line in lines)  # --http-only: no stdio rows
     for row in (
         "HTTP echo calls, handshake, sequential",
         "HTTP echo calls, handshake, 8 concurrent",
