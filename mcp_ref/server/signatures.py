@@ -639,15 +639,15 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
             return None
-        kinds = sub.get("type")
-        kinds = kinds if isinstance(kinds, list) or kinds is None else [kinds]
-        if kinds is not None and not (
-            kinds and _distinct_names(kinds) and all(k in _TYPE_TESTS for k in kinds)
-        ):
-            return None
         if not _annotations_allowed(sub):
             return None
-        tests[name] = None if kinds is None else frozenset(t for k in kinds for t in _TYPE_TESTS[k])
+        if "type" not in sub:
+            tests[name] = None
+            continue
+        kinds = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
+        if not (kinds and _distinct_names(kinds) and all(k in _TYPE_TESTS for k in kinds)):
+            return None  # "type": null, [], an unknown name or one named twice is jsonschema's
+        tests[name] = frozenset(t for k in kinds for t in _TYPE_TESTS[k])
     needed = frozenset(required)
 
     def check(instance: Any) -> bool:
@@ -666,8 +666,9 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
 
 
 def _distinct_names(names: list) -> bool:
-    """True when ``names`` are strings, none twice (a ``required`` or ``type`` list's rule)."""
-    return all(isinstance(name, str) for name in names) and len(set(names)) == len(names)
+    """True when ``names`` are strings (``str`` itself), none twice (a ``required`` or ``type``
+    list's rule)."""
+    return all(type(name) is str for name in names) and len(set(names)) == len(names)
 
 
 def _annotations_allowed(schema: dict) -> bool:

@@ -167,6 +167,8 @@ def shapes():
             yield with_dialect({"type": "object", "required": required}, dialect)
         for kinds in (["string"], ["string", "null"], [], ["string", "string"], ["string", 1]):
             yield with_dialect({"type": "object", "properties": {"a": {"type": kinds}}}, dialect)
+        for kind in ("string", None, 1, "decimal"):
+            yield with_dialect({"type": "object", "properties": {"a": {"type": kind}}}, dialect)
 
 
 def test_a_schema_the_quick_test_takes_is_valid_under_its_meta_schema():
@@ -188,8 +190,9 @@ def test_a_schema_the_quick_test_takes_is_valid_under_its_meta_schema():
         {"type": "object", "properties": {"a": {"type": "string", "examples": "x"}}},
         {"type": "object", "required": ["a", "a"]},
         {"type": "object", "properties": {"a": {"type": ["string", "string"]}}},
+        {"type": "object", "properties": {"a": {"type": None}}},
     ],
-    ids=["title", "description", "examples", "required-twice", "type-twice"],
+    ids=["title", "description", "examples", "required-twice", "type-twice", "type-null"],
 )
 def test_a_plain_looking_schema_jsonschema_refuses_is_still_refused(schema):
     assert quick_check(schema) is None

@@ -378,8 +378,12 @@ def test_declared_draft07_schema_is_validated_as_draft07(pool, version):
     [
         {"$schema": "https://example.com/my-own-dialect", "type": "object"},
         {"type": "object", "properties": {"a": {"type": "no-such-type"}}},
+        # plain-looking: refused by the meta-schema all the same (the quick path skips no check)
+        {"type": "object", "properties": {"a": {"type": None}}},
+        {"type": "object", "properties": {"a": {"type": "string", "title": 5}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "a"]},
     ],
-    ids=["unsupported-dialect", "invalid-schema"],
+    ids=["unsupported-dialect", "invalid-schema", "type-null", "title-number", "required-twice"],
 )
 def test_a_schema_that_cannot_be_validated_is_refused_at_registration(schema):
     # 2025-11-25 basic §JSON Schema Usage: unsupported dialects MUST be handled "by returning an
