@@ -424,10 +424,14 @@ def abort(response) -> None:
 
     ``response.close()`` waits for that reader; shutting the socket down first
     wakes it at once (the reader then sees the end of the stream).  Called by the response's own
-    reader, or when the whole transport closes (giving up on one request: :func:`wake`).
+    reader, or when the whole transport closes (giving up on one request: :func:`wake`).  The
+    socket is the one the answer is read from (:class:`~mcp_ref.http.framing.FinalResponse`
+    keeps it: an answer that ends its connection leaves the connection without one), else the
+    connection's (a SOCKS proxy's answer, read by urllib3's own classes).
     """
-    connection = getattr(response.raw, "_connection", None)
-    sock = getattr(connection, "sock", None)
+    sock = getattr(getattr(response.raw, "_fp", None), "sock", None)
+    if sock is None:
+        sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
     if sock is not None:
         shut_down(sock)
     response.close()

@@ -22,7 +22,17 @@ MAX_INTERIM = 16
 
 
 class FinalResponse(http.client.HTTPResponse):
-    """An answer read by ``http.client``, its interim (1xx) responses skipped (see the module)."""
+    """An answer read by ``http.client``, its interim (1xx) responses skipped (see the module).
+
+    It keeps the socket it reads (:attr:`sock`): the connection forgets its socket when the
+    answer ends the connection (``Connection: close``, an HTTP/1.0 answer with no length), yet
+    closing the transport must still wake a thread blocked reading it
+    (:func:`~mcp_ref.http.bounded_reads.abort`)."""
+
+    def __init__(self, sock, *args, **options):
+        super().__init__(sock, *args, **options)
+        #: The socket the answer is read from.
+        self.sock = sock
 
     def _read_status(self):
         """The status line of the final response: each interim one before it (its header section

@@ -1242,3 +1242,92 @@ def test_the_wsgi_servers_watchdog_peeks_under_tls(tls, pki, monkeypatch):
         served.mcp, verify=str(pki.ca_path), era="modern", timeout=WAIT
     ) as client:  # the server goes on
         assert client.call_tool("echo", {"text": "after"}).text == "after"
+
+
+# -- closing while the server holds a stream that ends its connection -------------------------------
+
+
+class HeldStreamServer:
+    """A Streamable HTTP server (a real socket on 127.0.0.1) whose GET stream ends its connection
+    (HTTP/1.0, or HTTP/1.1 with ``Connection: close``) and stays open until :meth:`stop`: the
+    kind of answer whose connection forgets its socket, which closing the client must still
+    shut down."""
+
+    def __init__(self, protocol: str):
+        import http.server
+
+        self.get_started = threading.Event()
+        self.released = threading.Event()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = protocol
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if "id" not in message:
+                    self.answer(202, b"")
+                    return
+                result = {}
+                if message["method"] == "initialize":
+                    result = {
+                        "protocolVersion": LATEST,
+                        "capabilities": {},
+                        "serverInfo": {"name": "held", "version": "1"},
+                    }
+                answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+                self.answer(200, json.dumps(answer).encode(), "application/json")
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(b": open\n\n")
+                self.wfile.flush()
+                owner.get_started.set()
+                owner.released.wait(WAIT * 3)  # held open past any wait of the test
+
+            def do_DELETE(self):
+                self.answer(200, b"")
+
+            def answer(self, status, body, kind=None):
+                self.send_response(status)
+                if kind:
+                    self.send_header("Content-Type", kind)
+                self.send_header("Mcp-Session-Id", "held-session")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/mcp"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(WAIT)
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
+def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(protocol):
+    # Such a stream's connection forgets its socket; closing used to wait for the server to end
+    # the stream (here never, within the test): the reader thread held the response.
+    server = HeldStreamServer(protocol)
+    try:
+        client = Client.http(server.url, era="handshake", timeout=WAIT)
+        assert server.get_started.wait(WAIT), "the client opened its GET stream"
+        closing = threading.Thread(target=client.close, daemon=True)
+        closing.start()
+        closing.join(WAIT)
+        assert not closing.is_alive(), "close() waited for the server to end the GET stream"
+        assert not server.released.is_set()  # the server still holds the stream
+    finally:
+        server.stop()
