@@ -414,7 +414,7 @@ def wake(answer) -> None:
     if isinstance(answer, Underway):
         answer.abort_now()
         return
-    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
+    sock = _socket_of(answer)
     if sock is not None:
         shut_down(sock)
 
@@ -424,17 +424,24 @@ def abort(response) -> None:
 
     ``response.close()`` waits for that reader; shutting the socket down first
     wakes it at once (the reader then sees the end of the stream).  Called by the response's own
-    reader, or when the whole transport closes (giving up on one request: :func:`wake`).  The
-    socket is the one the answer is read from (:class:`~mcp_ref.http.framing.FinalResponse`
-    keeps it: an answer that ends its connection leaves the connection without one), else the
-    connection's (a SOCKS proxy's answer, read by urllib3's own classes).
+    reader, or when the whole transport closes (giving up on one request: :func:`wake`).
     """
-    sock = getattr(getattr(response.raw, "_fp", None), "sock", None)
-    if sock is None:
-        sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
+    sock = _socket_of(response)
     if sock is not None:
         shut_down(sock)
     response.close()
+
+
+def _socket_of(response) -> Any:
+    """The socket ``response`` (requests') is read from, while the response holds its connection
+    (None once the connection went back to the pool: its socket carries another request then).
+    The connection's socket; for an answer that ends its connection (``Connection: close``, an
+    HTTP/1.0 answer with no length), which leaves the connection without one, the socket
+    :class:`~mcp_ref.http.framing.FinalResponse` keeps."""
+    connection = getattr(response.raw, "_connection", None)
+    if connection is None:
+        return None
+    return connection.sock or getattr(getattr(response.raw, "_fp", None), "sock", None)
 
 
 def note_answers(data: str, awaiting: set) -> None:
