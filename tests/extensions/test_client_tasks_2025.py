@@ -509,10 +509,17 @@ def test_the_poll_interval_is_respected_and_clamped(scripted):
 @pytest.mark.slow
 def test_cancel_sends_tasks_cancel_and_wakes_the_follower(scripted):
     receiver, client = scripted()
-    Script(receiver, ["working"], poll=5000)
+    script = Script(receiver, ["working"], poll=10)
     polled = threading.Event()
     get = receiver.handlers["tasks/get"]
-    receiver.handlers["tasks/get"] = lambda params: (polled.set(), get(params))[1]
+
+    def get_then_poll_slowly(params):
+        script.poll = 30_000  # the follower's next wait: 30 s (MAX_POLL), longer than any here
+        answer = get(params)
+        polled.set()
+        return answer
+
+    receiver.handlers["tasks/get"] = get_then_poll_slowly
     call = client.start_tool_call("slow", task=True)
     outcome: list = []
     follower = threading.Thread(target=lambda: outcome.append(_outcome(call.result)))
@@ -520,6 +527,7 @@ def test_cancel_sends_tasks_cancel_and_wakes_the_follower(scripted):
     assert polled.wait(WAIT)
     assert call.cancel() is True
     follower.join(WAIT)
+    assert not follower.is_alive(), "cancel() did not wake the follower out of its poll interval"
     assert isinstance(outcome[0], RequestCancelled) and call.done()
     assert [m["params"] for m in receiver.sent("tasks/cancel")] == [{"taskId": "t1"}]
     # "the tasks/cancel request MUST be used instead of the notifications/cancelled notification"
