@@ -619,7 +619,9 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
     from mcp_ref.http.wsgi_server import WsgiServer
 
     httpd = WsgiServer(("127.0.0.1", 0), echo_headers_app)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     spaces = b"a" + b" " * 60_000 + b"b"
     try:

@@ -308,7 +308,9 @@ def test_a_wsgi_app_enters_the_lifespan_at_its_first_request_and_close_exits_it(
     events: list = []
     server = lifespan_server(events)
     httpd = server.http_server("127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         assert events == []  # a WSGI app has no start

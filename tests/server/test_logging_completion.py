@@ -300,7 +300,9 @@ def test_set_level_over_stateless_http_is_refused_with_the_reason(caplog):
 
     server = build(completions=False)
     httpd = server.http_server("127.0.0.1", 0, stateless=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         url = f"{httpd.url}/mcp"
