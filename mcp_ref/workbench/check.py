@@ -30,7 +30,8 @@ from ..errors import (
 MAX_READS = 20
 #: Tools called at most with ``call_tools``.
 MAX_CALLS = 50
-#: Seconds one example tool call may take (then it is cancelled, and a warning says so).
+#: Seconds one example tool call may take by default (then it is cancelled, and a warning says
+#: so; ``--call-timeout``).
 CALL_TIMEOUT = 5.0
 #: Schema errors quoted in the report at most (all are counted).
 MAX_QUOTED = 10
@@ -51,10 +52,14 @@ class Finding:
 class Checker:
     """Runs the checks against a connected :class:`~mcp_ref.client.Client` and keeps the findings."""
 
-    def __init__(self, client, validator, *, call_tools: bool = False):
+    def __init__(
+        self, client, validator, *, call_tools: bool = False, call_timeout: float = CALL_TIMEOUT
+    ):
         self.client = client
         self.validator = validator
         self.call_tools = call_tools
+        #: Seconds each example tool call may take (``--call-timeout``).
+        self.call_timeout = call_timeout
         self.findings: list[Finding] = []
         self.version = client.protocol_version
 
@@ -162,13 +167,13 @@ class Checker:
         arguments = example_arguments(tool.input_schema)
         check = f"tools/call {tool.name} with example arguments"
         try:
-            result = self.client.call_tool(tool.name, arguments, timeout=CALL_TIMEOUT)
+            result = self.client.call_tool(tool.name, arguments, timeout=self.call_timeout)
         except RequestTimeout:
             self.add(
                 check,
                 WARN,
                 "server/tools §Calling Tools",
-                f"no answer within {CALL_TIMEOUT:g} s with {arguments}; cancelled (basic/utilities/cancellation)",
+                f"no answer within {self.call_timeout:g} s with {arguments}; cancelled (basic/utilities/cancellation)",
             )
             return
         except (

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lifecycle import LOG_LEVELS
+from .check import CALL_TIMEOUT
 from .cli_answers import ANSWER_TIMEOUT
 
 
@@ -77,6 +78,14 @@ def _check_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also call every tool once with arguments built from its inputSchema "
         "(tools may have side effects)",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=_seconds,
+        default=CALL_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --call-tools: how long each tool call may take before it is cancelled and "
+        f"warned about (default {CALL_TIMEOUT:g})",
     )
 
 
@@ -301,7 +310,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "check",
         "check a server against the official schema and the spec's rules (exit 5 if any fails)",
-        "mcp-ref check TARGET [--call-tools]",
+        "mcp-ref check TARGET [--call-tools [--call-timeout SECONDS]]",
         "Exercise the server without side effects (every listing, reads, prompts without "
         "arguments, an unknown method, invalid params, an invalid cursor), validating each "
         "message against the official JSON Schema of the negotiated revision.  Prints PASS / "

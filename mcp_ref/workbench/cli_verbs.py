@@ -561,7 +561,9 @@ def _prompt(client, args) -> int:
 def _check(client, args) -> int:
     from .check import Checker, report, table
 
-    findings = Checker(client, args.validator, call_tools=args.call_tools).run()
+    findings = Checker(
+        client, args.validator, call_tools=args.call_tools, call_timeout=args.call_timeout
+    ).run()
     outcome = report(findings)
     if args.json:
         print_json(outcome)
