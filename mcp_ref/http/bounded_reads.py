@@ -441,7 +441,12 @@ def _socket_of(response) -> Any:
     connection = getattr(response.raw, "_connection", None)
     if connection is None:
         return None
-    return connection.sock or getattr(getattr(response.raw, "_fp", None), "sock", None)
+    sock = connection.sock or getattr(getattr(response.raw, "_fp", None), "sock", None)
+    if sock is not None and not hasattr(sock, "shutdown"):
+        # urllib3's SSLTransport (TLS to an https:// target inside an https:// proxy's tunnel)
+        # has no shutdown: the socket it wraps carries both, and shutting it down wakes the reader
+        sock = getattr(sock, "socket", None)
+    return sock
 
 
 def note_answers(data: str, awaiting: set) -> None:

@@ -417,7 +417,10 @@ class HttpClientTransport(LegacySseClient, Transport):
         with self._responses_lock:
             responses = list(self._open_responses)
         for response in responses:
-            abort(response)
+            try:
+                abort(response)
+            except Exception:  # closing must not raise, and ends every other stream all the same
+                log.debug("ending a stream failed", exc_info=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.close()  # a stream's thread waiting for room drops its message

@@ -8,6 +8,9 @@ All of it is the handshake era's (the 2026-07-28 era over HTTP: test_modern_clie
 from __future__ import annotations
 
 import json
+import select
+import socket
+import ssl
 import threading
 
 import pytest
@@ -1253,7 +1256,7 @@ class HeldStreamServer:
     kind of answer whose connection forgets its socket, which closing the client must still
     shut down."""
 
-    def __init__(self, protocol: str):
+    def __init__(self, protocol: str, tls: ssl.SSLContext | None = None):
         import http.server
 
         self.get_started = threading.Event()
@@ -1303,9 +1306,20 @@ class HeldStreamServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/mcp"
+        class Listener(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def get_request(self):
+                connection, address = super().get_request()
+                if tls is not None:  # the handshake on the connection's own thread
+                    connection = tls.wrap_socket(
+                        connection, server_side=True, do_handshake_on_connect=False
+                    )
+                return connection, address
+
+        self.httpd = Listener(("127.0.0.1", 0), Handler)
+        scheme = "http" if tls is None else "https"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_port}/mcp"
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -1316,6 +1330,62 @@ class HeldStreamServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(WAIT)
+
+
+class TlsTunnelProxy:
+    """An ``https://`` proxy on 127.0.0.1 that answers ``CONNECT`` and relays the tunnel: a client
+    reaching an https target through it speaks TLS inside TLS (urllib3's SSLTransport)."""
+
+    def __init__(self, tls: ssl.SSLContext):
+        self.tls = tls
+        self.stopped = threading.Event()
+        self.tunnels = 0  # CONNECTs answered
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # the listener closed
+                return
+            threading.Thread(target=self._tunnel, args=(connection,), daemon=True).start()
+
+    def _tunnel(self, connection):
+        with self.tls.wrap_socket(connection, server_side=True) as client:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = client.recv(4096)
+                if not data:
+                    return
+                head += data
+            host, port = head.split()[1].decode().rsplit(":", 1)
+            self.tunnels += 1
+            with socket.create_connection((host, int(port)), timeout=WAIT) as target:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                self._relay(client, target)
+
+    def _relay(self, client, target):
+        """Bytes both ways until either side ends (one thread: an SSL object is not for two)."""
+        while not self.stopped.is_set():
+            ready, _, _ = select.select([client, target], [], [], 0.05)
+            if client.pending():
+                ready = [client, *ready]
+            for side in dict.fromkeys(ready):
+                try:
+                    data = side.recv(65536)
+                except ssl.SSLWantReadError:
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                (target if side is client else client).sendall(data)
+
+    def stop(self):
+        self.stopped.set()
+        self.listener.close()
 
 
 @pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
@@ -1330,6 +1400,45 @@ def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(protocol):
         closing.start()
         closing.join(WAIT)
         assert not closing.is_alive(), "close() waited for the server to end the GET stream"
+        assert client.session.closed.is_set()
         assert not server.released.is_set()  # the server still holds the stream
     finally:
+        server.stop()
+
+
+def test_closing_does_not_fail_on_a_stream_tunnelled_through_an_https_proxy(tmp_path, monkeypatch):
+    # TLS inside an https:// proxy's tunnel is read through urllib3's SSLTransport, which has no
+    # shutdown(): ending such a stream raised AttributeError out of close(), which then left the
+    # client's other streams and its workers running.
+    pki = Pki(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(*pki.cert("127.0.0.1"))
+    server = HeldStreamServer("HTTP/1.0", tls)
+    proxy = TlsTunnelProxy(tls)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url)  # read once, as the client is made
+    try:
+        client = Client.http(server.url, era="handshake", timeout=WAIT, verify=pki.ca_path)
+        assert server.get_started.wait(WAIT), "the client opened its GET stream"
+        failures: list = []
+
+        def close():
+            try:
+                client.close()
+            except Exception as exc:  # what the test looks for
+                failures.append(exc)
+
+        closing = threading.Thread(target=close, daemon=True)
+        closing.start()
+        closing.join(WAIT)
+        assert not closing.is_alive(), "close() waited for the server to end the GET stream"
+        assert failures == []
+        # the whole transport closed: the session's reader saw the end of input (it waited 5 s,
+        # then close() returned with the reader still blocked and the workers running)
+        assert client.session.closed.is_set()
+        assert not server.released.is_set()  # the server still holds the stream
+        assert proxy.tunnels >= 1  # the client really went through the proxy
+    finally:
+        proxy.stop()
         server.stop()
