@@ -920,36 +920,22 @@ def print_table(figures, out=sys.stdout):
         ("import client, -X importtime", "import_client_importtime", "ms", "lower is better"),
         ("import client + server, wall (-c diff)", "import_both", "ms", "lower is better"),
     ]
-    for era in HTTP_ERAS:
-        rows += [
-            (
-                "echo calls, %s, sequential" % ERA_LABELS[era],
-                _stdio_key(era, "sequential"),
-                "calls/s",
-                "higher is better",
-            ),
-            (
-                "echo calls, %s, %d concurrent" % (ERA_LABELS[era], CONCURRENCY),
-                _stdio_key(era, "concurrent"),
-                "calls/s",
-                "higher is better",
-            ),
-        ]
-    for era in HTTP_ERAS:
-        rows += [
-            (
-                "HTTP echo calls, %s, sequential" % ERA_LABELS[era],
-                _http_key(era, "sequential"),
-                "calls/s",
-                "higher is better",
-            ),
-            (
-                "HTTP echo calls, %s, %d concurrent" % (ERA_LABELS[era], CONCURRENCY),
-                _http_key(era, "concurrent"),
-                "calls/s",
-                "higher is better",
-            ),
-        ]
+    for prefix, key_of in (("echo calls", _stdio_key), ("HTTP echo calls", _http_key)):
+        for era in HTTP_ERAS:
+            rows += [
+                (
+                    "%s, %s, sequential" % (prefix, ERA_LABELS[era]),
+                    key_of(era, "sequential"),
+                    "calls/s",
+                    "higher is better",
+                ),
+                (
+                    "%s, %s, %d concurrent" % (prefix, ERA_LABELS[era], CONCURRENCY),
+                    key_of(era, "concurrent"),
+                    "calls/s",
+                    "higher is better",
+                ),
+            ]
     for era in HTTP_ERAS:
         rows.append(
             (

@@ -98,6 +98,24 @@ def serving(server=None, **options):
 # -- middleware -------------------------------------------------------------------------------
 
 
+class InThread:
+    """A stdlib ``socketserver`` server (``httpd``) serving on a thread of its own until :meth:`stop`;
+    it notices the stop within 0.05 s (the poll interval of ``serve_forever``)."""
+
+    def __init__(self, httpd):
+        self.httpd = httpd
+        self.thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Stop serving, close the listening socket, and wait (at most WAIT) for the thread."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(WAIT)
+
+
 class HeaderRecorder:
     """WSGI middleware recording (method, path, headers) of every request it passes on."""
 

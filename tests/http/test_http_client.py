@@ -20,6 +20,7 @@ from http_fixtures import (
     LATEST,
     TIMEOUT,
     HeaderRecorder,
+    InThread,
     handshake_http_client,  # noqa: F401 - fixture
     serve,  # noqa: F401 - fixture
 )
@@ -1320,16 +1321,11 @@ class HeldStreamServer:
         self.httpd = Listener(("127.0.0.1", 0), Handler)
         scheme = "http" if tls is None else "https"
         self.url = f"{scheme}://127.0.0.1:{self.httpd.server_port}/mcp"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.serving = InThread(self.httpd)
 
     def stop(self):
         self.released.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(WAIT)
+        self.serving.stop()
 
 
 class TlsTunnelProxy:

@@ -22,7 +22,7 @@ import threading
 import pytest
 import requests
 from conftest import WAIT
-from http_fixtures import serve  # noqa: F401 - fixture
+from http_fixtures import InThread, serve  # noqa: F401 - fixture
 
 from mcp_ref import (
     Client,
@@ -401,16 +401,11 @@ class NotMcp:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
+        self.serving = InThread(self.httpd)
 
     def stop(self):
         self.released.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(WAIT)
+        self.serving.stop()
 
 
 @pytest.fixture
