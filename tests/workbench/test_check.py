@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from conftest import SERVERS, run_cli
+from conftest import SERVERS, WAIT, run_cli
 
 DEMO = f'"{sys.executable}" -m mcp_ref serve-demo'
 BROKEN = f'"{sys.executable}" "{SERVERS / "schema_breaking_server.py"}"'
@@ -110,3 +110,13 @@ def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong(sdk_stre
         by_status(report, "warn")["an invalid cursor is -32602"]
         == "answered with a result, not error -32602"
     )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_a_bad_call_timeout_is_one_usage_line_and_nothing_runs(value):
+    proc = run_cli("check", DEMO, "--call-tools", "--call-timeout", value, timeout=WAIT * 3)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("mcp-ref: error: argument --call-timeout: ")
+    assert line.endswith("(see `mcp-ref check --help`)")
+    assert proc.stdout == ""  # no server was started, nothing was checked
