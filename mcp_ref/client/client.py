@@ -278,7 +278,9 @@ class Client:
         every HTTP request, response and SSE event (``mcp-ref inspect`` shows them), called on the
         transport's threads with an ``HttpRequestSeen``, ``HttpResponseSeen`` or ``SseEventSeen``
         (:mod:`mcp_ref.http.exchange_trace`; raw, secrets included; one that raises is logged once
-        and ignored).  Other keywords are :class:`Client`'s.
+        and ignored).  Other keywords are :class:`Client`'s.  The proxy variables (an HTTP, HTTPS or
+        SOCKS proxy: ``requests[socks]``), ``REQUESTS_CA_BUNDLE`` and ``~/.netrc`` are read once,
+        here, as requests reads them (:func:`~mcp_ref.http.bounded_reads.resolve_environment`).
 
         No MCP server at ``url`` raises :class:`~mcp_ref.errors.ServerUnreachable` (a
         ``ConnectionError``) whose message names the URL, what was tried and what to do: nothing

@@ -400,23 +400,9 @@ def watch(sock) -> Underway | None:
     transport, request_id = sent_request()
     if transport is None or sock is None:
         return None
-    underway = Underway(sock)
+    underway = Underway(shuttable(sock))
     transport.awaiting(request_id, underway)
     return underway
-
-
-def wake(answer) -> None:
-    """Wake the worker waiting on ``answer``, the answer to a request the session gave up on: an
-    :class:`Underway` (:meth:`~Underway.abort_now`), or a response whose connection nobody watched
-    (a SOCKS proxy's; urllib3's own connection class), whose socket is shut down while the response
-    still holds its connection (a check not ordered with the connection's return to the pool, as
-    an :class:`Underway`'s is).  Nothing is closed here: the worker closes what it reads."""
-    if isinstance(answer, Underway):
-        answer.abort_now()
-        return
-    sock = _socket_of(answer)
-    if sock is not None:
-        shut_down(sock)
 
 
 def abort(response) -> None:
@@ -424,7 +410,8 @@ def abort(response) -> None:
 
     ``response.close()`` waits for that reader; shutting the socket down first
     wakes it at once (the reader then sees the end of the stream).  Called by the response's own
-    reader, or when the whole transport closes (giving up on one request: :func:`wake`).
+    reader, or when the whole transport closes (giving up on one request:
+    :meth:`Underway.abort_now`).
     """
     sock = _socket_of(response)
     if sock is not None:
@@ -441,11 +428,15 @@ def _socket_of(response) -> Any:
     connection = getattr(response.raw, "_connection", None)
     if connection is None:
         return None
-    sock = connection.sock or getattr(getattr(response.raw, "_fp", None), "sock", None)
+    return shuttable(connection.sock or getattr(getattr(response.raw, "_fp", None), "sock", None))
+
+
+def shuttable(sock) -> Any:
+    """The socket to shut down to wake a thread reading ``sock``: ``sock`` itself, or the socket
+    under urllib3's SSLTransport (TLS to an ``https://`` target inside an ``https://`` proxy's
+    tunnel), which has no shutdown; the socket it wraps carries both."""
     if sock is not None and not hasattr(sock, "shutdown"):
-        # urllib3's SSLTransport (TLS to an https:// target inside an https:// proxy's tunnel)
-        # has no shutdown: the socket it wraps carries both, and shutting it down wakes the reader
-        sock = getattr(sock, "socket", None)
+        return getattr(sock, "socket", None)
     return sock
 
 

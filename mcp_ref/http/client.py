@@ -84,7 +84,6 @@ from .bounded_reads import (
     stream_chunks,
     timed_out,
     unanswered,
-    wake,
 )
 from .legacy_client import LegacySseClient
 from .not_reached import (
@@ -299,8 +298,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._responses_lock = threading.Lock()
         # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
         # or a cancellation): their socket is shut down and they are not resumed (_abandon).  Each
-        # running request's answer on its way, by id: the Underway its socket is watched by (a
-        # response, on a connection nobody watched).  All bounded by the workers.
+        # running request's answer on its way, by id: the Underway its socket is watched by.  All
+        # bounded by the workers.
         self._underway: dict = {}
         self._running: set = set()
         self._abandoned: set = set()
@@ -544,12 +543,9 @@ class HttpClientTransport(LegacySseClient, Transport):
     def _track(self, request_id, response) -> bool:
         """``response`` carries ``request_id``'s answer: True to read it; False (``response``
         closed, by this worker, whose response it is) when the session has given up on that
-        request meanwhile.  Its socket is watched already (:meth:`awaiting`); a response on a
-        connection nobody watched is kept for :meth:`_abandon` itself."""
+        request meanwhile (its socket is watched already: :meth:`awaiting`)."""
         with self._responses_lock:
             abandoned = request_id in self._abandoned
-            if not abandoned and not isinstance(self._underway.get(request_id), Underway):
-                self._underway[request_id] = response
         if abandoned:
             abort(response)
         return not abandoned
@@ -574,7 +570,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             self._abandoned.add(request_id)
             underway = self._underway.pop(request_id, None)
         if underway is not None:
-            wake(underway)
+            underway.abort_now()
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:

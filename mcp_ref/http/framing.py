@@ -6,9 +6,10 @@
   received prior to a final response, even if the client does not expect one"), at most
   :data:`MAX_INTERIM` of them, and a Transfer-Encoding other than ``chunked`` alone is refused
   (RFC 9112 §6.3);
-* :func:`framing_adapter`: ``requests``' ``HTTPAdapter`` whose connections read answers with it
-  (urllib3, like ``http.client``, skips ``100`` only: a ``103 Early Hints`` was taken for the
-  answer).  Every HTTP request of the client goes through it.
+* :func:`framing_adapter`: ``requests``' ``HTTPAdapter`` whose connections, direct or through an
+  HTTP, HTTPS or SOCKS proxy, read answers with it (urllib3, like ``http.client``, skips ``100``
+  only: a ``103 Early Hints`` was taken for the answer).  Every HTTP request of the client goes
+  through it.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ def _adapter_class():
     (built when first asked for: requests and urllib3 load only for HTTP)."""
     import requests
     import urllib3
-    from urllib3 import connection
 
     from .bounded_reads import watch
 
@@ -86,12 +86,6 @@ def _adapter_class():
             self.underway = watch(self.sock)
             return super().getresponse(*args, **options)
 
-    class PlainConnection(Watched, connection.HTTPConnection):
-        pass
-
-    class TlsConnection(Watched, connection.HTTPSConnection):
-        pass
-
     class Returned:
         def _put_conn(self, conn):
             """urllib3's, the connection's request released first: giving up on it no longer
@@ -102,13 +96,33 @@ def _adapter_class():
                 underway.released()
             return super()._put_conn(conn)
 
-    class PlainPool(Returned, urllib3.HTTPConnectionPool):
-        ConnectionCls = PlainConnection
+    def pools_like(plain_pool, tls_pool) -> dict:
+        """Pools of ``plain_pool``'s and ``tls_pool``'s kind whose connections are :class:`Watched`
+        and released as they go back (:class:`Returned`), by URL scheme."""
 
-    class TlsPool(Returned, urllib3.HTTPSConnectionPool):
-        ConnectionCls = TlsConnection
+        class PlainConnection(Watched, plain_pool.ConnectionCls):
+            pass
 
-    pools = {"http": PlainPool, "https": TlsPool}
+        class TlsConnection(Watched, tls_pool.ConnectionCls):
+            pass
+
+        class PlainPool(Returned, plain_pool):
+            ConnectionCls = PlainConnection
+
+        class TlsPool(Returned, tls_pool):
+            ConnectionCls = TlsConnection
+
+        return {"http": PlainPool, "https": TlsPool}
+
+    pools = pools_like(urllib3.HTTPConnectionPool, urllib3.HTTPSConnectionPool)
+
+    @functools.cache
+    def socks_pools() -> dict:
+        """The same through a SOCKS proxy (urllib3's SOCKS pools: PySocks, which requests has
+        imported by then, ``requests[socks]``)."""
+        from urllib3.contrib import socks
+
+        return pools_like(socks.SOCKSHTTPConnectionPool, socks.SOCKSHTTPSConnectionPool)
 
     class FramingAdapter(requests.adapters.HTTPAdapter):
         """requests' adapter, reading answers as :class:`FinalResponse` does (1xx skipped)."""
@@ -119,11 +133,11 @@ def _adapter_class():
             self.poolmanager.pool_classes_by_scheme = pools
 
         def proxy_manager_for(self, proxy, **options):
-            """requests' manager for ``proxy``, making pools of this module's connections (an HTTP
-            proxy; a SOCKS one keeps urllib3's own)."""
+            """requests' manager for ``proxy`` (HTTP or SOCKS), making pools of this module's
+            connections: every answer is read alike, proxied or not."""
             manager = super().proxy_manager_for(proxy, **options)
-            if not proxy.lower().startswith("socks"):
-                manager.pool_classes_by_scheme = pools
+            is_socks = proxy.lower().startswith("socks")
+            manager.pool_classes_by_scheme = socks_pools() if is_socks else pools
             return manager
 
     return FramingAdapter

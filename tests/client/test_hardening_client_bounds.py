@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import ssl
 import sys
 import threading
 import time
@@ -722,17 +723,20 @@ class RawHttp:
     ``tools/call`` (but of ``echo``) with the bytes ``call(message)`` returns (or yields, piece by
     piece), after which the connection is held open, sending nothing more, until :meth:`close`
     (``hold``; else it serves on).  ``dropped`` is set once the client closes a connection held
-    so, or one the answer was being sent on (it stopped reading)."""
+    so, or one the answer was being sent on (it stopped reading).  With ``tls`` (a server
+    context) it serves ``https://``."""
 
-    def __init__(self, call, *, hold: bool = True):
+    def __init__(self, call, *, hold: bool = True, tls: ssl.SSLContext | None = None):
         import socket
 
         self.call = call
         self.hold = hold
+        self.tls = tls
         self.release = threading.Event()
         self.dropped = threading.Event()
         self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
+        scheme = "http" if tls is None else "https"
+        self.url = f"{scheme}://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -744,6 +748,12 @@ class RawHttp:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn) -> None:
+        if self.tls is not None:  # the handshake on the connection's own thread
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except OSError:  # the client went during the handshake
+                conn.close()
+                return
         with conn, conn.makefile("rb") as reader:
             try:
                 while True:

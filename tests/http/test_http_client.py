@@ -8,8 +8,6 @@ All of it is the handshake era's (the 2026-07-28 era over HTTP: test_modern_clie
 from __future__ import annotations
 
 import json
-import select
-import socket
 import ssl
 import threading
 
@@ -24,6 +22,8 @@ from http_fixtures import (
     handshake_http_client,  # noqa: F401 - fixture
     serve,  # noqa: F401 - fixture
 )
+from proxies import ROUTES, route_through
+from test_hardening_client_bounds import RawHttp, still_serves
 from tls_fixtures import Pki, start_tls
 
 from mcp_ref import (
@@ -1328,92 +1328,28 @@ class HeldStreamServer:
         self.serving.stop()
 
 
-class TlsTunnelProxy:
-    """An ``https://`` proxy on 127.0.0.1 that answers ``CONNECT`` and relays the tunnel: a client
-    reaching an https target through it speaks TLS inside TLS (urllib3's SSLTransport)."""
-
-    def __init__(self, tls: ssl.SSLContext):
-        self.tls = tls
-        self.stopped = threading.Event()
-        self.tunnels = 0  # CONNECTs answered
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"https://127.0.0.1:{self.listener.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.stopped.is_set():
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:  # the listener closed
-                return
-            threading.Thread(target=self._tunnel, args=(connection,), daemon=True).start()
-
-    def _tunnel(self, connection):
-        with self.tls.wrap_socket(connection, server_side=True) as client:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = client.recv(4096)
-                if not data:
-                    return
-                head += data
-            host, port = head.split()[1].decode().rsplit(":", 1)
-            self.tunnels += 1
-            with socket.create_connection((host, int(port)), timeout=WAIT) as target:
-                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                self._relay(client, target)
-
-    def _relay(self, client, target):
-        """Bytes both ways until either side ends (one thread: an SSL object is not for two)."""
-        while not self.stopped.is_set():
-            ready, _, _ = select.select([client, target], [], [], 0.05)
-            if client.pending():
-                ready = [client, *ready]
-            for side in dict.fromkeys(ready):
-                try:
-                    data = side.recv(65536)
-                except ssl.SSLWantReadError:
-                    continue
-                except OSError:
-                    return
-                if not data:
-                    return
-                (target if side is client else client).sendall(data)
-
-    def stop(self):
-        self.stopped.set()
-        self.listener.close()
-
-
-@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
-def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(protocol):
-    # Such a stream's connection forgets its socket; closing used to wait for the server to end
-    # the stream (here never, within the test): the reader thread held the response.
-    server = HeldStreamServer(protocol)
-    try:
-        client = Client.http(server.url, era="handshake", timeout=WAIT)
-        assert server.get_started.wait(WAIT), "the client opened its GET stream"
-        closing = threading.Thread(target=client.close, daemon=True)
-        closing.start()
-        closing.join(WAIT)
-        assert not closing.is_alive(), "close() waited for the server to end the GET stream"
-        assert client.session.closed.is_set()
-        assert not server.released.is_set()  # the server still holds the stream
-    finally:
-        server.stop()
-
-
-def test_closing_does_not_fail_on_a_stream_tunnelled_through_an_https_proxy(tmp_path, monkeypatch):
-    # TLS inside an https:// proxy's tunnel is read through urllib3's SSLTransport, which has no
-    # shutdown(): ending such a stream raised AttributeError out of close(), which then left the
-    # client's other streams and its workers running.
-    pki = Pki(tmp_path)
+def server_tls(pki: Pki) -> ssl.SSLContext:
+    """A server context presenting ``pki``'s certificate for 127.0.0.1."""
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(*pki.cert("127.0.0.1"))
-    server = HeldStreamServer("HTTP/1.0", tls)
-    proxy = TlsTunnelProxy(tls)
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTPS_PROXY", proxy.url)  # read once, as the client is made
+    return tls
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
+def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(
+    tmp_path, monkeypatch, protocol, route
+):
+    # Such a stream's connection forgets its socket; closing used to wait for the server to end
+    # the stream (here never, within the test): the reader thread held the response.  Through a
+    # SOCKS proxy too (its connections were urllib3's own, which kept no socket).  Through an
+    # https:// proxy, TLS inside the tunnel is read through urllib3's SSLTransport, which has no
+    # shutdown(): ending the stream raised AttributeError out of close(), which then left the
+    # client's other streams and its workers running.
+    pki = Pki(tmp_path)
+    tls = server_tls(pki)
+    server = HeldStreamServer(protocol, tls)
+    proxy = route_through(monkeypatch, route, tls)  # read once, as the client is made
     try:
         client = Client.http(server.url, era="handshake", timeout=WAIT, verify=pki.ca_path)
         assert server.get_started.wait(WAIT), "the client opened its GET stream"
@@ -1430,11 +1366,37 @@ def test_closing_does_not_fail_on_a_stream_tunnelled_through_an_https_proxy(tmp_
         closing.join(WAIT)
         assert not closing.is_alive(), "close() waited for the server to end the GET stream"
         assert failures == []
-        # the whole transport closed: the session's reader saw the end of input (it waited 5 s,
-        # then close() returned with the reader still blocked and the workers running)
+        # the whole transport closed: the session's reader saw the end of input
         assert client.session.closed.is_set()
         assert not server.released.is_set()  # the server still holds the stream
-        assert proxy.tunnels >= 1  # the client really went through the proxy
+        assert proxy is None or proxy.tunnels >= 1  # the client really went through the proxy
     finally:
-        proxy.stop()
+        if proxy is not None:
+            proxy.stop()
         server.stop()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_request_given_up_on_lets_go_of_its_connection_through_any_proxy(
+    tmp_path, monkeypatch, route
+):
+    # The server sends the head of an answer and one byte of its body, then nothing: the call
+    # ends at its timeout, and its socket is shut down at once.  Through an https:// proxy the
+    # socket watched was urllib3's SSLTransport, which has no shutdown(): the call raised
+    # AttributeError, not RequestTimeout.
+    pki = Pki(tmp_path)
+    tls = server_tls(pki)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
+    server = RawHttp(lambda message: head, tls=tls)
+    proxy = route_through(monkeypatch, route, tls)
+    try:
+        with Client.http(server.url, era="handshake", timeout=WAIT, verify=pki.ca_path) as client:
+            with pytest.raises(RequestTimeout):
+                client.call_tool("stalled", {}, timeout=0.5)
+            assert server.dropped.wait(WAIT), "the client still reads the stalled answer"
+            still_serves(client)
+        assert proxy is None or proxy.tunnels >= 1
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        server.close()

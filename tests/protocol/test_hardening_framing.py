@@ -15,7 +15,7 @@ and answers nested 100,000 deep.
 Every HTTP request of the client goes through ``requests`` (its adapter reads answers with
 ``http_framing.FinalResponse``): these cases show its one stack handles them.  The servers are
 raw sockets on 127.0.0.1 port 0 (:class:`RawHttp`) and, for stdio, a real subprocess
-(``servers/deep_answer_server.py``).
+(``servers/deep_answer_server.py``); a SOCKS5 proxy is a real one too (:mod:`proxies`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import requests
 from conftest import WAIT
+from proxies import route_through
 from test_hardening_client_bounds import RawHttp, answer, still_serves
 
 from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
@@ -172,6 +173,22 @@ def test_interim_answers_before_the_answer_are_skipped(raw, sent_by_requests, in
     sent_by_requests_session(sent_by_requests)
     assert client.call_tool("hinted", {}).content[0].text == "ok"  # the connection serves on
     still_serves(client)
+
+
+def test_interim_answers_are_skipped_through_a_socks_proxy(monkeypatch):
+    """A SOCKS proxy's connections read answers as the others do (they were urllib3's own, which
+    took a ``103`` for the answer)."""
+    server = RawHttp(lambda message: json_answer(answer(message, OK), EARLY_HINTS), hold=False)
+    proxy = route_through(monkeypatch, "socks5")
+    assert proxy is not None
+    try:
+        with Client.http(server.url, era="handshake", timeout=WAIT) as client:
+            assert client.call_tool("hinted", {}).content[0].text == "ok"
+            still_serves(client)
+        assert proxy.tunnels >= 1  # the client really went through the proxy
+    finally:
+        proxy.stop()
+        server.close()
 
 
 def test_endless_interim_answers_fail_the_call_at_once(raw):
