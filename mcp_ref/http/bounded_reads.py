@@ -13,11 +13,12 @@ streams bring until the session's reader takes it.  (Why a server was not reache
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +34,18 @@ log = logging.getLogger(__name__)
 #: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`); read it with
 #: :func:`sent_request`.
 sending = threading.local()
+
+
+@contextlib.contextmanager
+def carrying(transport: Any, request_id: RequestId) -> Iterator[None]:
+    """While the block runs, the HTTP exchanges of this thread carry ``transport``'s request
+    ``request_id`` (:data:`sending`): the socket of each answer is watched for it (:func:`watch`),
+    and the auth hook may hold it (``hold_current_request``)."""
+    sending.request = (transport, request_id)
+    try:
+        yield
+    finally:
+        sending.request = (None, None)
 
 
 def sent_request() -> tuple[Any, RequestId | None]:

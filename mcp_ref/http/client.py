@@ -53,7 +53,7 @@ from urllib.parse import urljoin
 
 from .. import lifecycle
 from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost, ServerUnreachable
-from ..jsonrpc import Notification, Request
+from ..jsonrpc import Notification, Request, RequestId
 from ..session import OutgoingRequests, Transport
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from .bounded_reads import (
@@ -73,24 +73,28 @@ from .bounded_reads import (
     RequestHeld,
     Underway,
     abort,
+    carrying,
     discard_body,
     no_answer,
     note_answers,
     read_body,
     read_bound,
     resolve_environment,
-    sending,
     sent_request,
     stream_chunks,
     timed_out,
     unanswered,
 )
+from .headers import modern_request_headers
+from .in_flight import InFlight
 from .legacy_client import LegacySseClient
 from .not_reached import (
     advice,
     checked_url,
     content_kind,
     elsewhere,
+    http_failure,
+    jsonrpc_error_in,
     not_mcp,
     refusal_of_mcp,
     unreachable,
@@ -137,6 +141,9 @@ def hold_current_request(seconds: float) -> None:
 
 #: Attempts to resume one stream before giving up on it.
 MAX_RESUMES = 10
+#: Cancellations waiting to be POSTed (:meth:`HttpClientTransport._tell_cancelled`); past it one
+#: is dropped, and its request's stream closed at once.
+MAX_WAITING_NOTICES = 64
 
 
 def open_transport(
@@ -296,13 +303,11 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._session_ready.set()
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
-        # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
-        # or a cancellation): their socket is shut down and they are not resumed (_abandon).  Each
-        # running request's answer on its way, by id: the Underway its socket is watched by.  All
-        # bounded by the workers.
-        self._underway: dict = {}
-        self._running: set = set()
-        self._abandoned: set = set()
+        #: The requests handed to workers (both eras), and giving up on them.
+        self.in_flight = InFlight()
+        # One thread POSTs the cancellations, in order, nobody waiting (_tell_cancelled).
+        self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
+        self._notices_waiting = 0
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -330,41 +335,42 @@ class HttpClientTransport(LegacySseClient, Transport):
                 self._requests.hold_request(item.request_id, item.seconds)
 
     def write(self, data: bytes, message=None, related=None) -> None:
-        """POST one message (a request on a worker; the rest in order, here)."""
+        """POST one message: a request on a worker, a cancellation on the notice thread (the caller
+        never waits for the server to take them); the rest in order, here."""
         if self._closed.is_set():
             raise OSError("the HTTP transport is closed")
-        if self.mode == "sse" and self.legacy_endpoint is not None:
-            self._send_other(data, legacy=True)
-        elif isinstance(message, Request):
-            if lifecycle.is_modern(message.params):
-                self._pool.submit(self._work, self._send_modern, data, message)
+        legacy = self.mode == "sse" and self.legacy_endpoint is not None
+        if isinstance(message, Request):
+            if legacy:
+                self._submit(self._send_legacy, data, message)
+            elif lifecycle.is_modern(message.params):
+                self._submit(self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
                 renewing = threading.get_ident() == self._renewer
-                self._pool.submit(self._work, self._send_request, data, message, renewing)
+                self._submit(self._send_request, data, message, renewing)
+        elif isinstance(message, Notification) and message.method == "notifications/cancelled":
+            # the session's own notice: it names the request
+            request_id = cast(RequestId, (message.params or {}).get("requestId"))
+            self.in_flight.drop_unsent(request_id)  # not sent yet: it never is
+            if legacy or not self._stateless:
+                self._tell_cancelled(data, request_id, legacy)
+            else:
+                # 2026-07-28 streamable-http §Cancellation, no notification sent: "Closing the
+                # SSE response stream MUST be treated by the server as cancellation of that
+                # request".
+                self.in_flight.give_up(request_id)
+        elif legacy:
+            self._send_other(data, legacy=True)
+        elif not self._stateless:
+            self._send_other(data)
         else:
-            cancelled = (
-                isinstance(message, Notification) and message.method == "notifications/cancelled"
+            # 2026-07-28: the Note under streamable-http §Sending Messages: "This revision of the
+            # core protocol defines no client-to-server notifications over Streamable HTTP".
+            log.debug(
+                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                getattr(message, "method", "?"),
             )
-            try:
-                if not self._stateless:
-                    self._send_other(data)
-                elif not cancelled:
-                    # 2026-07-28: the Note under streamable-http §Sending Messages: "This revision
-                    # of the core protocol defines no client-to-server notifications over
-                    # Streamable HTTP".
-                    log.debug(
-                        "notification %s not sent: 2026-07-28 HTTP has no client notifications",
-                        getattr(message, "method", "?"),
-                    )
-            finally:
-                if cancelled:
-                    # Its stream is read no longer.  Handshake era: the server was told first
-                    # (2025-11-25 basic/transports: disconnecting is not cancelling).  2026-07-28
-                    # streamable-http §Cancellation, no notification sent: "Closing the SSE
-                    # response stream MUST be treated by the server as cancellation of that
-                    # request".
-                    self._abandon((message.params or {}).get("requestId"))
 
     def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
         """The client speaks 2026-07-28: no session, no GET stream; ``input_schema`` gives the
@@ -421,6 +427,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             except Exception:  # closing must not raise, and ends every other stream all the same
                 log.debug("ending a stream failed", exc_info=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._notices.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.close()  # a stream's thread waiting for room drops its message
         self._incoming.put(None)
@@ -450,21 +457,80 @@ class HttpClientTransport(LegacySseClient, Transport):
             timeout=(self.connect_timeout, read_timeout),
         )
 
+    def _post_request(self, data: bytes, request: Request, legacy: bool = False):
+        """POST ``request`` (its ``data``) as :meth:`_post` does, each read bounded by the session's
+        deadline for it, and the socket of its answer watched for it (:func:`carrying`): giving
+        up on it shuts that socket down.  Only the request's own exchanges are watched so (not a
+        new session's notice sent on the way, :meth:`_renew_session`)."""
+        with carrying(self, request.id):
+            return self._post(
+                data, read_timeout=read_bound(self._requests, request.id), legacy=legacy
+            )
+
+    def _send_legacy(self, data: bytes, request: Request) -> None:
+        """POST ``request`` to the 2024-11-05 endpoint (on a worker: :meth:`_work`); its answer
+        comes on the SSE stream, the POST's reply only says "Accepted"."""
+        response = self._post_request(data, request, legacy=True)
+        discard_body(response)
+        if not response.ok:
+            failure = f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
+            self._fail(request.id, failure, response.status_code)
+
+    def _tell_cancelled(self, data: bytes, request_id, legacy: bool) -> None:
+        """POST ``notifications/cancelled`` for ``request_id`` (its ``data``) on the notice thread:
+        a server slow to take it holds no caller.  The request's stream is read until the server
+        took it (:meth:`_cancelled`).  Past :data:`MAX_WAITING_NOTICES` waiting, the stream is
+        closed at once and the notice dropped (logged)."""
+        with self._responses_lock:
+            full = self._notices_waiting >= MAX_WAITING_NOTICES
+            if not full:
+                self._notices_waiting += 1
+        if full:
+            log.warning("%d cancellations wait to be sent: one is dropped", MAX_WAITING_NOTICES)
+            self.in_flight.give_up(request_id)
+            return
+        try:
+            self._notices.submit(self._cancelled, data, request_id, legacy)
+        except RuntimeError:  # shut down: the transport closed, every stream with it
+            pass
+
+    def _cancelled(self, data: bytes, request_id, legacy: bool) -> None:
+        """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
+        server sent on it until then (its cancellation of the requests it sent for the request) is
+        its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
+        try:
+            self._send_other(data, legacy=legacy)
+        except OSError as exc:
+            log.debug("notifications/cancelled could not be sent: %s", exc)
+        finally:
+            with self._responses_lock:
+                self._notices_waiting -= 1
+            self.in_flight.give_up(request_id)
+
     def _target(self, legacy: bool) -> str:
         """Where a message is POSTed: ``url``, or (``legacy``) the 2024-11-05 endpoint (set:
         ``write`` checks it, and ``start_legacy`` raises without it)."""
         return cast(str, self.legacy_endpoint) if legacy else self.url
 
+    def _submit(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
+        """Hand ``request`` to a worker (:meth:`_work`); from now on giving up on it is
+        remembered (:attr:`in_flight`), even while it waits for a worker."""
+        self.in_flight.submitted(request.id)
+        try:
+            self._pool.submit(self._work, send, data, request, *args)
+        except RuntimeError:  # the pool is shut down: the transport closed meanwhile
+            self.in_flight.finished(request.id)
+            raise OSError("the HTTP transport is closed") from None
+
     def _work(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
         """Run ``send(data, request, *args)`` on a worker: it POSTs ``request`` and delivers its
-        answer; a failure fails that request (never the worker), in the words its caller needs."""
+        answer; a failure fails that request (never the worker), in the words its caller needs.
+        A request given up on while it waited for the worker is not sent at all."""
         import requests
 
-        sending.request = (self, request.id)
-        with self._responses_lock:
-            self._running.add(request.id)
         try:
-            send(data, request, *args)
+            if self.in_flight.taken(request.id):
+                send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
             failure = (
                 no_answer(request)
@@ -473,7 +539,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             )
             self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
-            if not self._abandoned_now(request.id):  # else: shut down under its reader
+            if not self.in_flight.given_up(request.id):  # else: shut down under its reader
                 self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
@@ -483,14 +549,13 @@ class HttpClientTransport(LegacySseClient, Transport):
         except (AuthorizationError, CrossOriginRefused, ServerUnreachable) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            if self._abandoned_now(request.id):  # its socket was shut down under the reader
+            if self.in_flight.given_up(request.id):  # its socket was shut down under the reader
                 log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
             else:
                 log.exception("HTTP request failed")
                 self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
-            sending.request = (None, None)
-            self._finish(request.id)
+            self.in_flight.finished(request.id)
 
     def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
         """POST a handshake-era ``request`` and deliver its answer (on a worker: :meth:`_work`)."""
@@ -503,7 +568,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         if self._renewal_failed is not None and request.method != "initialize" and not renewing:
             self._renew_session(self._generation)  # the last attempt found no server: try again
         generation, sent_with = self._generation, self.session_id
-        response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+        response = self._post_request(data, request)
         if request.method == "initialize":
             if response.status_code in (400, 404, 405) and self.mode == "auto":
                 # basic/transports §Backwards Compatibility: on such an answer the client
@@ -519,58 +584,22 @@ class HttpClientTransport(LegacySseClient, Transport):
         elif response.status_code == 404 and sent_with and self._reinitialize is not None:
             response.close()
             self._renew_session(generation)
-            response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+            response = self._post_request(data, request)
         if self._track(request.id, response):
             self._deliver(response, request)
 
-    def _finish(self, request_id) -> None:
-        with self._responses_lock:
-            self._running.discard(request_id)
-            self._abandoned.discard(request_id)
-            self._underway.pop(request_id, None)
-
     def awaiting(self, request_id, underway: Underway) -> None:
-        """A worker waits for ``request_id``'s answer on ``underway``'s socket
-        (:func:`~mcp_ref.http.bounded_reads.watch`); shut down at once if the session has given up
-        on that request meanwhile."""
-        with self._responses_lock:
-            abandoned = request_id in self._abandoned
-            if not abandoned:
-                self._underway[request_id] = underway
-        if abandoned:
-            underway.abort_now()
+        """A worker waits for ``request_id``'s answer on ``underway``'s socket (:attr:`in_flight`)."""
+        self.in_flight.awaiting(request_id, underway)
 
     def _track(self, request_id, response) -> bool:
         """``response`` carries ``request_id``'s answer: True to read it; False (``response``
         closed, by this worker, whose response it is) when the session has given up on that
         request meanwhile (its socket is watched already: :meth:`awaiting`)."""
-        with self._responses_lock:
-            abandoned = request_id in self._abandoned
-        if abandoned:
+        given_up = self.in_flight.given_up(request_id)
+        if given_up:
             abort(response)
-        return not abandoned
-
-    def _abandoned_now(self, request_id) -> bool:
-        """True when the session gave up on ``request_id`` (see :meth:`_abandon`): its socket was
-        shut down on purpose, so an error reading it is the end of that read, not a failure."""
-        with self._responses_lock:
-            return request_id in self._abandoned
-
-    def _abandon(self, request_id) -> None:
-        """The session no longer waits for ``request_id`` (its timeout passed, or it was cancelled):
-        shut down the socket that would carry its answer, now or when it is watched, so that its
-        worker stops reading and closes the response; the stream is not resumed.  A server that
-        keeps such a stream open (keep-alives, endless notifications) would otherwise hold a worker
-        and a connection for ever, and after ``max_workers`` of them no request of this client
-        would be sent again.  Only that request's own socket, while it carries the request
-        (:class:`~mcp_ref.http.bounded_reads.Underway`); the response is closed by its worker."""
-        with self._responses_lock:
-            if request_id not in self._running:
-                return
-            self._abandoned.add(request_id)
-            underway = self._underway.pop(request_id, None)
-        if underway is not None:
-            underway.abort_now()
+        return not given_up
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:
@@ -768,7 +797,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             except EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
                 return
-            if not awaiting or self._closed.is_set() or request.id in self._abandoned:
+            if not awaiting or self._closed.is_set() or self.in_flight.given_up(request.id):
                 return
             # from here the request is unanswered: it fails now, or its stream is resumed
             if resumes and not broke and (cursor.events, cursor.last_id) == seen:
@@ -796,7 +825,8 @@ class HttpClientTransport(LegacySseClient, Transport):
             if self._closed.wait(self._retry_delay(cursor)):
                 return
             try:
-                response = self._get_stream(cursor, read_bound(self._requests, request.id))
+                with carrying(self, request.id):  # the resumed answer's socket watched for it
+                    response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue
@@ -882,25 +912,15 @@ class HttpClientTransport(LegacySseClient, Transport):
     def _fail_http(self, request_id, response, method: str | None = None) -> None:
         """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
         holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401
-        (:func:`~mcp_ref.http.not_reached.advice`).  An answer to the first request that is not
-        MCP's own refusal fails it with :class:`~mcp_ref.errors.ServerUnreachable` instead."""
-        body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
-        try:
-            parsed = json.loads(body) if body else None
-            error = parsed.get("error") if isinstance(parsed, dict) else None
-        except (ValueError, RecursionError):
-            error = None
+        (:func:`~mcp_ref.http.not_reached.http_failure`).  An answer to the first request that is
+        not MCP's own refusal fails it with :class:`~mcp_ref.errors.ServerUnreachable` instead."""
+        error = jsonrpc_error_in(read_body(response, MAX_ERROR_BODY))  # a long body is none
         status = f"HTTP {response.status_code} {response.reason}"
-        answered = isinstance(error, dict) and isinstance(error.get("code"), int)
-        if self._first(method) and not refusal_of_mcp(response.status_code, answered):
+        if self._first(method) and not refusal_of_mcp(response.status_code, error is not None):
             # a 404 to the first request, an HTML 502 from a proxy ...: no MCP server answered
             failure = self._not_mcp(cast(str, method), status, response.status_code)
             self._incoming.put(RequestFailed(request_id, failure))
             return
-        if isinstance(error, dict) and answered:
-            error = dict(error, message=f"{status}: {error.get('message', '')}")
-        else:
-            error = {"code": -32603, "message": status}
         # advice on a 404 to the first request only: a 404 later is a lost session, or the method's
         hint = (
             advice(
@@ -909,12 +929,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             if response.status_code == 401 or method in ("initialize", "server/discover")
             else ""
         )
-        if hint:
-            error["message"] = f"{error['message'].rstrip('. ')}. {hint}"
-        error.setdefault("data", {})
-        if isinstance(error["data"], dict):
-            error["data"]["httpStatus"] = response.status_code
-        self._answer_error(request_id, error)
+        self._answer_error(request_id, http_failure(status, response.status_code, error, hint))
 
     # -- the 2026-07-28 era: one POST per request, no session -------------------------------
     # A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern) request, and
@@ -926,42 +941,16 @@ class HttpClientTransport(LegacySseClient, Transport):
     # closes the request's response stream instead of sending ``notifications/cancelled``, and no
     # other notification is sent.
 
-    def _modern_headers(self, request: Request) -> dict:
-        """The headers of a modern request (2026-07-28 streamable-http §Request Metadata)."""
-        from .headers import InvalidHeaderDeclaration, request_headers
-
-        params = request.params if isinstance(request.params, dict) else {}
-        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
-        headers = {
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-            # a modern request (lifecycle.is_modern): its _meta is a dict
-            "MCP-Protocol-Version": str(
-                cast(dict, lifecycle.meta_of(params))[lifecycle.PROTOCOL_VERSION]
-            ),
-        }
-        schema = None
-        if (
-            request.method == "tools/call"
-            and self._input_schema is not None
-            and isinstance(params.get("name"), str)
-        ):
-            schema = self._input_schema(params["name"])
-        try:
-            headers.update(request_headers(request.method, params, schema))
-        except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
-            headers.update(request_headers(request.method, params))
-        return headers
-
     def _send_modern(self, data: bytes, request: Request) -> None:
         """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end;
         on a worker: ``HttpClientTransport._work``)."""
-        response = self.http.post(
-            self.url,
-            data=data,
-            headers=self._modern_headers(request),
-            stream=True,
-            timeout=(self.connect_timeout, read_bound(self._requests, request.id)),
-        )
+        with carrying(self, request.id):  # its answer's socket watched for it
+            response = self.http.post(
+                self.url,
+                data=data,
+                headers=modern_request_headers(request.method, request.params, self._input_schema),
+                stream=True,
+                timeout=(self.connect_timeout, read_bound(self._requests, request.id)),
+            )
         if self._track(request.id, response):
             self._deliver(response, request, resumable=False)

@@ -19,8 +19,10 @@ import binascii
 import functools
 import re
 from collections.abc import Callable
+from typing import cast
 
 from ..errors import HeaderMismatchError
+from ..lifecycle import PROTOCOL_VERSION, meta_of
 
 #: §Standard Request Headers: the body field ``Mcp-Name`` mirrors, by method.
 NAME_SOURCE = {
@@ -192,6 +194,31 @@ def request_headers(
                 isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER
             ):
                 headers[PARAM_PREFIX + name] = encode_value(value)
+    return headers
+
+
+def modern_request_headers(
+    method: str, params: object, input_schema: Callable[[str], dict | None] | None
+) -> dict[str, str]:
+    """Every header of a 2026-07-28 request over Streamable HTTP (§Request Metadata): ``Accept``,
+    ``Content-Type``, ``MCP-Protocol-Version`` (from the request's ``_meta``, lifecycle.is_modern
+    says it has one), and those of :func:`request_headers`; ``input_schema(name)`` gives the
+    input schema of a tool called (its ``x-mcp-header`` declarations), None when unknown."""
+    body = params if isinstance(params, dict) else {}
+    meta = cast(dict, meta_of(body))
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta"
+        "MCP-Protocol-Version": str(meta[PROTOCOL_VERSION]),
+    }
+    schema = None
+    if method == "tools/call" and input_schema is not None and isinstance(body.get("name"), str):
+        schema = input_schema(body["name"])
+    try:
+        headers.update(request_headers(method, body, schema))
+    except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
+        headers.update(request_headers(method, body))
     return headers
 
 

@@ -19,6 +19,7 @@ new one (2025-11-25 basic/transports §Session Management; ``HttpClientTransport
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..errors import ServerUnreachable
@@ -93,6 +94,34 @@ def refusal_of_mcp(status: int, has_jsonrpc_error: bool) -> bool:
     if status in (404, 405):
         return False
     return status in _MCP_STATUSES or has_jsonrpc_error
+
+
+def jsonrpc_error_in(body: bytes | None) -> dict | None:
+    """The JSON-RPC error the body of an HTTP error holds (an object with an integer ``code``), or
+    None (no body, not JSON, nested too deep, no such error)."""
+    try:
+        parsed = json.loads(body) if body else None
+    except (ValueError, RecursionError):
+        return None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return error if isinstance(error, dict) and isinstance(error.get("code"), int) else None
+
+
+def http_failure(status_line: str, status: int, error: dict | None, hint: str) -> dict:
+    """The JSON-RPC error a request answered with HTTP ``status`` fails with: ``error`` (the
+    body's, :func:`jsonrpc_error_in`) with ``status_line`` in front of its message, else an
+    internal error saying ``status_line``; then ``hint`` (:func:`advice`), and
+    ``data.httpStatus``."""
+    if error is None:
+        failure: dict = {"code": -32603, "message": status_line}
+    else:
+        failure = dict(error, message=f"{status_line}: {error.get('message', '')}")
+    if hint:
+        failure["message"] = f"{failure['message'].rstrip('. ')}. {hint}"
+    failure.setdefault("data", {})
+    if isinstance(failure["data"], dict):
+        failure["data"] = {**failure["data"], "httpStatus": status}
+    return failure
 
 
 def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:

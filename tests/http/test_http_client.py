@@ -22,7 +22,7 @@ from http_fixtures import (
     handshake_http_client,  # noqa: F401 - fixture
     serve,  # noqa: F401 - fixture
 )
-from proxies import ROUTES, route_through
+from proxies import route_through
 from test_hardening_client_bounds import RawHttp, still_serves
 from tls_fixtures import Pki, start_tls
 
@@ -32,6 +32,7 @@ from mcp_ref import (
     LimitExceeded,
     McpError,
     MCPRefError,
+    RequestCancelled,
     RequestTimeout,
     Server,
     ServerUnreachable,
@@ -1335,10 +1336,21 @@ def server_tls(pki: Pki) -> ssl.SSLContext:
     return tls
 
 
-@pytest.mark.parametrize("route", ROUTES)
+#: (the server's scheme, the route to it): an https:// proxy carries TLS inside its own TLS.
+PATHS = [
+    ("http", "direct"),
+    ("https", "direct"),
+    ("https", "https-proxy"),
+    ("http", "socks5"),
+    ("https", "socks5"),
+]
+PATH_IDS = [f"{scheme}-{route}" for scheme, route in PATHS]
+
+
+@pytest.mark.parametrize(("scheme", "route"), PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("protocol", ["HTTP/1.0", "HTTP/1.1"])
 def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(
-    tmp_path, monkeypatch, protocol, route
+    tmp_path, monkeypatch, protocol, scheme, route
 ):
     # Such a stream's connection forgets its socket; closing used to wait for the server to end
     # the stream (here never, within the test): the reader thread held the response.  Through a
@@ -1348,7 +1360,7 @@ def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(
     # client's other streams and its workers running.
     pki = Pki(tmp_path)
     tls = server_tls(pki)
-    server = HeldStreamServer(protocol, tls)
+    server = HeldStreamServer(protocol, tls if scheme == "https" else None)
     proxy = route_through(monkeypatch, route, tls)  # read once, as the client is made
     try:
         client = Client.http(server.url, era="handshake", timeout=WAIT, verify=pki.ca_path)
@@ -1376,24 +1388,39 @@ def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(
         server.stop()
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(("scheme", "route"), PATHS, ids=PATH_IDS)
 def test_a_request_given_up_on_lets_go_of_its_connection_through_any_proxy(
-    tmp_path, monkeypatch, route
+    tmp_path, monkeypatch, scheme, route
 ):
-    # The server sends the head of an answer and one byte of its body, then nothing: the call
-    # ends at its timeout, and its socket is shut down at once.  Through an https:// proxy the
-    # socket watched was urllib3's SSLTransport, which has no shutdown(): the call raised
-    # AttributeError, not RequestTimeout.
+    # The server sends the head of an answer and one byte of its body, then nothing.  The call,
+    # whose own timeout is far off, is cancelled while its worker reads the body: its socket is
+    # shut down at once, through any proxy (a SOCKS proxy's connections were not watched; through
+    # an https:// proxy the socket watched was urllib3's SSLTransport, which has no shutdown():
+    # cancelling, or the call's timeout, raised AttributeError).
     pki = Pki(tmp_path)
     tls = server_tls(pki)
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"
-    server = RawHttp(lambda message: head, tls=tls)
+    server = RawHttp(lambda message: head, tls=tls if scheme == "https" else None)
     proxy = route_through(monkeypatch, route, tls)
     try:
         with Client.http(server.url, era="handshake", timeout=WAIT, verify=pki.ca_path) as client:
-            with pytest.raises(RequestTimeout):
-                client.call_tool("stalled", {}, timeout=0.5)
+            transport = client.session.transport
+            reading = threading.Event()
+            deliver = transport._deliver
+
+            def delivering(response, request, **options):  # the worker has the head
+                reading.set()
+                return deliver(response, request, **options)
+
+            monkeypatch.setattr(transport, "_deliver", delivering)
+            call = client.start_tool_call("stalled", {}, timeout=10 * WAIT)
+            assert reading.wait(WAIT), "the worker reads the answer's body"
+            call.cancel()
+            with pytest.raises(RequestCancelled):
+                call.result()
             assert server.dropped.wait(WAIT), "the client still reads the stalled answer"
+            with pytest.raises(RequestTimeout):  # and a timeout ends a call as it did
+                client.call_tool("stalled", {}, timeout=0.5)
             still_serves(client)
         assert proxy is None or proxy.tunnels >= 1
     finally:
