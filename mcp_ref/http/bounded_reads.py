@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -37,10 +37,10 @@ sending = threading.local()
 
 
 @contextlib.contextmanager
-def carrying(transport: Any, request_id: RequestId) -> Iterator[None]:
+def carrying(transport: Any, request_id: Hashable) -> Iterator[None]:
     """While the block runs, the HTTP exchanges of this thread carry ``transport``'s request
-    ``request_id`` (:data:`sending`): the socket of each answer is watched for it (:func:`watch`),
-    and the auth hook may hold it (``hold_current_request``)."""
+    ``request_id`` (:data:`sending`; or a notification's own key): the socket of each answer is
+    watched for it (:func:`watch`), and the auth hook may hold it (``hold_current_request``)."""
     sending.request = (transport, request_id)
     try:
         yield

@@ -47,7 +47,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin
 
@@ -86,7 +86,7 @@ from .bounded_reads import (
     unanswered,
 )
 from .headers import modern_request_headers
-from .in_flight import InFlight
+from .in_flight import GivenUp, InFlight
 from .legacy_client import LegacySseClient
 from .not_reached import (
     advice,
@@ -141,6 +141,9 @@ def hold_current_request(seconds: float) -> None:
 
 #: Attempts to resume one stream before giving up on it.
 MAX_RESUMES = 10
+#: Seconds ``close()`` waits for the cancellations queued (those of the session's close) to be
+#: sent; the rest are dropped, their requests' sockets shut down.
+NOTICES_AT_CLOSE = 2.0
 #: Cancellations waiting to be POSTed (:meth:`HttpClientTransport._tell_cancelled`); past it one
 #: is dropped, and its request's stream closed at once.
 MAX_WAITING_NOTICES = 64
@@ -352,7 +355,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         elif isinstance(message, Notification) and message.method == "notifications/cancelled":
             # the session's own notice: it names the request
             request_id = cast(RequestId, (message.params or {}).get("requestId"))
-            self.in_flight.drop_unsent(request_id)  # not sent yet: it never is
+            if self.in_flight.cancel(request_id):  # not sent from now on, nor resumed
+                return  # it waited for a worker: the server never heard of it
             if legacy or not self._stateless:
                 self._tell_cancelled(data, request_id, legacy)
             else:
@@ -405,6 +409,11 @@ class HttpClientTransport(LegacySseClient, Transport):
         if self._closed.is_set():
             return
         self._closed.set()
+        # the cancellations the session's close queued go first: for NOTICES_AT_CLOSE at most
+        try:
+            self._notices.submit(log.debug, "the cancellations were sent").result(NOTICES_AT_CLOSE)
+        except (FutureTimeout, RuntimeError):  # a server slow to take them; closed already
+            log.debug("cancellations left unsent at close")
         if self.session_id and self.mode != "sse":
             # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
             # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
@@ -419,6 +428,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 )
             except Exception:  # closing must not raise
                 log.debug("DELETE of the session failed", exc_info=True)
+        self.in_flight.close()  # no worker is left reading, nor the thread sending a notice
         with self._responses_lock:
             responses = list(self._open_responses)
         for response in responses:
@@ -462,6 +472,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         deadline for it, and the socket of its answer watched for it (:func:`carrying`): giving
         up on it shuts that socket down.  Only the request's own exchanges are watched so (not a
         new session's notice sent on the way, :meth:`_renew_session`)."""
+        self.in_flight.check_unsent(request.id)  # the wait for a new session may have been long
         with carrying(self, request.id):
             return self._post(
                 data, read_timeout=read_bound(self._requests, request.id), legacy=legacy
@@ -498,11 +509,17 @@ class HttpClientTransport(LegacySseClient, Transport):
         """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
         server sent on it until then (its cancellation of the requests it sent for the request) is
         its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
+        key = (
+            "notifications/cancelled",
+            request_id,
+        )  # its socket shut down if the transport closes
         try:
-            self._send_other(data, legacy=legacy)
+            with carrying(self, key):
+                self._send_other(data, legacy=legacy)
         except OSError as exc:
             log.debug("notifications/cancelled could not be sent: %s", exc)
         finally:
+            self.in_flight.finished(key)
             with self._responses_lock:
                 self._notices_waiting -= 1
             self.in_flight.give_up(request_id)
@@ -531,6 +548,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         try:
             if self.in_flight.taken(request.id):
                 send(data, request, *args)
+        except GivenUp:  # given up on while it waited for a new session: never sent
+            pass
         except (requests.ConnectionError, requests.Timeout) as exc:
             failure = (
                 no_answer(request)
@@ -575,7 +594,8 @@ class HttpClientTransport(LegacySseClient, Transport):
                 # "should assume this is a server supporting the old HTTP+SSE transport".
                 response.close()
                 self.start_legacy()
-                self._send_other(data, legacy=True)
+                with carrying(self, request.id):  # the auth hook may hold it (OAuth)
+                    self._send_other(data, legacy=True)
                 return
             if response.ok:
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
@@ -797,7 +817,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             except EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
                 return
-            if not awaiting or self._closed.is_set() or self.in_flight.given_up(request.id):
+            if not awaiting or self._closed.is_set() or self.in_flight.is_cancelled(request.id):
                 return
             # from here the request is unanswered: it fails now, or its stream is resumed
             if resumes and not broke and (cursor.events, cursor.last_id) == seen:

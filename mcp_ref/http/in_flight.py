@@ -3,25 +3,35 @@
 A request is handed to a worker (:meth:`InFlight.submitted`: it waits for one), taken by it
 (:meth:`InFlight.taken`: it is sent), its answer awaited on a socket (:meth:`InFlight.awaiting`:
 an :class:`~mcp_ref.http.bounded_reads.Underway`), and at last finished.  The session may give
-up on it at any point, its timeout passed or the call cancelled (:meth:`InFlight.give_up`):
+up on it at any point, its timeout passed or the call cancelled.  That is two steps:
 
-* waiting for a worker, it is never sent;
-* sent, the socket of its answer is shut down, now or as soon as it is watched, so that its
-  worker stops reading and closes the response, and its stream is not resumed.
+* :meth:`InFlight.cancel`, at once: the request is not sent from now on (waiting for a worker,
+  or for a new session before its POST: :meth:`InFlight.check_unsent` raises
+  :class:`GivenUp`), nor its stream resumed;
+* :meth:`InFlight.give_up`, once the server was told (handshake era) or at once (2026-07-28, where
+  closing the stream is the cancellation): the socket of its answer is shut down, now or as soon
+  as it is watched, so that its worker stops reading and closes the response.  Until then, what
+  the server sends on the stream is read: its last word on the request.
 
 A server that keeps such a stream open (keep-alives, endless notifications) would otherwise hold a
 worker and a connection for ever, and after ``max_workers`` of them no request of the client would
 be sent again.  Only that request's own socket is touched, while it carries the request; the
-response itself is closed by its worker alone.  Each table holds the requests handed to workers
-and not finished: bounded by the session's requests.
+response itself is closed by its worker alone.  Closing the transport gives up on every request,
+and shuts down every socket watched, a notification's too (:meth:`InFlight.close`): no worker is
+left reading.  Each table holds the requests handed to workers and not finished: bounded by the
+session's requests.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
 
-from ..jsonrpc import RequestId
 from .bounded_reads import Underway
+
+
+class GivenUp(Exception):
+    """The session gave up on a request before its POST: it is not sent."""
 
 
 class InFlight:
@@ -29,66 +39,92 @@ class InFlight:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._handed: set[RequestId] = set()  # handed to a worker, not finished
-        self._waiting: set[RequestId] = set()  # of those, not taken by a worker yet
-        self._given_up: set[RequestId] = set()  # of those, given up on by the session
-        self._underway: dict[RequestId, Underway] = {}  # the socket each answer comes on
+        self._handed: set[Hashable] = set()  # request ids handed to a worker, not finished
+        self._waiting: set[Hashable] = set()  # of those, not taken by a worker yet
+        self._cancelled: set[Hashable] = set()  # of those, cancelled: not sent, not resumed
+        self._given_up: set[Hashable] = set()  # of those, their sockets shut down
+        # the socket each answer comes on, by request id (or a notification's own key)
+        self._underway: dict[Hashable, Underway] = {}
+        self._closed = False
 
-    def submitted(self, request_id: RequestId) -> None:
+    def submitted(self, request_id: Hashable) -> None:
         """``request_id`` waits for a worker."""
         with self._lock:
             self._handed.add(request_id)
             self._waiting.add(request_id)
 
-    def taken(self, request_id: RequestId) -> bool:
-        """A worker takes ``request_id``: True to send it, False when it was given up on while it
+    def taken(self, request_id: Hashable) -> bool:
+        """A worker takes ``request_id``: True to send it, False when it was cancelled while it
         waited (it is not sent)."""
         with self._lock:
             self._waiting.discard(request_id)
-            return request_id not in self._given_up
+            return request_id not in self._cancelled and not self._closed
 
-    def drop_unsent(self, request_id: RequestId) -> bool:
-        """Give up on ``request_id`` if it still waits for a worker: True when it is not sent at
-        all (its worker skips it)."""
+    def check_unsent(self, request_id: Hashable) -> None:
+        """Raise :class:`GivenUp` when ``request_id`` was cancelled: called just before its POST
+        (a worker may first wait for a new session)."""
         with self._lock:
-            unsent = request_id in self._waiting
-            if unsent:
-                self._given_up.add(request_id)
-            return unsent
+            if request_id in self._cancelled or self._closed:
+                raise GivenUp(request_id)
 
-    def awaiting(self, request_id: RequestId, underway: Underway) -> None:
-        """A worker waits for ``request_id``'s answer on ``underway``'s socket
-        (:func:`~mcp_ref.http.bounded_reads.watch`); shut down at once if the session gave up on
-        the request meanwhile."""
+    def cancel(self, request_id: Hashable) -> bool:
+        """The session cancelled ``request_id``: it is not sent from now on, nor its stream
+        resumed (its socket is :meth:`give_up`'s).  True when it still waited for a worker:
+        nothing of it was sent."""
         with self._lock:
-            given_up = request_id in self._given_up
-            if not given_up:
-                self._underway[request_id] = underway
-        if given_up:
-            underway.abort_now()
+            if request_id not in self._handed:
+                return False
+            self._cancelled.add(request_id)
+            return request_id in self._waiting
 
-    def given_up(self, request_id: RequestId) -> bool:
-        """Whether the session gave up on ``request_id``: its socket was shut down on purpose, so an
-        error reading it is the end of that read, not a failure."""
+    def is_cancelled(self, request_id: Hashable) -> bool:
+        """Whether ``request_id`` was cancelled (its stream is not resumed)."""
         with self._lock:
-            return request_id in self._given_up
+            return request_id in self._cancelled or self._closed
 
-    def give_up(self, request_id: RequestId) -> None:
-        """The session no longer waits for ``request_id``: not sent if it waits for a worker, its
-        answer's socket shut down if it is sent (now, or when it is watched); nothing for a request
-        not handed to a worker, or finished."""
+    def give_up(self, request_id: Hashable) -> None:
+        """Shut down the socket of ``request_id``'s answer, now or when it is watched (and cancel
+        it, if it was not); nothing for a request not handed to a worker, or finished."""
         with self._lock:
             if request_id not in self._handed:
                 return
+            self._cancelled.add(request_id)
             self._given_up.add(request_id)
             underway = self._underway.pop(request_id, None)
         if underway is not None:
             underway.abort_now()
 
-    def finished(self, request_id: RequestId) -> None:
-        """``request_id``'s worker is done with it (or it was never handed over): forgotten."""
+    def given_up(self, request_id: Hashable) -> bool:
+        """Whether ``request_id``'s socket was shut down on purpose: an error reading it is the end
+        of that read, not a failure."""
         with self._lock:
-            self._handed.discard(request_id)
-            self._waiting.discard(request_id)
-            self._given_up.discard(request_id)
-            self._underway.pop(request_id, None)
+            return request_id in self._given_up or self._closed
+
+    def awaiting(self, key: Hashable, underway: Underway) -> None:
+        """A worker waits for the answer to ``key`` (a request id, or a notification's own key) on
+        ``underway``'s socket (:func:`~mcp_ref.http.bounded_reads.watch`); shut down at once if the
+        session gave up on the request meanwhile, or the transport closed."""
+        with self._lock:
+            given_up = key in self._given_up or self._closed
+            if not given_up:
+                self._underway[key] = underway
+        if given_up:
+            underway.abort_now()
+
+    def finished(self, key: Hashable) -> None:
+        """The worker is done with ``key``'s request (or it was never handed over), or with the
+        notification ``key`` names: forgotten."""
+        with self._lock:
+            for table in (self._handed, self._waiting, self._cancelled, self._given_up):
+                table.discard(key)
+            self._underway.pop(key, None)
+
+    def close(self) -> None:
+        """The transport closes: every request is given up on, every socket watched is shut down,
+        and so is each one watched from now on."""
+        with self._lock:
+            self._closed = True
+            watched = list(self._underway.values())
+            self._underway.clear()
+        for underway in watched:
+            underway.abort_now()

@@ -38,8 +38,9 @@ SHORT = 0.5
 
 class Holding:
     """WSGI middleware: a POST whose message ``hold(message)`` picks waits until :meth:`release`
-    (at most 3 x WAIT), then goes on to the app; ``held`` is set as the first one starts waiting.
-    ``messages`` are the JSON-RPC messages of the POSTs, in the order they came."""
+    (at most 3 x WAIT), then goes on to the app; ``held`` is set as the first one starts waiting,
+    :meth:`holding` counts those waiting now.  ``messages`` are the JSON-RPC messages of the POSTs,
+    in the order they came."""
 
     def __init__(self, app):
         self.app = app
@@ -48,6 +49,7 @@ class Holding:
         self.released = threading.Event()
         self.messages: list[dict] = []
         self.seen = threading.Condition()
+        self._holding = 0
 
     def __call__(self, environ, start_response):
         import io
@@ -60,9 +62,18 @@ class Holding:
             self.messages.append(message)
             self.seen.notify_all()
         if self.hold(message):
+            with self.seen:
+                self._holding += 1
             self.held.set()
             self.released.wait(3 * WAIT)
+            with self.seen:
+                self._holding -= 1
         return self.app({**environ, "wsgi.input": io.BytesIO(body)}, start_response)
+
+    def holding(self) -> int:
+        """How many POSTs are held now."""
+        with self.seen:
+            return self._holding
 
     def count(self, picked) -> int:
         """How many messages ``picked(message)`` takes."""
@@ -122,7 +133,7 @@ def test_a_server_slow_to_take_a_cancellation_holds_no_caller(holding, transport
         assert isinstance(outcome, RequestTimeout), outcome
         cancel = server.wait_for(method_is("notifications/cancelled"), "the cancellation")
         assert cancel["params"]["requestId"] == server.wait_for(call_of("slow"), "the call")["id"]
-        assert server.held.is_set()  # the notice is sent all the same, and held
+        assert server.holding() == 1  # the notice is sent all the same, and still held
         server.release()
         assert client.call_tool("echo", {"text": "after"}).text == "after"
 
@@ -135,7 +146,7 @@ def test_a_held_post_over_the_2024_transport_holds_no_caller(holding):
     with Client.http(served.sse, transport="sse", timeout=WAIT) as client:
         outcome = in_thread(lambda: client.call_tool("slow", {}, timeout=SHORT))
         assert isinstance(outcome, RequestTimeout), outcome
-        assert server.held.is_set()
+        assert server.holding() == 1  # the call returned while its POST is still held
         assert client.call_tool("echo", {"text": "after"}).text == "after"
 
 
@@ -157,22 +168,60 @@ def test_a_call_given_up_on_while_it_waits_for_a_worker_is_never_sent(holding):
 
 
 def test_a_new_session_started_by_a_call_given_up_on_is_kept(holding):
-    # The server forgot the session (a 404 to it); the worker carrying the next call starts a new
-    # one.  The call times out while the new session's initialize waits; the new session's
-    # notifications/initialized, sent on that worker after, is no part of the call given up on.
+    # The server forgot the session (a 404 to it); the worker carrying the call starts a new one.
+    # The call times out while the new session's notifications/initialized is held: that notice,
+    # sent on the call's worker, is no part of the call (its socket was shut down with the call's,
+    # the new session failed, and the next call started a third), and the call, given up on, is
+    # not sent again on the new session.
     served, server, _tools = holding()
-    starts = method_is("initialize")
-    server.hold = lambda message: starts(message) and server.count(starts) == 2
+    notices = method_is("notifications/initialized")
+    server.hold = lambda message: notices(message) and server.count(notices) == 2
+
+    def given_up(message) -> bool:
+        return call_of("echo")(message) and message["params"]["arguments"] == {"text": "given up"}
+
     with Client.http(served.mcp, era="handshake", timeout=WAIT) as client:
         transport = client.session.transport
         transport.session_id = "forgotten"  # the server answers 404 to a session it does not know
-        outcome = in_thread(lambda: client.call_tool("echo", {"text": "x"}, timeout=SHORT))
-        assert isinstance(outcome, RequestTimeout), outcome
-        assert server.held.is_set(), "the call started a new session"
+        call = in_thread(lambda: client.call_tool("echo", {"text": "given up"}, timeout=SHORT))
+        assert isinstance(call, RequestTimeout), call
+        assert server.holding() == 1, "the new session's notice is held"
         server.release()
-        server.wait_for(method_is("notifications/initialized"), "the new session's notice", 2)
         assert client.call_tool("echo", {"text": "renewed"}).text == "renewed"
-    assert server.count(starts) == 2, "the new session was started once"
+    assert server.count(method_is("initialize")) == 2, "the new session was started once"
+    assert server.count(given_up) == 1  # the 404: not sent again once given up on
+
+
+def test_closing_gives_up_on_every_call_and_tells_the_server(holding):
+    served, server, _tools = holding()
+    server.hold = call_of("slow")
+    client = Client.http(served.mcp, era="handshake", timeout=WAIT)
+    transport = client.session.transport
+    calls = [client.start_tool_call("slow", {}) for _ in range(3)]
+    server.wait_for(call_of("slow"), "the three calls", 3)
+    in_thread(client.close)
+    told = server.wait_for(method_is("notifications/cancelled"), "three cancellations", 3)
+    assert told  # each call's, sent before the session ended
+    for worker in list(transport._pool._threads):  # none is left reading a held answer
+        worker.join(WAIT)
+        assert not worker.is_alive(), "a worker still reads after close()"
+    assert server.holding() == 3  # the server still holds the calls
+    assert all(call.done() for call in calls)
+
+
+def test_closing_ends_a_cancellation_the_server_is_slow_to_take(holding):
+    served, server, _tools = holding()
+    server.hold = method_is("notifications/cancelled")
+    client = Client.http(served.mcp, era="handshake", timeout=WAIT)
+    transport = client.session.transport
+    with pytest.raises(RequestTimeout):
+        client.call_tool("slow", {}, timeout=SHORT)
+    assert server.held.wait(WAIT)
+    in_thread(client.close)  # waits NOTICES_AT_CLOSE for the notice, then shuts its socket down
+    for sender in list(transport._notices._threads):
+        sender.join(WAIT)
+        assert not sender.is_alive(), "the notice's POST outlives close()"
+    assert server.holding() == 1  # the server still holds it
 
 
 def test_past_the_bound_a_cancellation_is_dropped_and_its_stream_closed(
