@@ -9,7 +9,7 @@
 * :func:`framing_adapter`: ``requests``' ``HTTPAdapter`` whose connections, direct or through an
   HTTP, HTTPS or SOCKS proxy, read answers with it (urllib3, like ``http.client``, skips ``100``
   only: a ``103 Early Hints`` was taken for the answer).  Every HTTP request of the client goes
-  through it.
+  through it, and those of :class:`~mcp_ref.oauth.OAuth`'s own session.
 """
 
 from __future__ import annotations

@@ -348,8 +348,18 @@ class OAuth(AuthBase):
     # -- getting tokens ------------------------------------------------------------------------
 
     def _session(self):
+        """The session talking to the authorization servers (the one given as ``http``, else one
+        of its own, never this object as its auth: no token goes to an AS).  Its own reads answers
+        as the MCP transport does (:func:`~mcp_ref.http.framing.framing_adapter`: interim 1xx
+        answers skipped)."""
         if self._http is None:
-            self._http = requests.Session()  # never this object as its auth: no token goes to an AS
+            from ..http.framing import framing_adapter
+
+            http = requests.Session()
+            adapter = framing_adapter()
+            http.mount("http://", adapter)
+            http.mount("https://", adapter)
+            self._http = http
         return self._http
 
     def _obtain(self, challenge: Challenge, scopes: list[str] | None = None) -> dict:

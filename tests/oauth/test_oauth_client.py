@@ -288,3 +288,41 @@ def test_a_long_401_body_is_not_read_before_the_retry():
         for httpd in (as_httpd, mcp_httpd):
             httpd.shutdown()
             httpd.server_close()
+
+
+def test_the_authorization_servers_answers_are_read_as_the_transport_reads_them():
+    # RFC 9110 §15.2: "A client MUST be able to parse one or more 1xx responses received prior to
+    # a final response".  The OAuth client's own session reads answers with the MCP transport's
+    # reader (mcp_ref.http.framing): a 103 Early Hints before the metadata was taken for the answer.
+    import http.server
+    import json
+
+    from http_fixtures import InThread
+
+    from mcp_ref.oauth.discovery import fetch_json
+
+    document = {"issuer": "http://127.0.0.1", "token_endpoint": "http://127.0.0.1/token"}
+
+    class Hinting(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = json.dumps(document).encode()
+            self.wfile.write(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hinting)
+    httpd.daemon_threads = True
+    serving = InThread(httpd)
+    try:
+        url = f"http://127.0.0.1:{httpd.server_port}/.well-known/oauth-authorization-server"
+        assert fetch_json(OAuth()._session(), url, timeout=WAIT) == (200, document)
+    finally:
+        serving.stop()
