@@ -509,10 +509,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
         server sent on it until then (its cancellation of the requests it sent for the request) is
         its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
-        key = (
-            "notifications/cancelled",
-            request_id,
-        )  # its socket shut down if the transport closes
+        # the notice's own key in the table: its socket is shut down if the transport closes
+        key = ("notifications/cancelled", request_id)
         try:
             with carrying(self, key):
                 self._send_other(data, legacy=legacy)
