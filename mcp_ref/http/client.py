@@ -310,7 +310,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         self.in_flight = InFlight()
         # One thread POSTs the cancellations, in order, nobody waiting (_tell_cancelled).
         self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
-        self._notices_waiting = 0
+        self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -492,11 +492,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         a server slow to take it holds no caller.  The request's stream is read until the server
         took it (:meth:`_cancelled`).  Past :data:`MAX_WAITING_NOTICES` waiting, the stream is
         closed at once and the notice dropped (logged)."""
-        with self._responses_lock:
-            full = self._notices_waiting >= MAX_WAITING_NOTICES
-            if not full:
-                self._notices_waiting += 1
-        if full:
+        if not self._notice_places.acquire(blocking=False):
             log.warning("%d cancellations wait to be sent: one is dropped", MAX_WAITING_NOTICES)
             self.in_flight.give_up(request_id)
             return
@@ -518,8 +514,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             log.debug("notifications/cancelled could not be sent: %s", exc)
         finally:
             self.in_flight.finished(key)
-            with self._responses_lock:
-                self._notices_waiting -= 1
+            self._notice_places.release()
             self.in_flight.give_up(request_id)
 
     def _target(self, legacy: bool) -> str:
