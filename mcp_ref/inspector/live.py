@@ -612,6 +612,7 @@ class InspectedServer:
         if not isinstance(schema, dict) or result.get("isError"):
             return None
         import jsonschema
+        import referencing.exceptions
 
         from ..server.signatures import validator_for
 
@@ -626,6 +627,8 @@ class InspectedServer:
                 f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
                 for error in itertools.islice(validator.iter_errors(result["structuredContent"]), 5)
             ]
+        except referencing.exceptions.Unresolvable as exc:  # a $ref is never fetched
+            return {"valid": False, "errors": [f"the outputSchema's $ref is not in it: {exc.ref}"]}
         except (jsonschema.SchemaError, RecursionError, TypeError, ValueError) as exc:
             return {"valid": False, "errors": [f"the outputSchema is not a valid schema: {exc}"]}
         return {"valid": not errors, "errors": errors}

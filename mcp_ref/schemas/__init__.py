@@ -10,7 +10,9 @@ are 2020-12 (types under ``$defs``).
     ["Tool: 'inputSchema' is a required property at /"]
 
 Nothing is read until it is asked for: a file is parsed on the first ``load``
-of its revision, and jsonschema is imported on the first ``validator``.  Both
+of its revision, and jsonschema is imported on the first ``validator``.  Every jsonschema
+validator mcp_ref makes, of these schemas or of a tool's, comes from :func:`local_validator`,
+which never fetches what a ``$ref`` names.  Both
 are cached.  An unknown revision or type raises :class:`UnknownVersion` or
 :class:`UnknownType`, and a packaged file that is missing raises
 :class:`SchemaFileMissing`: nothing here passes silently for want of a schema.
@@ -23,6 +25,7 @@ import functools
 import json
 import threading
 from importlib import resources
+from typing import Any, cast
 
 __all__ = [
     "VERSIONS",
@@ -35,6 +38,7 @@ __all__ = [
     "type_names",
     "validator",
     "errors",
+    "local_validator",
 ]
 
 #: The revisions whose schema is packaged here, newest first (like ``mcp_ref.SUPPORTED_VERSIONS``,
@@ -109,8 +113,6 @@ def type_names(version: str) -> frozenset[str]:
 
 @functools.cache
 def _validator(version: str, type_name: str):
-    import jsonschema  # here, not at import time: ``import mcp_ref`` stays cheap
-
     root = load(version)
     key = _defs_key(root)
     if type_name not in root[key]:
@@ -119,8 +121,33 @@ def _validator(version: str, type_name: str):
         raise UnknownType(f"{type_name!r} is not a type of the {version} MCP schema{hint}")
     # The whole document rides along so that every "#/$defs/..." reference resolves.
     schema = {"$schema": root["$schema"], key: root[key], "$ref": f"#/{key}/{type_name}"}
-    cls = jsonschema.validators.validator_for(root)
-    return cls(schema)
+    return local_validator(schema)
+
+
+def local_validator(schema: Any) -> Any:
+    """jsonschema's validator of ``schema`` in its declared dialect (2020-12 by default), which
+    resolves a ``$ref`` only inside ``schema`` and the dialects' own meta-schemas.
+
+    A ``$ref`` to any other URI is never fetched: validating then raises
+    ``referencing.exceptions.Unresolvable``.  A schema may come from a peer (a tool's
+    ``outputSchema`` that the inspector checks a result against), and a peer must not make this
+    process open a URL of its choosing (jsonschema alone fetches it, ``file:`` included).  Every
+    validator mcp_ref makes comes from here.
+    """
+    import jsonschema  # here, not at import time: ``import mcp_ref`` stays cheap
+    import referencing
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    # the documented keyword (Registry's attrs fields are typed private: mypy reads no alias)
+    no_retrieval = cast(Any, referencing.Registry)(retrieve=_never_fetch)
+    return cls(schema, registry=no_retrieval)
+
+
+def _never_fetch(uri: str) -> Any:
+    """The registry's retrieval: none (see :func:`local_validator`)."""
+    import referencing.exceptions
+
+    raise referencing.exceptions.NoSuchResource(uri)
 
 
 def validator(version: str, type_name: str):

@@ -504,6 +504,8 @@ def validator_for(schema: dict) -> Any:
         return Validator(schema, quick)
     import jsonschema  # heavy: loaded on first validation
 
+    from ..schemas import local_validator
+
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
     if (
         dialect is not None
@@ -513,7 +515,7 @@ def validator_for(schema: dict) -> Any:
         raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return Validator(schema, None, cls(schema))
+    return Validator(schema, None, local_validator(schema))
 
 
 @dataclasses.dataclass(slots=True)
@@ -530,12 +532,9 @@ class Validator:
         """jsonschema's validator of :attr:`schema` in its dialect, made at first use: a plain
         schema's quick test seldom needs it (two threads may both make one; either serves)."""
         if self._checker is None:
-            import jsonschema
+            from ..schemas import local_validator
 
-            cls = jsonschema.validators.validator_for(
-                self.schema, default=jsonschema.Draft202012Validator
-            )
-            self._checker = cls(self.schema)
+            self._checker = local_validator(self.schema)
         return self._checker
 
     def is_valid(self, instance: Any) -> bool:

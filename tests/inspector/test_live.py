@@ -607,6 +607,66 @@ def test_the_10000th_tools_output_schema_is_kept_and_the_10001st_is_not(tmp_path
         inspector.close()
 
 
+#: A bare JSON-RPC server over stdio (2025-11-25) whose one tool's ``outputSchema`` refers to the
+#: URI given as its first argument.
+REMOTE_REF_SERVER = """
+import json
+import sys
+
+OUTPUT = {"type": "object", "properties": {"n": {"$ref": sys.argv[1]}}}
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": params["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "remote-ref", "version": "1"},
+        }
+    if method == "tools/list":
+        return {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": OUTPUT}]}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": "1"}], "structuredContent": {"n": 1}}
+    return {}
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        result = result_of(message["method"], message.get("params") or {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_tools_output_schema_naming_a_url_is_checked_without_fetching_it(tmp_path):
+    """A hostile server's ``outputSchema`` with a ``$ref`` to a URL (here a socket on this machine
+    that would take the connection): the inspector never opens it, and the result is shown with
+    its check saying why it could not be checked (it answered 500 and opened the URL)."""
+    import socket
+    import sys
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+    (tmp_path / "remote_ref.py").write_text(REMOTE_REF_SERVER)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(tmp_path / "remote_ref.py"), url
+    )
+    try:
+        inspector.post("list", {"what": "tools"})
+        answer = inspector.post("call", {"call": "c1", "name": "t", "arguments": {}})
+        assert answer["result"]["structuredContent"] == {"n": 1}
+        assert answer["output_check"] == {
+            "valid": False,
+            "errors": [f"the outputSchema's $ref is not in it: {url}"],
+        }
+        with pytest.raises(BlockingIOError):  # nobody connected
+            listener.accept()
+    finally:
+        inspector.close()
+        listener.close()
+
+
 def test_the_tasks_started_are_remembered_up_to_the_bound(inspect, monkeypatch):
     """2026-07-28 (the demo has no ``tasks/list``): the page lists the tasks it started, the
     latest MAX_STARTED_TASKS of them.  Lowered to 2 here (a task takes a few round trips each);

@@ -230,3 +230,52 @@ def test_registering_plain_tools_loads_no_jsonschema(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "False", done.stdout + done.stderr
+
+
+# -- a $ref is resolved inside the schema, never fetched -----------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_a_ref_to_a_uri_is_never_fetched(scheme, tmp_path):
+    """A schema may come from a peer (a tool's ``outputSchema`` a client checks): a ``$ref`` naming
+    a URI must not make this process open it.  jsonschema alone fetches it (``http:``, ``file:``)."""
+    import socket
+
+    import referencing.exceptions
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "string"}')
+    uri = (
+        f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+        if scheme == "http"
+        else secret.as_uri()
+    )
+    default_timeout = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(5)  # a fetch (the defect) would wait for an answer: bounded
+    try:
+        schema = {"type": "object", "properties": {"x": {"$ref": uri}}}
+        validator = validator_for(schema)
+        with pytest.raises(referencing.exceptions.Unresolvable) as refused:
+            validator.is_valid({"x": 1})
+        assert refused.value.ref == uri
+        with pytest.raises(BlockingIOError):  # nobody connected while it was validating
+            listener.accept()
+    finally:
+        socket.setdefaulttimeout(default_timeout)
+        listener.close()
+
+
+def test_a_ref_inside_the_schema_or_to_a_meta_schema_still_resolves():
+    local = {"$defs": {"n": {"type": "integer"}}, "properties": {"x": {"$ref": "#/$defs/n"}}}
+    assert first_error(validator_for(local), {"x": "s"}) == 'x: "s" is not of type "integer"'
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"n": {"type": "integer"}},
+        "properties": {"x": {"$ref": "#/definitions/n"}},
+    }
+    assert not validator_for(draft7).is_valid({"x": "s"})
+    meta = {"properties": {"s": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
+    assert validator_for(meta).is_valid({"s": {"type": "string"}})
+    assert not validator_for(meta).is_valid({"s": {"type": 5}})
