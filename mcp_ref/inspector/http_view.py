@@ -17,7 +17,7 @@ added there):
 ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` (decoded as they are), and the 2026-07-28
 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` whose values may be Base64 (``=?base64?...?=``,
 2026-07-28 basic/transports/streamable-http §Value Encoding): ``decoded`` is the value they carry
-(null when it does not decode); any other ``Mcp-`` header is listed as it is.
+(null when it does not decode; the mask when the value is masked); any other ``Mcp-`` header is listed as it is.
 
 :func:`carried_messages` gives the JSON-RPC messages a body or an event's data holds, so the
 conversation can link each message to the exchange that carried it.
@@ -30,7 +30,7 @@ from typing import Any
 
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..http.headers import decode_value
-from .masking import mask_headers, mask_text, mask_url
+from .masking import MASK, hidden_strings, mask_headers, mask_text, mask_url
 
 #: A body or an event's data is shown up to this many characters (64 KiB); the rest is cut.
 MAX_BODY_TEXT = 64 * 1024
@@ -49,7 +49,7 @@ def mcp_headers(headers) -> list[dict[str, Any]]:
             found.append({"name": name, "raw": value, "decoded": value})
         elif lower in ENCODED_MCP_HEADERS or lower.startswith("mcp-param-"):
             try:
-                decoded: str | None = decode_value(value)
+                decoded: str | None = value if value == MASK else decode_value(value)
             except ValueError:
                 decoded = None
             found.append({"name": name, "raw": value, "decoded": decoded})
@@ -81,11 +81,40 @@ def _content_type(headers) -> str | None:
     return None
 
 
+def masked_headers(seen: HttpRequestSeen | HttpResponseSeen) -> list[list[str]]:
+    """The headers of a request or a response, masked (:func:`~.masking.mask_headers`); a
+    request's ``Mcp-Param-*`` header is masked as well when the value it carries is one the
+    body's masking hides (:func:`~.masking.hidden_strings`).
+
+    The header's name is the tool's choice (``password`` declared ``x-mcp-header: Pw`` sends
+    ``Mcp-Param-Pw``), so the value tells, not the name: "Any server that processes the message
+    body MUST validate that encoded header values, after decoding if Base64-encoded, match the
+    corresponding values in the request body" (2026-07-28 basic/transports/streamable-http
+    §Server Behavior for Custom Headers); a header is compared both as sent and decoded
+    (§Value Encoding: ``=?base64?...?=``)."""
+    headers = mask_headers(seen.headers)
+    if not isinstance(seen, HttpRequestSeen):
+        return headers
+    params = [pair for pair in headers if pair[0].lower().startswith("mcp-param-")]
+    if not params:
+        return headers
+    hidden = hidden_strings(carried_messages(seen.body))
+    for pair in params:
+        try:
+            decoded = decode_value(pair[1])
+        except ValueError:
+            decoded = pair[1]
+        if pair[1] in hidden or decoded in hidden:
+            pair[1] = MASK
+    return headers
+
+
 def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:
     """The ``http`` record of a request or a response (without ``seq`` and ``time``)."""
     content_type = _content_type(seen.headers)
     body, truncated = body_text(seen.body, content_type)
     request = isinstance(seen, HttpRequestSeen)
+    headers = masked_headers(seen)
     return {
         "kind": "http",
         "exchange": seen.exchange,
@@ -94,8 +123,8 @@ def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:
         "url": mask_url(seen.url) if isinstance(seen, HttpRequestSeen) else None,
         "status": seen.status if isinstance(seen, HttpResponseSeen) else None,
         "reason": seen.reason if isinstance(seen, HttpResponseSeen) else None,
-        "headers": mask_headers(seen.headers),
-        "mcp_headers": mcp_headers(mask_headers(seen.headers)),
+        "headers": headers,
+        "mcp_headers": mcp_headers(headers),
         "body": body,
         "truncated": truncated,
         "sse": not request

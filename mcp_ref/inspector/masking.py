@@ -7,7 +7,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   cookie's name (``session=••••••``); ``Set-Cookie`` its name and attributes (``sid=••••••;
   Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone,
   and so does a header named as a secret key (below), bare or after ``Mcp-Param-`` or ``X-``
-  (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``);
+  (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``); an ``Mcp-Param-*``
+  header of any name is masked too when it carries a string the body's masking hides
+  (:func:`hidden_strings`: ``password`` declared ``x-mcp-header: Pw`` sends ``Mcp-Param-Pw``);
 - JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
   ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
   ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...) or ends in one
@@ -162,6 +164,23 @@ def mask_json(value: Any) -> Any:
     if isinstance(value, list):
         return [mask_json(item) for item in value]
     return value
+
+
+def hidden_strings(value: Any) -> set[str]:
+    """The strings :func:`mask_json` hides in a parsed JSON value: each string at any depth under
+    a secret key.  A 2026-07-28 ``Mcp-Param-*`` header carrying one of them is masked as well
+    (:func:`mcp_ref.inspector.http_view.masked_headers`).  Walked with a stack: never raises."""
+    found: set[str] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, hidden = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((sub, hidden or secret_key(str(key))) for key, sub in item.items())
+        elif isinstance(item, list):
+            stack.extend((sub, hidden) for sub in item)
+        elif hidden and isinstance(item, str):
+            found.add(item)
+    return found
 
 
 def _masked_value(value: Any) -> Any:

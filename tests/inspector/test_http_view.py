@@ -290,6 +290,67 @@ def test_a_secret_argument_mirrored_into_a_header_is_masked_there_too():
     assert "k3y-s3cret" not in conversation.export_jsonl()
 
 
+def test_a_secret_argument_under_a_header_name_of_its_own_is_masked_there_too():
+    """The header's name is the tool's choice: ``password`` declared ``x-mcp-header: Pw`` travels
+    as ``Mcp-Param-Pw``, plain or Base64-encoded (a value with spaces at its ends, or not ASCII);
+    its value is the one the body masks, so the header is masked too, in the records, in the
+    header list and among the decoded Mcp headers, and in the export."""
+    from mcp_ref.inspector.conversation import Conversation
+
+    server = Server("login")
+
+    @server.tool(headers={"password": "Pw", "user": "User"})
+    def login(user: str, password: str) -> str:
+        """Log in."""
+        return f"hello {user}"
+
+    conversation = Conversation(http=True)
+    secrets = ("hunter2hunter2", " padded secret ", "pässwörd-geheim")
+    with serving(server) as served:
+        with Client.http(
+            served.mcp, era="modern", http_trace=conversation.http_trace, timeout=WAIT
+        ) as client:
+            for secret in secrets:
+                assert client.call_tool("login", {"user": "ada", "password": secret}).text == (
+                    "hello ada"
+                )
+    records = conversation.records(limit=1000)
+    calls = [
+        r for r in records if r["kind"] == "http" and ["Mcp-Param-User", "ada"] in r["headers"]
+    ]
+    assert len(calls) == len(secrets)  # (the first call, before the tool was listed, has none)
+    for call in calls:
+        assert ["Mcp-Param-Pw", MASK] in call["headers"]
+        assert {"name": "Mcp-Param-Pw", "raw": MASK, "decoded": MASK} in call["mcp_headers"]
+    exported = conversation.export_jsonl()
+    encoded = [base64.b64encode(s.encode()).decode() for s in secrets[1:]]
+    for text in (*secrets, *encoded, "hunter2"):
+        assert text not in str(records) and text not in exported
+
+
+def test_a_param_header_is_masked_by_the_value_it_carries_as_sent_or_decoded():
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "t", "arguments": {"auth": {"db_password": "é-s3cret"}, "n": "x"}},
+    }
+    encoded = "=?base64?" + base64.b64encode("é-s3cret".encode()).decode() + "?="
+    seen = HttpRequestSeen(
+        1,
+        "POST",
+        "http://127.0.0.1/mcp",
+        (("Mcp-Param-Db", encoded), ("Mcp-Param-N", "x"), ("Mcp-Param-Bad", "=?base64?!?=")),
+        json.dumps(body).encode(),
+    )
+    headers = http_record(seen)["headers"]
+    assert headers == [
+        ["Mcp-Param-Db", MASK],
+        ["Mcp-Param-N", "x"],
+        ["Mcp-Param-Bad", "=?base64?!?="],
+    ]
+
+
 def test_a_long_body_is_cut_and_an_sse_response_marked():
     body = b'{"x": "' + b"a" * (MAX_BODY_TEXT + 10) + b'"}'
     record = http_record(
