@@ -442,10 +442,12 @@ class InspectedServer:
             )
             return ask, "expired"
         self.publish("ask", ask.event())
-        self._wait_for_the_end(ask, context)
-        with self._lock:
-            self._asks.pop(ask.ask_id, None)
-            answer = ask.answer  # an answer cannot come after this (answer() looks in the table)
+        try:
+            self._wait_for_the_end(ask, context)
+        finally:  # a wait that fails leaves no ask behind in the table
+            with self._lock:
+                self._asks.pop(ask.ask_id, None)
+                answer = ask.answer  # none can come after this (answer() looks in the table)
         if answer.get("action") == "connection-ended":
             outcome = "cancelled"
         elif answer:
@@ -468,13 +470,15 @@ class InspectedServer:
         (2025-11-25 basic/utilities/cancellation: the receiver "SHOULD: Stop processing the
         cancelled request"; in the 2026-07-28 era, cancelling the call the input request belongs
         to cancels it the same way)."""
+        # (a deadline further off than a lock's wait can hold is waited for as long as it can)
+        left = min(max(ask.deadline - time.monotonic(), 0.0), threading.TIMEOUT_MAX)
         if not isinstance(context, RequestContext):  # a handler called without its context
-            ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
+            ask.ended.wait(left)
             return
         cancelled = context.cancelled
         cancelled.add_callback(ask.end_by_cancellation)
         try:
-            ask.ended.wait(max(ask.deadline - time.monotonic(), 0.0))
+            ask.ended.wait(left)
         finally:
             cancelled.remove_callback(ask.end_by_cancellation)
 

@@ -173,7 +173,7 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
 def _inspect_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=0,
         metavar="N",
         help="serve the page on 127.0.0.1:N (default 0: a free port; the address is printed)",
@@ -461,15 +461,35 @@ VERB_NAMES = {verb.name: verb for verb in VERBS}
 # -- the options of every verb ----------------------------------------------------------------------
 
 
+#: The longest time an option takes (a year, in seconds): far less than the longest wait a lock
+#: can hold (``threading.TIMEOUT_MAX``, some 292 years), even added to another.
+MAX_SECONDS = 365 * 24 * 3600
+
+
 def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
+    """An argparse type: a positive number of seconds, at most :data:`MAX_SECONDS`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not 0 < value < math.inf:  # NaN is not between them either
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_SECONDS} seconds (a year), not {text}"
+        )
     return value
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, not {text}")
+    return port
 
 
 def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:

@@ -13,7 +13,6 @@ command a client of its own (``--root``, ``--sampling-command``, ``--yes``, ``--
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from ..errors import ConnectionClosed, McpError, RequestTimeout
@@ -26,6 +25,7 @@ from .cli_verbs import (
     CliError,
     ServerStderr,
     header_options,
+    split_command,
 )
 
 #: Global options a proxy has no use for (it passes the target's questions to its own clients,
@@ -108,8 +108,6 @@ def _target(args: Any) -> tuple[Any, dict[str, Any]]:
             connect_timeout=args.connect_timeout,
         )
         return args.target, options
-    command = shlex.split(args.target)
-    if not command:
-        raise CliError("TARGET is empty", EXIT_USAGE)
+    command = split_command(args.target)
     options["stderr"] = ServerStderr(args.quiet_server)
     return command, options

@@ -10,6 +10,7 @@ returned ``isError`` or the server answered with a JSON-RPC error, 6 a request t
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import sys
@@ -71,7 +72,13 @@ def parse_pairs(
         if not sep or not key:
             raise CliError(f"expected KEY=VALUE, got {pair!r}", EXIT_USAGE)
         try:
-            parsed = json.loads(value) if coerce else value
+            parsed = strict_json(value) if coerce else value
+        except NotJsonNumber as exc:  # 1e999, NaN: text only if the parameter takes text
+            if schema is None or not _wants_string(schema.get(key)):
+                raise CliError(
+                    f"{key}={value}: {exc} (for the text, write {key}='\"{value}\"')", EXIT_USAGE
+                ) from None
+            parsed = value
         except ValueError:
             parsed = value
         if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
@@ -79,6 +86,44 @@ def parse_pairs(
             parsed = value
         out[key] = parsed
     return out
+
+
+class NotJsonNumber(ValueError):
+    """A number JSON cannot carry, read from the command line: ``NaN``, ``Infinity``, or one too
+    large for a double (``1e999``)."""
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise NotJsonNumber(f"{text} is too large for a JSON number (a double)")
+    return number
+
+
+def _no_constant(name: str) -> float:
+    raise NotJsonNumber(f"{name} is no JSON value (RFC 8259 §6: no NaN or Infinity)")
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON, RFC 8259 strictly: ``NaN``, ``Infinity`` and a number too large for
+    a double raise :class:`NotJsonNumber` (Python's parser takes them, and the request could not
+    be sent); anything else that is no JSON, ValueError."""
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+
+
+def split_command(command_line: str, label: str = "TARGET") -> list[str]:
+    """A command line split into words as a POSIX shell would (:func:`shlex.split`); a usage
+    error (exit 2) when it is empty or a quote in it does not close."""
+    try:
+        words = shlex.split(command_line)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise CliError(
+            f"{label} cannot be split into words ({str(exc).lower()}): {command_line!r}",
+            EXIT_USAGE,
+        ) from None
+    if not words:
+        raise CliError(f"{label} is empty", EXIT_USAGE)
+    return words
 
 
 def read_arguments(text: str | None) -> dict[str, Any]:
@@ -106,7 +151,7 @@ def read_arguments(text: str | None) -> dict[str, Any]:
     if len(data) > MAX_ARGUMENTS:
         raise CliError(f"{label} is longer than {MAX_ARGUMENTS:,} characters", EXIT_USAGE)
     try:
-        arguments = json.loads(data)
+        arguments = strict_json(data)
     except (ValueError, RecursionError) as exc:
         raise CliError(f"{label} is not valid JSON: {exc}", EXIT_USAGE) from None
     if not isinstance(arguments, dict):
@@ -159,6 +204,8 @@ def client_options(args, trace) -> dict:
     # Elicitation is always declared: on a terminal the user is asked; without one it is declined
     # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
     # One User: every question of this command, at the terminal or from stdin.
+    if args.sampling_command:
+        split_command(args.sampling_command, "--sampling-command")  # a usage error, before any
     user = User(args.answer_timeout)
     args.approval = Approval(args.yes, args.target, user)
     return {
@@ -255,9 +302,7 @@ def connect(args, trace, *, options: dict | None = None, on_stderr=None, http_tr
             raise CliError(
                 f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE
             ) from None
-    command = shlex.split(args.target)
-    if not command:
-        raise CliError("TARGET is empty", EXIT_USAGE)
+    command = split_command(args.target)
     stderr = ServerStderr(args.quiet_server, on_stderr)
     try:
         # getattr: install's --env, set for the launch that asks the server's name

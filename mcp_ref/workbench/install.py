@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_output import one_line, print_json, to_stderr
-from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError
+from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError, split_command
 from .terminal import safe, safe_json
 
 __all__ = ["config_path", "install", "server_entry", "add_entry"]
@@ -76,9 +75,7 @@ def config_path(
 def server_entry(command_line: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The ``mcpServers`` entry that launches ``command_line``: ``command`` (absolute), ``args``
     (those naming an existing file or folder made absolute) and ``env`` (when given)."""
-    words = shlex.split(command_line)
-    if not words:
-        raise CliError("TARGET is empty", EXIT_USAGE)
+    words = split_command(command_line)
     command = words[0]
     found = shutil.which(command)
     if found is None:

@@ -178,6 +178,30 @@ def test_an_ask_that_nobody_answers_expires(inspect, place):
     assert waiting()["result"]["content"][0]["text"] == "the user chose to cancel"
 
 
+def test_an_ask_whose_answer_timeout_no_lock_can_hold_still_waits_for_its_answer(inspect):
+    """An answer timeout past what a lock's wait can hold (``threading.TIMEOUT_MAX``) is waited
+    for as long as the wait can: the ask is answered through the page, not a failed call with
+    the ask left behind in the table."""
+    inspector = inspect(("stdio", "modern"), answer_timeout=1e10)
+    events = inspector.events()
+    waiting = inspector.in_background("call", {"call": "c1", "name": "ask_user", "arguments": {}})
+    ask = events.wait_for("ask")
+    inspector.post("answer", {"ask": ask["ask"], "action": "accept", "content": {"name": "Ada"}})
+    assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "answered"}
+    assert inspector.events().wait_for("asks-waiting") == {"asks": []}
+
+
+def test_a_wait_that_fails_leaves_no_ask_behind(inspect, monkeypatch):
+    def failing_wait(ask, context):
+        raise OverflowError("timestamp out of range for platform time_t")
+
+    monkeypatch.setattr(live.InspectedServer, "_wait_for_the_end", staticmethod(failing_wait))
+    inspector = inspect(("stdio", "modern"))
+    inspector.post("call", {"call": "c1", "name": "ask_user", "arguments": {}}, status=500)
+    assert inspector.inspected.pending_asks() == []
+
+
 IMPATIENT_SERVER = """
 from mcp_ref import Context, Server
 

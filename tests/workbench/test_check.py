@@ -112,7 +112,7 @@ def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong(sdk_stre
     )
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon", "1e10"])
 def test_a_bad_call_timeout_is_one_usage_line_and_nothing_runs(value):
     proc = run_cli("check", DEMO, "--call-tools", "--call-timeout", value, timeout=WAIT * 3)
     assert proc.returncode == 2

@@ -562,6 +562,57 @@ def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(value):
     assert proc.returncode == 2 and "--timeout" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        # past what a lock's wait can hold (threading.TIMEOUT_MAX): once an OverflowError
+        (["--timeout", "1e10", "tools", TARGET], "argument --timeout: must be at most 31536000"),
+        (["tools", TARGET, "--connect-timeout", "1e10"], "argument --connect-timeout: must be"),
+        (["--answer-timeout", "1e10", "tools", TARGET], "argument --answer-timeout: must be"),
+        (["inspect", "--port", "99999", "--no-browser", TARGET], "argument --port: must be a port"),
+        (["inspect", "--port", "-1", "--no-browser", TARGET], "argument --port: must be a port"),
+        # a quote that does not close: once shlex's ValueError
+        (
+            ["tools", "python 'server.py"],
+            "TARGET cannot be split into words (no closing quotation)",
+        ),
+        (["install", "python 'server.py", "--print"], "TARGET cannot be split into words"),
+        (["proxy", "python 'server.py", "--http", "127.0.0.1:0"], "TARGET cannot be split"),
+        (["--sampling-command", "cat 'x", "tools", TARGET], "--sampling-command cannot be split"),
+        (["tools", "python server.py\\"], "TARGET cannot be split into words (no escaped"),
+    ],
+)
+def test_values_the_command_cannot_use_are_one_usage_line(args, said):
+    """A command line that is wrong gets one line and exit 2, never a traceback."""
+    proc = cli(*args)
+    assert proc.returncode == 2
+    assert said in one_error_line(proc)
+    assert proc.stdout == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["a=1e999", "b=1"], "a=1e999: 1e999 is too large for a JSON number (a double)"),
+        (["a=NaN", "b=1"], "a=NaN: NaN is no JSON value (RFC 8259 §6: no NaN or Infinity)"),
+        (["a=[1, -Infinity]", "b=1"], "a=[1, -Infinity]: -Infinity is no JSON value"),
+        (["--args", '{"a": Infinity, "b": 1}'], "--args is not valid JSON: Infinity is no JSON"),
+    ],
+)
+def test_numbers_json_cannot_carry_are_one_usage_line(args, said):
+    """Python's JSON parser takes NaN, Infinity and 1e999 (as inf); no request could carry them."""
+    proc = cli("call", TARGET, "add", *args)
+    assert proc.returncode == 2
+    assert said in one_error_line(proc)
+
+
+@pytest.mark.slow
+def test_nan_for_a_string_parameter_is_the_text():
+    proc = cli("call", TARGET, "echo", "text=NaN")
+    assert (proc.returncode, proc.stdout) == (0, "NaN\n"), proc.stderr
+
+
 @pytest.mark.slow
 def test_a_request_that_times_out_has_its_own_exit_code():
     proc = cli("call", TARGET, "wait_for_cancel", "--timeout", "0.5")
