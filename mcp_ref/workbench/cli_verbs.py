@@ -104,7 +104,7 @@ def _no_constant(name: str) -> float:
     raise NotJsonNumber(f"{name} is no JSON value (RFC 8259 §6: no NaN or Infinity)")
 
 
-def strict_json(text: str) -> Any:
+def strict_json(text: str | bytes) -> Any:
     """``text`` parsed as JSON, RFC 8259 strictly: ``NaN``, ``Infinity`` and a number too large for
     a double raise :class:`NotJsonNumber` (Python's parser takes them, and the request could not
     be sent); anything else that is no JSON, ValueError."""

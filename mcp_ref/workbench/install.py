@@ -25,7 +25,9 @@ What it writes, and what it never does:
   written to a temporary file beside it and moved into place, so the file is never half written.
 - The file holds ``--env`` values (secrets, often): a new one, and a new ``.bak``, is readable by
   its owner only (0600) from the moment it exists; an existing one keeps its mode (never widened).
-- A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 2.
+- A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 2;
+  nor is one that holds ``NaN``, ``Infinity`` or a number too large for a double (``1e999``),
+  which JSON cannot carry (RFC 8259 §6) and which could not be written back as it was.
 - ``--print`` prints the entry, as a ``{"mcpServers": {...}}`` object, and writes nothing.
 - What is printed, and the file written, show control and bidirectional characters escaped
   (:func:`~mcp_ref.workbench.terminal.safe`; in JSON as ``\\uXXXX``, the same JSON); a server
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_output import one_line, print_json, to_stderr
-from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError, split_command
+from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError, split_command, strict_json
 from .terminal import safe, safe_json
 
 __all__ = ["config_path", "install", "server_entry", "add_entry"]
@@ -190,7 +192,9 @@ def _read(path: Path) -> Any:
     if not data.strip():
         return {}
     try:
-        return json.loads(data)
+        # RFC 8259 §6: no NaN or Infinity, and "1e999" read as inf would be written back as
+        # Infinity, making the other entries' file one no client can read.
+        return strict_json(data)
     except (ValueError, RecursionError) as exc:
         raise CliError(
             f"{path} is not valid JSON ({exc}): not touched; fix it or name another with --config",
@@ -203,7 +207,7 @@ def _write(path: Path, config: dict) -> Path | None:
     there was none), each written beside its place and moved into it (:func:`_replace`).  A new
     file is 0600 from its creation (it holds ``--env`` secrets); one that existed keeps its mode,
     as does its copy."""
-    text = safe_json(json.dumps(config, indent=2, ensure_ascii=False)) + "\n"
+    text = safe_json(json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
     backup = None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

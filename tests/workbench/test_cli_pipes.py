@@ -388,6 +388,39 @@ def test_install_creates_a_configuration_holding_secrets_readable_by_its_owner_o
     assert list(json.loads(config.read_text())["mcpServers"]) == ["first", "second", "third"]
 
 
+@pytest.mark.parametrize(
+    "held, said",
+    [
+        ('{"zoom": 1e999, "mcpServers": {}}', "1e999 is too large for a JSON number"),
+        ('{"mcpServers": {"a": {"command": "x", "n": -1E400}}}', "-1E400 is too large"),
+        ('{"ratio": NaN}', "NaN is no JSON value"),
+        ('{"limits": [1, Infinity]}', "Infinity is no JSON value"),
+        ('{"floor": -Infinity}', "-Infinity is no JSON value"),
+    ],
+)
+def test_install_leaves_a_file_json_cannot_carry_untouched(tmp_path, held, said):
+    """Python's parser reads ``1e999`` as inf and ``NaN``/``Infinity`` as numbers; written back, the
+    file would hold ``Infinity``, which no JSON reader takes (RFC 8259 §6): it is not touched."""
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(held)
+    proc = run_cli("install", TARGET, "--name", "demo", "--config", str(config))
+    assert proc.returncode == 2
+    line = one_error_line(proc)
+    assert "is not valid JSON" in line and said in line and "not touched" in line
+    assert config.read_text() == held
+    assert sorted(path.name for path in tmp_path.iterdir()) == [config.name]  # no backup either
+
+
+def test_install_keeps_large_integers_and_a_byte_order_mark(tmp_path):
+    config = tmp_path / "claude_desktop_config.json"
+    big = 10**400  # an integer JSON may carry, kept exactly
+    config.write_bytes(b"\xef\xbb\xbf" + json.dumps({"big": big, "mcpServers": {}}).encode())
+    proc = run_cli("install", TARGET, "--name", "demo", "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    written = json.loads(config.read_text())
+    assert written["big"] == big and list(written["mcpServers"]) == ["demo"]
+
+
 @pytest.mark.slow
 def test_install_finds_the_configuration_where_each_system_keeps_it():
     from mcp_ref.workbench.install import config_path
