@@ -21,6 +21,8 @@ What it writes, and what it never does:
   is launched once, which also shows that it starts.
 - Every other entry, and every other key of the file, is kept as it was.  An entry of the same
   name that differs is replaced only with ``--force``; an identical one is left alone.
+- Reading the file, changing it and writing it happen under an exclusive lock on ``FILE.lock``
+  beside it (:func:`locked`): installs run at once each keep the others' entries.
 - The file as it was is copied to ``FILE.bak`` before the new one is written; the new one is
   written to a temporary file beside it and moved into place, so the file is never half written.
 - The file holds ``--env`` values (secrets, often): a new one, and a new ``.bak``, is readable by
@@ -36,12 +38,14 @@ What it writes, and what it never does:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +53,16 @@ from .cli_output import one_line, print_json, to_stderr
 from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError, split_command, strict_json
 from .terminal import safe, safe_json
 
-__all__ = ["config_path", "install", "server_entry", "add_entry"]
+__all__ = ["config_path", "install", "server_entry", "add_entry", "locked"]
 
 #: The largest configuration file read (bytes); a larger one is refused, untouched.
 MAX_CONFIG_SIZE = 4 * 1024 * 1024
 #: The mode of a configuration file (and of its backup) this command creates: its owner's only.
 NEW_FILE_MODE = 0o600
+#: How long an install waits for another's lock on the configuration (seconds), at most.
+LOCK_TIMEOUT = 30.0
+#: How long it waits between two tries of the lock (seconds).
+LOCK_RETRY = 0.01
 
 
 def config_path(
@@ -141,13 +149,16 @@ def install(args, hooks: object = None) -> int:
         print_json({"mcpServers": {name: entry}})  # control and bidi characters as \uXXXX
         return EXIT_OK
     path = Path(args.config).expanduser() if args.config else config_path()
-    config = _read(path)
-    updated, what = add_entry(config, name, entry, force=args.force)
     shown = one_line(path)
-    if what == "unchanged":
-        to_stderr(f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change")
-        return EXIT_OK
-    backup = _write(path, updated)
+    with locked(path):  # read, changed and written as one: another install's entry is kept
+        config = _read(path)
+        updated, what = add_entry(config, name, entry, force=args.force)
+        if what == "unchanged":
+            to_stderr(
+                f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change"
+            )
+            return EXIT_OK
+        backup = _write(path, updated)
     kept = len(updated["mcpServers"]) - 1
     to_stderr(
         f"mcp-ref: {what} the server {one_line(name)} in {shown} ({kept} other server(s) kept"
@@ -176,6 +187,72 @@ def _server_name(args, env: dict[str, str]) -> str:
             EXIT_USAGE,
         )
     return name
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of the configuration ``path``: ``FILE.lock`` beside it (created
+    0600, left in place: removing it would let two installs lock two different files), locked with
+    ``flock`` (``msvcrt.locking`` on Windows).  Another ``mcp-ref install`` waits for it, at most
+    :data:`LOCK_TIMEOUT` seconds (then exit 2, nothing written).  Only installs take it: a desktop
+    client writing the file itself does not (what it wrote before the install read the file is
+    kept; what it writes during those milliseconds may be lost)."""
+    lock = path.with_name(path.name + ".lock")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(lock, flags, NEW_FILE_MODE)
+    except OSError as exc:
+        raise CliError(f"cannot lock {one_line(lock)}: {exc.strerror or exc}", EXIT_USAGE) from None
+    try:
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        # flock has no timeout of its own: tried again and again until the deadline
+        while not _try_lock(descriptor):
+            if time.monotonic() > deadline:
+                raise CliError(
+                    f"{one_line(lock)} is still locked after {LOCK_TIMEOUT:g} s (another "
+                    "mcp-ref install is writing the file): nothing written; try again",
+                    EXIT_USAGE,
+                )
+            time.sleep(LOCK_RETRY)
+        yield
+    finally:
+        _unlock(descriptor)
+        os.close(descriptor)
+
+
+def _try_lock(descriptor: int) -> bool:
+    """Take the exclusive lock on the open lock file if it is free: True when taken."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(descriptor: int) -> None:
+    """Let go of the lock (on POSIX closing the file would too; Windows asks for it first)."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass  # not held: nothing to let go of
+        return
+    import fcntl
+
+    fcntl.flock(descriptor, fcntl.LOCK_UN)
 
 
 def _read(path: Path) -> Any:

@@ -408,7 +408,7 @@ def test_install_leaves_a_file_json_cannot_carry_untouched(tmp_path, held, said)
     line = one_error_line(proc)
     assert "is not valid JSON" in line and said in line and "not touched" in line
     assert config.read_text() == held
-    assert sorted(path.name for path in tmp_path.iterdir()) == [config.name]  # no backup either
+    assert not config.with_name(config.name + ".bak").exists()  # no backup either
 
 
 def test_install_keeps_large_integers_and_a_byte_order_mark(tmp_path):
@@ -419,6 +419,100 @@ def test_install_keeps_large_integers_and_a_byte_order_mark(tmp_path):
     assert proc.returncode == 0, proc.stderr
     written = json.loads(config.read_text())
     assert written["big"] == big and list(written["mcpServers"]) == ["demo"]
+
+
+#: ``mcp-ref install ARGS`` held at a gate: ready (its modules loaded) on stdout, then run when a
+#: line comes on stdin, so that the installs read and write the file at the same moment.
+GATED_INSTALL = """
+import sys
+from mcp_ref.workbench import cli, install
+print("ready", flush=True)
+sys.stdin.readline()
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def line_from(process: subprocess.Popen, timeout: float) -> str:
+    """The next line ``process`` writes on its stdout (a pipe), waited for ``timeout`` seconds at
+    most."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        assert selector.select(timeout), f"no line from {process.args!r} in {timeout} s"
+    return process.stdout.readline()
+
+
+@pytest.mark.slow
+def test_installs_run_at_once_each_keep_the_others_entries(tmp_path):
+    """Twelve real ``mcp-ref install`` processes released together on one file: each entry is
+    there (once read, changed and written over one another, most were lost)."""
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text('{"globalShortcut": "Ctrl+Space", "mcpServers": {}}')
+    names = [f"server{n}" for n in range(12)]
+    installs = [
+        subprocess.Popen(
+            [sys.executable, "-c", GATED_INSTALL, "install", TARGET, "--name", name]
+            + ["--config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
+    try:
+        for process in installs:  # each at the gate
+            assert line_from(process, WAIT * 3) == "ready\n"
+        for process in installs:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        for process in installs:
+            _, stderr = process.communicate(timeout=WAIT * 3)
+            assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    finally:
+        for process in installs:
+            if process.poll() is None:
+                process.kill()
+                process.wait(WAIT)
+    written = json.loads(config.read_text())
+    assert sorted(written["mcpServers"]) == sorted(names)
+    assert written["globalShortcut"] == "Ctrl+Space"
+    assert config.with_name(config.name + ".lock").exists()  # left in place, on purpose
+
+
+def test_install_waits_for_the_lock_and_gives_up_past_its_time(tmp_path, monkeypatch):
+    """While another holds the lock, an install waits; past :data:`LOCK_TIMEOUT`, one line, exit
+    2, the file untouched."""
+    from mcp_ref.workbench import install
+
+    monkeypatch.setattr(install, "LOCK_TIMEOUT", 0.2)
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text('{"mcpServers": {}}')
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from mcp_ref.workbench.install import locked\n"
+            "with locked(Path(sys.argv[1])):\n"
+            "    print('held', flush=True); sys.stdin.readline()",
+            str(config),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert line_from(holder, WAIT) == "held\n"
+        proc = run_cli("install", TARGET, "--name", "late", "--config", str(config))
+        assert proc.returncode == 2
+        assert "is still locked after 0.2 s" in one_error_line(proc)
+        assert config.read_text() == '{"mcpServers": {}}'
+    finally:
+        holder.communicate("\n", timeout=WAIT)
+    proc = run_cli("install", TARGET, "--name", "late", "--config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    assert list(json.loads(config.read_text())["mcpServers"]) == ["late"]
 
 
 @pytest.mark.slow
