@@ -180,6 +180,10 @@ def hidden_strings(value: Any) -> set[str]:
             stack.extend((sub, hidden) for sub in item)
         elif hidden and isinstance(item, str):
             found.add(item)
+        elif hidden and isinstance(item, (int, float)):
+            # a number travels as its decimal text; a boolean as true or false (2026-07-28
+            # streamable-http §Value Encoding, "Type conversion")
+            found.add(json.dumps(item))
     return found
 
 

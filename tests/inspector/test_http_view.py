@@ -333,14 +333,22 @@ def test_a_param_header_is_masked_by_the_value_it_carries_as_sent_or_decoded():
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "t", "arguments": {"auth": {"db_password": "é-s3cret"}, "n": "x"}},
+        "params": {
+            "name": "t",
+            "arguments": {"auth": {"db_password": "é-s3cret"}, "n": "x", "pin": {"token": 4711}},
+        },
     }
     encoded = "=?base64?" + base64.b64encode("é-s3cret".encode()).decode() + "?="
     seen = HttpRequestSeen(
         1,
         "POST",
         "http://127.0.0.1/mcp",
-        (("Mcp-Param-Db", encoded), ("Mcp-Param-N", "x"), ("Mcp-Param-Bad", "=?base64?!?=")),
+        (
+            ("Mcp-Param-Db", encoded),
+            ("Mcp-Param-N", "x"),
+            ("Mcp-Param-Bad", "=?base64?!?="),
+            ("Mcp-Param-Pin", "4711"),  # an integer travels as its decimal text
+        ),
         json.dumps(body).encode(),
     )
     headers = http_record(seen)["headers"]
@@ -348,6 +356,7 @@ def test_a_param_header_is_masked_by_the_value_it_carries_as_sent_or_decoded():
         ["Mcp-Param-Db", MASK],
         ["Mcp-Param-N", "x"],
         ["Mcp-Param-Bad", "=?base64?!?="],
+        ["Mcp-Param-Pin", MASK],
     ]
 
 
