@@ -110,9 +110,13 @@ class ProtectedResource:
     """The protected-resource side of an MCP server over HTTP (see the module docstring).
 
     ``authorization_servers`` are the issuers clients may use.  ``resource`` is the canonical
-    URL of the MCP endpoint (``https://mcp.example.com/mcp``); None takes it from each request
-    (scheme, ``Host`` and path), which suits a server bound to port 0.  ``required_scopes`` are
-    needed for every request; ``scopes_supported`` are advertised.
+    URL of the MCP endpoint (``https://mcp.example.com/mcp``), the audience every token must name.
+    None suits a local server bound to port 0: the URL is the request's scheme, the name in its
+    ``Host`` (which the DNS-rebinding guard has already checked: a local name, or one of
+    ``allowed_hosts``), the port the server listens on (the WSGI server's ``SERVER_PORT``, never
+    the port a ``Host`` header names) and the endpoint's path.  Behind anything that changes the
+    scheme or the port (a reverse proxy, a container's port mapping, a tunnel), pass ``resource=``.
+    ``required_scopes`` are needed for every request; ``scopes_supported`` are advertised.
     """
 
     def __init__(
@@ -136,17 +140,34 @@ class ProtectedResource:
         self.required_scopes = tuple(required_scopes)
 
     def resource_url(self, environ: dict[str, Any], path: str) -> str:
-        """The canonical URL of this resource (RFC 8707 §2): configured, or from the request."""
+        """The canonical URL of this resource (RFC 8707 §2), the audience tokens must name:
+        configured, or the request's scheme and host name with the port this server listens on.
+
+        Never the port of the ``Host`` header: 2025-11-25 basic/authorization §Token Handling,
+        servers "MUST validate that access tokens were issued specifically for them as the
+        intended audience", and a ``Host`` is the caller's to choose.  Two servers on one machine
+        (ports A and B, one authorization server) would otherwise each accept the other's tokens
+        sent with ``Host: 127.0.0.1:B``: the DNS-rebinding guard checks the name, not the port.
+        """
         if self.resource:
             return self.resource
-        return canonical(
-            f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}{path}"
-        )
+        scheme = environ.get("wsgi.url_scheme", "http")
+        name = host_name(environ.get("HTTP_HOST") or "localhost")
+        port = str(environ.get("SERVER_PORT") or "")
+        shown = "" if port in ("", {"http": "80", "https": "443"}.get(scheme)) else f":{port}"
+        return canonical(f"{scheme}://{name}{shown}{path}")
 
     def metadata_url(self, environ: dict[str, Any], path: str) -> str:
-        """Where this resource's metadata is served (RFC 9728 §3.1: the well-known prefix, then the path)."""
-        parts = urlsplit(self.resource_url(environ, path))
-        return f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
+        """Where this resource's metadata is served (RFC 9728 §3.1: the well-known prefix, then the
+        path): under the configured resource, else on the origin the request reached (the
+        metadata's ``resource`` then tells a client whose port was changed on the way which URL
+        this server answers for)."""
+        if self.resource:
+            parts = urlsplit(self.resource)
+            return f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
+        scheme = environ.get("wsgi.url_scheme", "http")
+        host = (environ.get("HTTP_HOST") or "localhost").lower()
+        return f"{scheme}://{host}{METADATA_PREFIX}{path.rstrip('/')}"
 
     def metadata(self, environ: dict[str, Any], path: str) -> dict[str, Any]:
         """RFC 9728 protected resource metadata."""
@@ -228,6 +249,13 @@ class ProtectedResource:
             parts.append(f'error="{error}"')
         kind = InsufficientScope if error == "insufficient_scope" else Unauthorized
         return kind(message, headers=[("WWW-Authenticate", "Bearer " + ", ".join(parts))])
+
+
+def host_name(host: str) -> str:
+    """The name or address of a ``Host`` value, without its port (``[::1]:8000`` -> ``[::1]``)."""
+    if host.startswith("["):
+        return host[: host.index("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
 def canonical(uri: str) -> str:

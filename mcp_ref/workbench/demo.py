@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import collections
 import enum
+import os
 import random
 import re
 import sys
@@ -59,6 +60,9 @@ def build_protected_server() -> Server:
 
     return server
 
+
+#: The variable ``protected_wsgi_app`` reads its resource URL from (the URL clients reach).
+RESOURCE_ENV = "MCP_REF_RESOURCE"
 
 #: ``add_tool``: the most tools one caller may add (past it, a clear tool error: nothing is replaced).
 MAX_ADDED_PER_CALLER = 5
@@ -381,10 +385,15 @@ def __getattr__(name: str):
     # ``mcp_ref.workbench.demo:protected_wsgi_app`` — the protected demo and its authorization server
     # (``serve-demo --http --auth``), stateless, for several workers; with MCP_REF_STATE=redis://...
     # the authorization server's clients, codes and tokens are shared by every worker.
+    # MCP_REF_RESOURCE names the URL clients reach, when a proxy or load balancer stands between.
     elif name == "protected_wsgi_app":
         from .demo_auth_server import protected_app
 
-        app = protected_app(build_protected_server(), stateless=True)
+        app = protected_app(
+            build_protected_server(),
+            stateless=True,
+            resource=os.environ.get(RESOURCE_ENV) or None,
+        )
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = app

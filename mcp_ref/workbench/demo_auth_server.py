@@ -553,7 +553,11 @@ class LocalVerifier:
 
 
 def protected_app(
-    server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, **wsgi_options
+    server,
+    *,
+    scopes_supported: Iterable[str] = DEFAULT_SCOPES,
+    resource: str | None = None,
+    **wsgi_options,
 ) -> Callable:
     """``server`` as a protected resource and this demo authorization server, on one origin (one WSGI app).
 
@@ -563,6 +567,8 @@ def protected_app(
     authorization server.  What ``mcp-ref serve-demo --http HOST:PORT --auth`` serves.  With the
     server's shared state (``server.shared_state``: ``MCP_REF_STATE`` or ``Server(state=)``) the
     authorization server's tables are shared too, so any worker answers for any client and token.
+    ``resource``: the URL clients reach, the audience tokens must name (None: the request's host
+    name with the port this worker listens on; see ``ProtectedResource``).
     """
     from ..oauth.resource import ProtectedResource
 
@@ -582,13 +588,14 @@ def protected_app(
 
     # Every request needs the first scope (mcp:tools): a 401 names only it, and a tool that needs
     # more (the protected demo's whoami, mcp:admin) is reached by a step-up.
-    resource = ProtectedResource(
+    protected = ProtectedResource(
         authorization.token_verifier(),
         same_origin,
+        resource=resource,
         scopes_supported=scopes_supported,
         required_scopes=tuple(scopes_supported)[:1],
     )
-    mcp = server.wsgi_app(auth=resource, **wsgi_options)
+    mcp = server.wsgi_app(auth=protected, **wsgi_options)
 
     def app(environ, start_response):
         if environ.get("PATH_INFO") in ENDPOINTS:

@@ -327,7 +327,11 @@ class ProtectedDemo:
                 "4",
                 "mcp_ref.workbench.demo:protected_wsgi_app",
             ],
-            {"MCP_REF_SECRET": "auth-tables-test-secret"},
+            # the URL clients reach (the load balancer's), the audience of every token
+            {
+                "MCP_REF_SECRET": "auth-tables-test-secret",
+                "MCP_REF_RESOURCE": f"http://{ORIGIN}/mcp",
+            },
             state,
         )
         self.url = f"http://127.0.0.1:{self.port}"

@@ -145,6 +145,54 @@ def test_a_forged_token_or_one_for_another_resource_is_invalid(deployment, kind)
     assert token not in answer.text and token not in answer.headers["WWW-Authenticate"]
 
 
+@pytest.mark.parametrize("host_name", ["127.0.0.1", "localhost"])
+def test_a_token_for_a_neighbour_on_another_port_is_refused_whatever_the_host_header_says(
+    deployment, host_name
+):
+    """Two protected servers on one machine (ports A and B) trust one authorization server, neither
+    configured with ``resource=``.  B's token, replayed to A with ``Host`` naming B's port, is
+    still B's: 2025-11-25 basic/authorization §Token Handling (the audience is checked against the
+    port A listens on, never the one a Host header names)."""
+    as_url, mcp_url, authorization, _ = deployment
+    neighbour = Server("neighbour")
+    neighbour_httpd = serve(
+        neighbour.wsgi_app(auth=ProtectedResource(authorization.token_verifier(), [as_url]))
+    )
+    try:
+        neighbour_port = neighbour_httpd.server_address[1]
+        token = get_token(as_url, f"http://{host_name}:{neighbour_port}/mcp")
+        replayed = requests.post(
+            mcp_url,
+            json=INIT,
+            headers={
+                **ACCEPT,
+                "Authorization": f"Bearer {token}",
+                "Host": f"{host_name}:{neighbour_port}",
+            },
+            timeout=WAIT,
+        )
+        assert replayed.status_code == 401
+        assert 'error="invalid_token"' in replayed.headers["WWW-Authenticate"]
+        # the metadata, asked the same way, names the server's own port: a client told another
+        # port on the way (a proxy, a port mapping) learns which URL this server answers for
+        origin = mcp_url.rsplit("/", 1)[0]
+        metadata = requests.get(
+            origin + "/.well-known/oauth-protected-resource/mcp",
+            headers={"Host": f"{host_name}:{neighbour_port}"},
+            timeout=WAIT,
+        ).json()
+        own_port = urlsplit(mcp_url).port
+        assert metadata["resource"] == f"http://{host_name}:{own_port}/mcp"
+        # and the neighbour's token still opens the neighbour
+        with Client.http(
+            f"http://{host_name}:{neighbour_port}/mcp", auth=bearer(token), timeout=WAIT
+        ) as client:
+            client.ping()  # raises if refused
+    finally:
+        neighbour_httpd.shutdown()
+        neighbour_httpd.server_close()
+
+
 def test_a_real_token_opens_the_server_and_handlers_see_who_calls(deployment):
     as_url, mcp_url, _, _ = deployment
     token = get_token(as_url, mcp_url)
