@@ -54,6 +54,28 @@ def sent_request() -> tuple[Any, RequestId | None]:
     return getattr(sending, "request", (None, None))
 
 
+def hold_current_request(seconds: float) -> None:
+    """Extend the timeout of the request this thread is sending by ``seconds`` (see
+    :class:`RequestHeld`); nothing when this is not a transport's worker."""
+    transport, request_id = sent_request()
+    if transport is not None and request_id is not None:
+        transport._incoming.put(RequestHeld(request_id, seconds))
+
+
+#: What a transport's own notices are sent as (:func:`carrying`'s key is one of these and the rest):
+#: ``("notifications/cancelled", request_id)``, and ``("DELETE",)``, the session's end at close.
+OWN_NOTICES = ("notifications/cancelled", "DELETE")
+
+
+def sending_own_notice() -> bool:
+    """True when this thread sends a transport's own notice, no message of the session's: a
+    cancellation, or the session's DELETE at close (a JSON-RPC id is never a tuple).  An auth hook
+    starts no login for one (a 401 there just ends it): the user is never sent to a browser, nor
+    a close kept waiting up to its ``login_timeout``, to cancel a request or end a session."""
+    transport, key = sent_request()
+    return transport is not None and isinstance(key, tuple) and key[0] in OWN_NOTICES
+
+
 #: The SSE ``retry`` (milliseconds) until a server sends one.
 DEFAULT_RETRY_MS = 1000
 #: The default bounds (seconds) on the wait before re-opening a stream, whatever ``retry`` says.

@@ -75,12 +75,12 @@ from .bounded_reads import (
     abort,
     carrying,
     discard_body,
+    hold_current_request,
     no_answer,
     note_answers,
     read_body,
     read_bound,
     resolve_environment,
-    sent_request,
     stream_chunks,
     timed_out,
     unanswered,
@@ -129,14 +129,6 @@ if TYPE_CHECKING:
     from .exchange_trace import ExchangeTracer
 
 log = logging.getLogger(__name__)
-
-
-def hold_current_request(seconds: float) -> None:
-    """Extend the timeout of the request this thread is sending by ``seconds`` (see
-    :class:`~mcp_ref.http.bounded_reads.RequestHeld`); nothing when this is not a transport's worker."""
-    transport, request_id = sent_request()
-    if transport is not None and request_id is not None:
-        transport._incoming.put(RequestHeld(request_id, seconds))
 
 
 #: Attempts to resume one stream before giving up on it.
@@ -418,14 +410,14 @@ class HttpClientTransport(LegacySseClient, Transport):
             # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
             # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
             try:
-                discard_body(
-                    self.http.delete(
+                with carrying(self, ("DELETE",)):  # an auth hook starts no login for it
+                    ended = self.http.delete(
                         self.url,
                         headers=self._headers(),
                         stream=True,
                         timeout=(self.connect_timeout, 5),
                     )
-                )
+                discard_body(ended)
             except Exception:  # closing must not raise
                 log.debug("DELETE of the session failed", exc_info=True)
         self.in_flight.close()  # no worker is left reading, nor the thread sending a notice

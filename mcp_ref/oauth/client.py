@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 import requests
 from requests.auth import AuthBase
 
-from ..http.bounded_reads import discard_body
+from ..http.bounded_reads import discard_body, hold_current_request, sending_own_notice
 from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
@@ -184,6 +184,10 @@ class OAuth(AuthBase):
             return response
         self._refuse_redirect_elsewhere(response)
         if response.status_code not in (401, 403) or getattr(response.request, _RETRIED, False):
+            return response
+        if sending_own_notice():
+            # a cancellation, or the session's DELETE at close: a refusal there ends it; never a
+            # login (the user waiting in a browser) to cancel a request or end a session
             return response
         challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
         if response.status_code == 403 and challenge.error != "insufficient_scope":
@@ -588,8 +592,6 @@ class OAuth(AuthBase):
             url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params, quote_via=quote)
             # Tell the HTTP transport (if this runs on one of its threads) that the request waits
             # for the user.
-            from ..http.client import hold_current_request
-
             hold_current_request(self.login_timeout + self.timeout)
             callback = handler.authorize(url, self.login_timeout)
         finally:

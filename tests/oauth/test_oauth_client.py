@@ -326,3 +326,67 @@ def test_the_authorization_servers_answers_are_read_as_the_transport_reads_them(
         assert fetch_json(OAuth()._session(), url, timeout=WAIT) == (200, document)
     finally:
         serving.stop()
+
+
+def test_closing_never_starts_a_login():
+    """The session's DELETE, and the cancellation of a call still running, both sent as the client
+    closes, are answered 401 (every token revoked meanwhile): the close ends there.  No second
+    login (discovery, the browser, up to ``login_timeout`` of waiting for the user) is started to
+    end a session."""
+    authorization = DemoAuthorizationServer(token_lifetime=3600)
+    watched = Watched(authorization)
+    as_httpd = serve(watched)
+    server = Server("protected")
+    started, release = threading.Event(), threading.Event()
+
+    @server.tool
+    def wait_for_release() -> str:
+        """Runs until the test releases it."""
+        started.set()
+        release.wait(WAIT)
+        return "released"
+
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"]
+    )
+    mcp_httpd = serve(server.wsgi_app(auth=resource))
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        return follow_redirect(url, timeout=WAIT)
+
+    try:
+        client = Client.http(
+            mcp_httpd.url + "/mcp",
+            auth=OAuth(DEMO_CLIENT_ID, authorize=authorize),
+            timeout=WAIT,
+            era="handshake",  # a session, ended by a DELETE
+        )
+        client.__enter__()
+        outcome: list = []
+        call = threading.Thread(
+            target=lambda: outcome.append(_attempt(client.call_tool, "wait_for_release", {})),
+            daemon=True,
+        )
+        call.start()
+        assert started.wait(WAIT)
+        authorization.access_tokens.table.items.clear()  # every token revoked
+        authorization.refresh_tokens.table.items.clear()
+        client.__exit__(None, None, None)
+        call.join(WAIT)
+        assert not call.is_alive() and isinstance(outcome[0], Exception)
+        assert len(logins) == 1 and watched.hits("/authorize") == 1
+    finally:
+        release.set()
+        for httpd in (as_httpd, mcp_httpd):
+            httpd.shutdown()
+            httpd.server_close()
+
+
+def _attempt(call, *args):
+    """``call(*args)``'s result, or the exception it raised."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        return exc
