@@ -54,14 +54,6 @@ def sent_request() -> tuple[Any, RequestId | None]:
     return getattr(sending, "request", (None, None))
 
 
-def hold_current_request(seconds: float) -> None:
-    """Extend the timeout of the request this thread is sending by ``seconds`` (see
-    :class:`RequestHeld`); nothing when this is not a transport's worker."""
-    transport, request_id = sent_request()
-    if transport is not None and request_id is not None:
-        transport._incoming.put(RequestHeld(request_id, seconds))
-
-
 #: What a transport's own notices are sent as (:func:`carrying`'s key is one of these and the rest):
 #: ``("notifications/cancelled", request_id)``, and ``("DELETE",)``, the session's end at close.
 OWN_NOTICES = ("notifications/cancelled", "DELETE")

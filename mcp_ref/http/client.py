@@ -49,7 +49,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urljoin
 
 from .. import lifecycle
 from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost, ServerUnreachable
@@ -75,12 +74,12 @@ from .bounded_reads import (
     abort,
     carrying,
     discard_body,
-    hold_current_request,
     no_answer,
     note_answers,
     read_body,
     read_bound,
     resolve_environment,
+    sent_request,
     stream_chunks,
     timed_out,
     unanswered,
@@ -90,16 +89,20 @@ from .in_flight import GivenUp, InFlight
 from .legacy_client import LegacySseClient
 from .not_reached import (
     advice,
+    checked_headers,
     checked_url,
     content_kind,
     elsewhere,
+    failed_because,
+    format_tb,
     http_failure,
     jsonrpc_error_in,
     not_mcp,
     refusal_of_mcp,
+    shown,
     unreachable,
 )
-from .origins import CrossOriginRefused, same_origin
+from .origins import CrossOriginRefused, redirect_guard
 from .sse import SseParser
 
 __all__ = [
@@ -129,6 +132,14 @@ if TYPE_CHECKING:
     from .exchange_trace import ExchangeTracer
 
 log = logging.getLogger(__name__)
+
+
+def hold_current_request(seconds: float) -> None:
+    """Extend the timeout of the request this thread is sending by ``seconds`` (see
+    :class:`~mcp_ref.http.bounded_reads.RequestHeld`); nothing when this is not a transport's worker."""
+    transport, request_id = sent_request()
+    if transport is not None and request_id is not None:
+        transport._incoming.put(RequestHeld(request_id, seconds))
 
 
 #: Attempts to resume one stream before giving up on it.
@@ -275,11 +286,11 @@ class HttpClientTransport(LegacySseClient, Transport):
         adapter = framing_adapter(pool_connections=2, pool_maxsize=max_workers + 2)
         for scheme in ("http://", "https://"):
             self.http.mount(scheme, adapter)
-        self.http.headers.update(headers or {})
+        self.http.headers.update(checked_headers(headers))
         self.http.auth = auth
         # Credentials and the caller's headers go only to the origin of ``url``: a redirect elsewhere
-        # is refused before it is followed (see _refuse_redirect_elsewhere).
-        self.http.hooks["response"].append(self._refuse_redirect_elsewhere)
+        # is refused before it is followed.
+        self.http.hooks["response"].append(redirect_guard(self.http, url))
         self.http.verify = verify
         resolve_environment(self.http, url)
         if http_trace is not None:
@@ -544,7 +555,9 @@ class HttpClientTransport(LegacySseClient, Transport):
             self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
             if not self.in_flight.given_up(request.id):  # else: shut down under its reader
-                self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+                self._fail(
+                    request.id, f"HTTP request to {shown(self.url)} failed: {failed_because(exc)}"
+                )
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
         # AuthorizationError: the auth hook (mcp_ref.oauth.OAuth) could not authorize;
@@ -556,8 +569,9 @@ class HttpClientTransport(LegacySseClient, Transport):
             if self.in_flight.given_up(request.id):  # its socket was shut down under the reader
                 log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
             else:
-                log.exception("HTTP request failed")
-                self._fail(request.id, f"HTTP request failed: {exc}")
+                # the traceback without the exception's text (it may quote a token): failed_because
+                log.error("HTTP request failed: %s\n%s", failed_because(exc), format_tb(exc))
+                self._fail(request.id, f"HTTP request failed: {failed_because(exc)}")
         finally:
             self.in_flight.finished(request.id)
 
@@ -886,17 +900,6 @@ class HttpClientTransport(LegacySseClient, Transport):
             # A stream that ends at once, again and again, is re-opened less and less often.
             fruitless = 0 if cursor.events > seen else fruitless + 1
             self._closed.wait(self._retry_delay(cursor, fruitless))
-
-    def _refuse_redirect_elsewhere(self, response, **kwargs):
-        """A response hook: a redirect to another origin than ``url``'s raises :class:`CrossOriginRefused`
-        before requests follows it (requests would carry the caller's headers, the DPoP proof, the
-        body and, across a port change on one host, its cookies there).  Same-origin redirects go on."""
-        if response.is_redirect:
-            target = urljoin(response.url, self.http.get_redirect_target(response) or "")
-            if not same_origin(target, self.url):
-                response.close()
-                raise CrossOriginRefused("a redirect", self.url, target)
-        return response
 
     # -- failures ----------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from .not_reached import (
     no_answer_within,
     not_mcp,
     refusal_of_mcp,
+    shown,
     unreachable,
 )
 from .origins import CrossOriginRefused, same_origin
@@ -98,7 +99,7 @@ class LegacySseClient:
                 failure.append(unreachable(self.url, exc, self.connect_timeout))
             except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
                 if self.legacy_endpoint is not None:
-                    log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
+                    log.warning("the HTTP+SSE connection to %s ends: %s", shown(self.url), exc)
                 if response is not None:
                     # the stream ends now, not when the exception's frames are collected
                     abort(response)
@@ -140,7 +141,7 @@ class LegacySseClient:
         if not refusal_of_mcp(status, False):
             return not_mcp(self.url, status, f"HTTP {status} {response.reason}", tried, hint)
         error = HttpTransportError(
-            f"HTTP {response.status_code} {response.reason} from {self.url} "
+            f"HTTP {response.status_code} {response.reason} from {shown(self.url)} "
             f"(to {tried}){'. ' + hint if hint else ''}"
         )
         error.status = response.status_code
@@ -163,7 +164,7 @@ class LegacySseClient:
             raise CrossOriginRefused("the HTTP+SSE endpoint event", self.url, endpoint)
         if "@" in urlsplit(endpoint).netloc:
             raise HttpTransportError(
-                f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
+                f"the HTTP+SSE endpoint event from {shown(self.url)} names a URL with user "
                 "credentials in it; refused"
             )
         return endpoint

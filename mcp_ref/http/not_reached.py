@@ -26,9 +26,12 @@ from ..errors import ServerUnreachable
 
 __all__ = [
     "advice",
+    "checked_headers",
     "checked_url",
     "content_kind",
     "elsewhere",
+    "failed_because",
+    "format_tb",
     "no_answer_within",
     "not_mcp",
     "refusal_of_mcp",
@@ -56,6 +59,50 @@ def shown(url: str) -> str:
     host = parts.netloc.rpartition("@")[2]
     netloc = f"***@{host}" if "@" in parts.netloc else host
     return urlunsplit(parts._replace(netloc=netloc, query="..." if parts.query else ""))
+
+
+#: What urllib3 and http.client refuse in a header (RFC 9110 §5.5: no CR, LF or NUL in a field
+#: value; requests refuses leading whitespace too).
+_BAD_HEADER_VALUE = re.compile(r"[\r\n\0]|^\s")
+
+
+def checked_headers(headers: dict | None) -> dict:
+    """``headers`` (the caller's ``headers=``), or ValueError naming the header whose value cannot
+    be sent: a line break, a NUL or leading whitespace (``"Bearer " + token`` with a token read
+    from a file keeps its trailing newline).  The value is never shown: it may be a credential."""
+    for name, value in (headers or {}).items():
+        if isinstance(value, str) and _BAD_HEADER_VALUE.search(value):
+            raise ValueError(
+                f"the value of the header {name!r} holds a line break, a NUL or leading whitespace, "
+                "which HTTP does not allow (a token read from a file keeps its trailing newline: "
+                "strip it); the value is not shown"
+            )
+    return dict(headers or {})
+
+
+#: In an exception's text: a URL's query (``?api_key=...``, to the next space or quote) and userinfo.
+_QUERY = re.compile(r"\?[^\s'\"()]+")
+_USERINFO = re.compile(r"//[^/\s'\"@]*@")
+
+
+def failed_because(exc: BaseException) -> str:
+    """Why an HTTP request failed, for a message or a log: the exception's text with any URL's
+    query and userinfo elided; for a header value HTTP cannot carry, what is wrong, never the value
+    (requests and http.client quote it whole: ``'Bearer <token>\\n'``, from an auth hook)."""
+    text = str(exc)
+    if isinstance(exc, ValueError) and "header" in text.lower():
+        return (
+            f"{type(exc).__name__}: a header's value holds a line break or leading whitespace "
+            "(not shown)"
+        )
+    return _USERINFO.sub("//***@", _QUERY.sub("?...", text)) or type(exc).__name__
+
+
+def format_tb(exc: BaseException) -> str:
+    """Where ``exc`` was raised (its traceback's frames), without its text (:func:`failed_because`)."""
+    import traceback
+
+    return "".join(traceback.format_tb(exc.__traceback__))
 
 
 def checked_url(url: str) -> str:

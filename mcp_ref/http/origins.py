@@ -16,7 +16,7 @@ Standard library only: imported by the HTTP client transport, the OAuth code and
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ..errors import MCPRefError
 
@@ -37,6 +37,23 @@ class CrossOriginRefused(MCPRefError, ConnectionError):
             "(connect to the other URL directly if you trust it)"
         )
         self.named, self.elsewhere = origin_text(named), origin_text(elsewhere)
+
+
+def redirect_guard(http, named: str):
+    """A response hook for the ``requests`` session ``http``, whose user named ``named``: a
+    redirect to another origin raises :class:`CrossOriginRefused` before requests follows it
+    (requests would carry the caller's headers, the DPoP proof, the body and, across a port change
+    on one host, its cookies there).  Same-origin redirects go on."""
+
+    def refuse_redirect_elsewhere(response, **kwargs):
+        if response.is_redirect:
+            target = urljoin(response.url, http.get_redirect_target(response) or "")
+            if not same_origin(target, named):
+                response.close()
+                raise CrossOriginRefused("a redirect", named, target)
+        return response
+
+    return refuse_redirect_elsewhere
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import secrets
 import threading
 import time
@@ -35,8 +36,9 @@ from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 import requests
 from requests.auth import AuthBase
 
-from ..http.bounded_reads import discard_body, hold_current_request, sending_own_notice
-from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
+from ..http.bounded_reads import discard_body, sending_own_notice
+from ..http.not_reached import shown
+from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, origin_text, same_origin
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
 from .discovery import (
@@ -194,14 +196,14 @@ class OAuth(AuthBase):
             return response  # forbidden for another reason: not ours to fix
         log.info(
             "%s answered %s (WWW-Authenticate: %s): authorizing",
-            _origin(response.url),
+            origin_text(response.url),
             response.status_code,
             response.headers.get("WWW-Authenticate", "none"),
         )
         if response.status_code == 403 and self.max_step_ups < 1:
             _discard(response)
             raise InsufficientScope(
-                f"{_origin(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
+                f"{origin_text(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
                 "step-ups are off (max_step_ups=0)"
             )
         sent = response.request.headers.get("Authorization")
@@ -228,7 +230,7 @@ class OAuth(AuthBase):
                     continue
                 _discard(response)
                 raise Unauthorized(
-                    f"{_origin(retry.url)} refused the request with a newly obtained token (HTTP 401)"
+                    f"{origin_text(retry.url)} refused the request with a newly obtained token (HTTP 401)"
                 )
             if response.status_code != 403 or challenge.error != "insufficient_scope":
                 self._refuse_redirect_elsewhere(response)
@@ -239,7 +241,7 @@ class OAuth(AuthBase):
             if step_ups >= self.max_step_ups:
                 _discard(response)
                 raise InsufficientScope(
-                    f"{_origin(retry.url)} still requires scope {challenge.params.get('scope', '')!r} "
+                    f"{origin_text(retry.url)} still requires scope {challenge.params.get('scope', '')!r} "
                     f"after {step_ups} authorization(s); giving up"
                 )
 
@@ -268,7 +270,7 @@ class OAuth(AuthBase):
         if not set(wanted) - granted:
             # The token already has every scope named: authorizing again cannot help.
             raise InsufficientScope(
-                f"{_origin(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
+                f"{origin_text(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
                 "which the token already has; giving up"
             )
         log.info(
@@ -372,7 +374,9 @@ class OAuth(AuthBase):
         http = self._session()
         resource_meta = discover_resource(http, server_url, challenge, timeout=self.timeout)
         if resource_meta is None:
-            log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
+            log.info(
+                "no protected resource metadata for %s: the 2025-03-26 discovery", shown(server_url)
+            )
             server = legacy_authorization_server(http, server_url, timeout=self.timeout)
         else:
             # RFC 9728 §7.6: the client's choice; the first one
@@ -592,6 +596,8 @@ class OAuth(AuthBase):
             url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params, quote_via=quote)
             # Tell the HTTP transport (if this runs on one of its threads) that the request waits
             # for the user.
+            from ..http.client import hold_current_request
+
             hold_current_request(self.login_timeout + self.timeout)
             callback = handler.authorize(url, self.login_timeout)
         finally:
@@ -642,6 +648,14 @@ class OAuth(AuthBase):
         )
         if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
             raise TokenError(f"the token endpoint {server.token_endpoint} answered no access_token")
+        if not _B64TOKEN.fullmatch(answer["access_token"]):
+            # RFC 6750 §2.1: the credentials of "Authorization: Bearer" are a b64token (RFC 9449
+            # §7.1: DPoP's too); anything else (a line break: a header of its own) is not sent
+            raise TokenError(
+                f"the token endpoint {server.token_endpoint} answered an access_token that is not "
+                "a valid token (RFC 6750 §2.1: letters, digits and -._~+/ then = padding); "
+                "refused, not shown"
+            )
         token_type = answer.get("token_type")
         if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
             raise TokenError(
@@ -771,7 +785,13 @@ def _secret_method(server: ServerMetadata) -> str:
     return "client_secret_basic"
 
 
+#: RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
 def _origin(url: str) -> str:
+    """The key of ``url``'s origin in the DPoP nonces (as ``DPoPKey.proof`` spells it); messages
+    and logs name an origin with ``origin_text``, which never shows userinfo."""
     parts = urlsplit(url)
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from ..http.not_reached import shown
 from ..http.origins import is_loopback, names_this_machine, origin_text, same_origin
 from .errors import MetadataError, PkceUnsupported
 from .resource import canonical
@@ -174,12 +175,12 @@ def fetch_json(
             allow_redirects=False,
         )
     except requests.RequestException as exc:
-        raise MetadataError(f"cannot fetch {url}: {type(exc).__name__}") from None
+        raise MetadataError(f"cannot fetch {shown(url)}: {type(exc).__name__}") from None
     with response:
         if response.is_redirect:
             # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
             raise MetadataError(
-                f"{url} answered HTTP {response.status_code}, a redirect to "
+                f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
                 f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
                 "is fetched from the URL the spec gives, redirects are not followed"
             )
@@ -187,12 +188,14 @@ def fetch_json(
             return response.status_code, None
         body = bounded_body(response, MAX_METADATA_BYTES)
     if len(body) > MAX_METADATA_BYTES:
-        raise MetadataError(f"{url} answered more than {MAX_METADATA_BYTES} bytes of metadata")
+        raise MetadataError(
+            f"{shown(url)} answered more than {MAX_METADATA_BYTES} bytes of metadata"
+        )
     try:
         return response.status_code, json.loads(body)
     except ValueError:
         raise MetadataError(
-            f"{url} did not answer JSON metadata "
+            f"{shown(url)} did not answer JSON metadata "
             f"(Content-Type {response.headers.get('Content-Type', 'none')!r})"
         ) from None
 
@@ -342,10 +345,12 @@ def discover_resource(
     for url in resource_metadata_urls(server_url, challenge):
         status, body = fetch_json(http, url, timeout=timeout)
         if body is None:
-            log.debug("no protected resource metadata at %s (HTTP %s)", url, status)
+            log.debug("no protected resource metadata at %s (HTTP %s)", shown(url), status)
             continue
         if not isinstance(body, dict) or not isinstance(body.get("resource"), str):
-            raise MetadataError(f"the protected resource metadata at {url} has no 'resource'")
+            raise MetadataError(
+                f"the protected resource metadata at {shown(url)} has no 'resource'"
+            )
         servers = body.get("authorization_servers")
         if (
             not isinstance(servers, list)
@@ -353,23 +358,23 @@ def discover_resource(
             or not all(isinstance(s, str) and s for s in servers)
         ):
             raise MetadataError(
-                f"the protected resource metadata at {url} names no authorization_servers"
+                f"the protected resource metadata at {shown(url)} names no authorization_servers"
             )
         check_url(
             body["resource"],
-            f"the resource of the protected resource metadata at {url}",
+            f"the resource of the protected resource metadata at {shown(url)}",
             referrer=server_url,
         )
         for server in servers:
             check_issuer(
                 server,
-                f"an authorization server named by the protected resource metadata at {url}",
+                f"an authorization server named by the protected resource metadata at {shown(url)}",
                 referrer=server_url,
             )
         if not covers(body["resource"], server_url):
             raise MetadataError(
-                f"the protected resource metadata at {url} is for {body['resource']}, "
-                f"not {server_url}; refusing it (RFC 9728 §3.3)"
+                f"the protected resource metadata at {shown(url)} is for {body['resource']}, "
+                f"not {shown(server_url)}; refusing it (RFC 9728 §3.3)"
             )
         scopes = body.get("scopes_supported")
         scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
@@ -408,7 +413,7 @@ def discover_authorization_server(http, issuer: str, *, timeout: float) -> Serve
     for url in authorization_server_metadata_urls(issuer):
         status, body = fetch_json(http, url, timeout=timeout)
         if body is None:
-            log.debug("no authorization server metadata at %s (HTTP %s)", url, status)
+            log.debug("no authorization server metadata at %s (HTTP %s)", shown(url), status)
             continue
         return server_metadata(body, url, issuer)
     raise MetadataError(
@@ -424,25 +429,31 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
     If they differ, the client MUST NOT use the metadata" (RFC 8414 §3.3).
     """
     if not isinstance(body, dict):
-        raise MetadataError(f"the authorization server metadata at {url} is not a JSON object")
+        raise MetadataError(
+            f"the authorization server metadata at {shown(url)} is not a JSON object"
+        )
     if body.get("issuer") != issuer:
         raise MetadataError(
-            f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
+            f"the authorization server metadata at {shown(url)} is for issuer {body.get('issuer')!r}, "
             f"not {issuer!r}; refusing it"
         )
     if not isinstance(body.get("token_endpoint"), str) or not body["token_endpoint"]:
-        raise MetadataError(f"the authorization server metadata at {url} lacks token_endpoint")
+        raise MetadataError(
+            f"the authorization server metadata at {shown(url)} lacks token_endpoint"
+        )
     for name in ("authorization_endpoint", "registration_endpoint"):
         if name in body and not isinstance(body[name], str):
             raise MetadataError(
-                f"the authorization server metadata at {url} has a {name} that is not a URL"
+                f"the authorization server metadata at {shown(url)} has a {name} that is not a URL"
             )
-    check_issuer(issuer, f"the issuer of the authorization server metadata at {url}")
+    check_issuer(issuer, f"the issuer of the authorization server metadata at {shown(url)}")
     for name, value in body.items():
         # Every endpoint (RFC 8414 §2 and its registry: *_endpoint, jwks_uri), used here or not.
         if isinstance(value, str) and (name.endswith("_endpoint") or name == "jwks_uri"):
             check_url(
-                value, f"the {name} of the authorization server metadata at {url}", referrer=issuer
+                value,
+                f"the {name} of the authorization server metadata at {shown(url)}",
+                referrer=issuer,
             )
     return ServerMetadata(
         body["issuer"],
@@ -472,9 +483,9 @@ def legacy_authorization_server(
         return server_metadata(body, url, origin)
     if status != 404:
         raise MetadataError(
-            f"{url} answered HTTP {status}; cannot discover the authorization server"
+            f"{shown(url)} answered HTTP {status}; cannot discover the authorization server"
         )
-    log.debug("no metadata at %s: the 2025-03-26 default endpoints", url)
+    log.debug("no metadata at %s: the 2025-03-26 default endpoints", shown(url))
     return ServerMetadata(
         origin,
         f"{origin}/authorize",

@@ -733,6 +733,34 @@ def test_a_token_endpoint_answering_html_is_a_token_error(app, caplog):
     )  # it was sent, and is checked
 
 
+def test_an_access_token_that_is_not_a_bearer_token_is_refused_without_showing_it(app, caplog):
+    """RFC 6750 §2.1: the credentials of ``Authorization: Bearer`` are a b64token.  An
+    access_token with a line break (a header of its own once sent) is a TokenError whose message,
+    like the log, never holds it; nothing is sent with it."""
+    token = "ACCESS-TOKEN-SECRET\r\nX-Injected: 1"
+    app.secrets.add("ACCESS-TOKEN-SECRET")
+    app.answers[app.paths["token"]] = (
+        200,
+        "application/json",
+        json.dumps({"access_token": token, "token_type": "Bearer", "expires_in": 60}).encode(),
+    )
+    exc = refused(app, caplog, TokenError)
+    assert "RFC 6750" in str(exc)
+
+
+def test_user_credentials_in_the_server_url_stay_out_of_messages_and_logs(app, caplog):
+    """The MCP server's URL as the user wrote it, with userinfo: the OAuth client's log names the
+    origin without it, and a refusal naming the URL shows ``***@`` (metadata for another resource,
+    RFC 9728 §3.3)."""
+    app.prm_fields = {"resource": app.origin + "/other"}
+    url = app.origin.replace("http://", "http://user:SECRET-PASS@") + "/mcp"
+    with pytest.raises(MetadataError) as caught:
+        with Client.http(url, auth=OAuth(authorize=follow_redirect, timeout=WAIT), timeout=WAIT):
+            pass
+    assert "SECRET-PASS" not in str(caught.value) and "***@" in str(caught.value)
+    assert "answered 401" in caplog.text and "SECRET-PASS" not in caplog.text
+
+
 def test_a_token_endpoint_error_is_a_token_error_with_its_code(app, caplog):
     """OAuth 2.1 §3.2.4 (RFC 6749 §5.2): an error response carries ``error`` (``invalid_grant`` ...),
     which the client reports as such."""

@@ -1,0 +1,90 @@
+"""No credential in an HTTP client's exception messages or logs: a token in a header value that
+HTTP cannot carry (a trailing newline), a URL's query (``?api_key=...``) or userinfo.  The
+messages still say what went wrong and what to do.  Real servers on 127.0.0.1 (port 0)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from conftest import WAIT
+from http_fixtures import serving
+
+from mcp_ref import Client, Server
+
+SECRET = "USER-SECRET-TOKEN"
+
+
+def _hello_server() -> Server:
+    server = Server("plain")
+
+    @server.tool
+    def hello() -> str:
+        """Says hello."""
+        return "hello"
+
+    return server
+
+
+def test_a_header_value_with_a_line_break_is_refused_at_once_without_its_value():
+    """RFC 9110 §5.5: a field value holds no CR or LF.  ``headers=`` with a token read from a file
+    (its trailing newline kept) is refused before anything is sent, naming the header, not the value."""
+    with pytest.raises(ValueError) as caught:
+        Client.http("http://127.0.0.1:1/mcp", headers={"Authorization": f"Bearer {SECRET}\n"})
+    message = str(caught.value)
+    assert "'Authorization'" in message and "strip it" in message
+    assert SECRET not in message
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_an_auth_hook_that_makes_a_bad_header_fails_the_call_without_quoting_it(caplog, era):
+    """An auth hook (any ``requests`` auth) that puts a token with a line break in a header: the
+    request fails with a message saying so, and neither that message nor any log holds the token."""
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+
+    def bearer(request):
+        request.headers["Authorization"] = f"Bearer {SECRET}\r\nX-Injected: 1"
+        return request
+
+    with serving(_hello_server()) as served:
+        with pytest.raises(Exception) as caught:
+            with Client.http(served.mcp, auth=bearer, era=era, timeout=WAIT) as client:
+                client.call_tool("hello")
+    message = str(caught.value)
+    assert "line break" in message, message
+    assert SECRET not in message and SECRET not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "secret_part", ["?api_key=SECRET-QUERY", "userinfo"], ids=["query", "userinfo"]
+)
+def test_a_2024_11_05_refusal_names_the_url_without_its_credentials(caplog, secret_part):
+    """The HTTP+SSE GET answered 401: the message names the URL as the Streamable HTTP path does
+    (``not_reached.shown``: no userinfo, no query's contents)."""
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+    server = _hello_server()
+    with serving(server, wrap=_refusing) as served:
+        url = (
+            served.sse + secret_part
+            if secret_part.startswith("?")
+            else served.sse.replace("http://", "http://user:SECRET-PASS@")
+        )
+        with pytest.raises(Exception) as caught:
+            with Client.http(url, transport="sse", timeout=WAIT):
+                pass
+    message = str(caught.value)
+    assert "401" in message and "/sse" in message, message
+    assert "SECRET" not in message and "SECRET" not in caplog.text
+
+
+def _refusing(app):
+    """Middleware answering every request 401 with a bearer challenge."""
+
+    def refuse(environ, start_response):
+        start_response(
+            "401 Unauthorized",
+            [("WWW-Authenticate", 'Bearer realm="t"'), ("Content-Length", "0")],
+        )
+        return [b""]
+
+    return refuse
