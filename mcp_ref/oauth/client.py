@@ -515,7 +515,11 @@ class OAuth(AuthBase):
             self.client_metadata_url
             and server.raw.get("client_id_metadata_document_supported") is True
         ):
-            return _client_record(self.client_metadata_url, None, "none"), handler.redirect_uri()
+            # kept like a registration, by issuer: _refresh authenticates as the client the
+            # tokens were issued to (OAuth 2.1 §4.3), this one too
+            client = _client_record(self.client_metadata_url, None, "none")
+            self.store.save(client_key(server.issuer), client)
+            return client, handler.redirect_uri()
         if server.registration_endpoint:
             redirect = handler.redirect_uri()
             client = self._register(server, redirect)

@@ -390,3 +390,49 @@ def _attempt(call, *args):
         return call(*args)
     except Exception as exc:
         return exc
+
+
+def test_a_client_metadata_document_client_refreshes_without_the_user(deployment):
+    """OAuth 2.1 §4.3 for a client identified by its Client ID Metadata Document (2025-11-25
+    §Client ID Metadata Documents): its identity is kept with its tokens, so a token about to
+    expire is refreshed as that client, not thrown away for a new login in the browser."""
+    import json
+
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = 1  # within the refresh margin from the start
+
+    def documents(environ, start_response):
+        body = json.dumps(
+            {
+                "client_id": client_id,
+                "client_name": "document client",
+                "redirect_uris": ["http://127.0.0.1/callback"],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "token_endpoint_auth_method": "none",
+            }
+        ).encode()
+        start_response(
+            "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        )
+        return [body]
+
+    documents_httpd = serve(documents)
+    client_id = documents_httpd.url + "/client.json"
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        return follow_redirect(url, timeout=WAIT)
+
+    try:
+        auth = OAuth(authorize=authorize, client_metadata_url=client_id)
+        with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+            client.list_tools()
+            client.call_tool("whoami", {})
+    finally:
+        documents_httpd.shutdown()
+        documents_httpd.server_close()
+    assert len(logins) == 1 and watched.hits("/register") == 0
+    grants = [q for m, p, q in watched.seen if p == "/token"]
+    assert parse_qs(urlsplit(logins[0]).query)["client_id"] == [client_id]
+    assert len(grants) >= 2
