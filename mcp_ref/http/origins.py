@@ -117,11 +117,15 @@ def names_this_machine(host: str | None) -> bool:
     ``localhost`` and ``*.localhost`` (RFC 6761 §6.3), with a trailing dot or not; IPv4 in any form
     ``inet_aton`` and the WHATWG URL parser read (``127.1``, ``0x7f.0.0.1``, ``0177.0.0.1``,
     ``2130706433``, ``0``) in 127.0.0.0/8 or 0.0.0.0/8 (which Linux connects to this machine);
-    ``::1``, ``::`` and their IPv4-mapped forms (``::ffff:127.0.0.1``).
+    ``::1``, ``::`` and their IPv4-mapped forms (``::ffff:127.0.0.1``); each percent-decoded first.
     """
     if not host:
         return False
-    name = host.lower().strip("[]").rstrip(".")
+    from urllib.parse import unquote
+
+    # percent-decoded as urllib3 and browsers decode it (``%31%32%37.0.0.1``); an IPv6 zone's
+    # ``%25`` becomes the ``%`` that ends the address below
+    name = unquote(host).lower().strip("[]").rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         return True
     import ipaddress

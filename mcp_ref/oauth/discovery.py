@@ -253,6 +253,7 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
       include a fragment component"; RFC 9728 §2 and RFC 8707 §2 for a resource); no query when
       ``query`` is False (RFC 8414 §2: an issuer "has no query or fragment components");
     - no whitespace, control character or backslash, at most :data:`MAX_URL_LENGTH` characters;
+    - no percent-encoding in the host (urllib3 and browsers decode it, urllib does not);
     - ``referrer`` is the URL of the party that named it (the MCP server, the issuer): a URL on
       its origin passes the scheme rule (that origin was named by the user, or checked already),
       and a loopback host is accepted only when the referrer is on loopback too (a remote server
@@ -274,6 +275,11 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
         raise MetadataError(f"{what} has an invalid port: {_shown(url)}") from None
     if "@" in parts.netloc:
         raise MetadataError(f"{what} has user credentials in it: {_shown(url)}; refused")
+    if "%" in parts.netloc:
+        # urllib3 and browsers decode a percent-encoded host (``%31%32%37.0.0.1`` is 127.0.0.1)
+        # that urllib leaves as written: the checks below would read another host than the one
+        # reached.  A host is written plainly (RFC 3986 §3.2.2: an IP literal or a DNS name).
+        raise MetadataError(f"{what} has a percent-encoded host: {_shown(url)}; refused")
     if "#" in url:
         raise MetadataError(f"{what} has a fragment: {_shown(url)}; refused")
     if not query and parts.query:

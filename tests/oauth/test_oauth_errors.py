@@ -1121,6 +1121,30 @@ def test_a_remote_party_cannot_name_this_machine_in_another_spelling(url):
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "https://%31%32%37.0.0.1/token",
+        "https://%6c%6f%63%61%6c%68%6f%73%74/token",
+        "https://as%2eexample/token",
+    ],
+)
+def test_a_percent_encoded_host_is_refused_whoever_names_it(url):
+    """urllib3 and browsers decode a percent-encoded host (``%31%32%37.0.0.1`` reaches 127.0.0.1)
+    which urllib reads as written: the "never this machine" rule would check one host and the
+    client reach another.  Such a URL from a peer is refused before any connection, and
+    ``names_this_machine`` reads the host decoded."""
+    from mcp_ref.http.origins import names_this_machine
+    from mcp_ref.oauth.discovery import check_url
+
+    for referrer in ("https://as.example", "http://127.0.0.1:9/mcp"):
+        with pytest.raises(MetadataError, match="percent-encoded host"):
+            check_url(url, "the token_endpoint", referrer=referrer)
+    assert names_this_machine("%31%32%37.0.0.1") and names_this_machine(
+        "%6c%6f%63%61%6c%68%6f%73%74"
+    )
+
+
+@pytest.mark.parametrize(
     "path, kind",
     [
         (PRM_PATH, MetadataError),
