@@ -75,8 +75,8 @@ class ExchangeTracer:
     """Reports one transport's HTTP traffic to ``observer``: numbers the exchanges, and keeps a
     failing observer from reaching the transport (logged once, then ignored).
 
-    :meth:`install` puts it between a ``requests.Session`` and its ``send``: every request (a
-    redirect's too) is reported before it goes, and its response's head when it comes; the
+    :meth:`install` puts it between a ``requests.Session`` and its adapters: every request (a
+    redirect's, an auth hook's retry) is reported before it goes, and its response's head when it comes; the
     transport reports the body it reads (:func:`body_read`) and each SSE event (:meth:`event`).
     """
 
@@ -97,8 +97,17 @@ class ExchangeTracer:
                 log.exception("the http_trace observer failed; its failures are ignored")
 
     def install(self, session: Any) -> None:
-        """Wrap ``session.send`` (a ``requests.Session``) so that each request is reported."""
-        send = session.send
+        """Wrap the ``send`` of each transport adapter mounted on ``session`` (a
+        ``requests.Session``), so that each request is reported as it goes on the wire: a
+        redirect's, and one an auth hook sends again from its response hook (``OAuth``'s retry
+        with a new token goes through ``response.connection``, the adapter, never the session's
+        ``send``), with the 401 it answers."""
+        adapters = {id(adapter): adapter for adapter in session.adapters.values()}
+        for adapter in adapters.values():
+            adapter.send = self._traced(adapter.send)
+
+    def _traced(self, send: Callable[..., Any]) -> Callable[..., Any]:
+        """``send`` (an adapter's), reporting the request before it goes and its response's head."""
 
         def traced_send(request, **kwargs):
             exchange = next(self._numbers)
@@ -118,7 +127,7 @@ class ExchangeTracer:
             self._head(exchange, response)
             return response
 
-        session.send = traced_send
+        return traced_send
 
     def _head(self, exchange: int, response: Any) -> None:
         """A response's head: reported now for an SSE stream or a redirect (whose body nobody

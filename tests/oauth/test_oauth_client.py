@@ -436,3 +436,23 @@ def test_a_client_metadata_document_client_refreshes_without_the_user(deployment
     grants = [q for m, p, q in watched.seen if p == "/token"]
     assert parse_qs(urlsplit(logins[0]).query)["client_id"] == [client_id]
     assert len(grants) >= 2
+
+
+def test_http_trace_sees_the_401_and_the_retry_with_the_new_token(deployment):
+    """``http_trace`` reports every request with the headers as sent: the one refused 401, and the
+    OAuth hook's retry of it with the new token (sent from the response hook, past the session)."""
+    from mcp_ref.http.exchange_trace import HttpRequestSeen, HttpResponseSeen
+
+    mcp_url, _, _ = deployment
+    seen: list = []
+    with Client.http(
+        mcp_url, auth=OAuth(authorize=follow_redirect), http_trace=seen.append, timeout=WAIT
+    ) as client:
+        client.list_tools()
+    sent = [s for s in seen if isinstance(s, HttpRequestSeen)]
+    status = {s.exchange: s.status for s in seen if isinstance(s, HttpResponseSeen)}
+    first, retry = sent[0], sent[1]
+    assert "Authorization" not in dict(first.headers) and status[first.exchange] == 401
+    assert retry.body == first.body and retry.url == first.url
+    assert dict(retry.headers)["Authorization"].startswith("Bearer ")
+    assert status[retry.exchange] == 200
