@@ -95,8 +95,9 @@ class OAuth(AuthBase):
     authorization server's metadata and the resource returning one, sent with the jwt-bearer grant
     (RFC 7523): a workload identity token, or an ID-JAG (:class:`~mcp_ref.oauth.assertions.IdJagExchange`).
 
-    ``scopes`` replaces the spec's scope selection (the challenge's ``scope``, else the
-    resource's ``scopes_supported``, else none).  ``store`` keeps registrations and tokens
+    ``scopes``: the scopes to ask for besides those a 401's challenge names (2025-11-25
+    §Scope Selection Strategy: the challenge's ``scope`` first), and instead of the resource's
+    ``scopes_supported`` when the challenge names none.  ``store`` keeps registrations and tokens
     (:class:`~mcp_ref.oauth.store.MemoryStore` by default).  ``dpop=True`` binds tokens to a key
     (RFC 9449; needs the ``auth`` extra).  ``timeout`` bounds each request to the authorization
     server, ``login_timeout`` the wait for the user.
@@ -386,13 +387,15 @@ class OAuth(AuthBase):
         # (the audience it will check), else its canonical URI.
         resource = resource_meta.resource if resource_meta else server_url
         if scopes is None:
-            # §Scope Selection Strategy: the challenge's scope, else scopes_supported, else none.
-            scopes = (
-                challenge.scope
-                or self.scopes
-                or (resource_meta.scopes_supported if resource_meta else None)
-                or []
-            )
+            # §Scope Selection Strategy: clients SHOULD "use scope parameter from the initial
+            # WWW-Authenticate header", else "all scopes defined in scopes_supported".  The user's
+            # scopes= are added to the challenge's (what the server needs for this request), and
+            # stand in for scopes_supported (the user knows what the client needs).
+            if challenge.scope:
+                scopes = list(dict.fromkeys(challenge.scope + (self.scopes or [])))
+            else:
+                supported = resource_meta.scopes_supported if resource_meta else None
+                scopes = list(self.scopes or supported or [])
         if self.grant == GRANT_AUTHORIZATION_CODE:
             answer = self._authorization_code(server, resource, scopes)
         else:

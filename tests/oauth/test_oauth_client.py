@@ -456,3 +456,17 @@ def test_http_trace_sees_the_401_and_the_retry_with_the_new_token(deployment):
     assert retry.body == first.body and retry.url == first.url
     assert dict(retry.headers)["Authorization"].startswith("Bearer ")
     assert status[retry.exchange] == 200
+
+
+def test_the_scopes_option_adds_to_the_challenges_scope(deployment):
+    """2025-11-25 §Scope Selection Strategy: the challenge's ``scope`` comes first (the server
+    needs it); ``OAuth(scopes=...)`` is asked for besides it, as the user said."""
+    mcp_url, watched, _ = deployment
+    with Client.http(
+        mcp_url,
+        auth=OAuth(DEMO_CLIENT_ID, authorize=follow_redirect, scopes=["mcp:admin"]),
+        timeout=WAIT,
+    ) as client:
+        assert client.call_tool("reboot", {}).content[0].text == "rebooted"  # no step-up needed
+    [query] = [q for _, p, q in watched.seen if p == "/authorize"]
+    assert query["scope"] == ["mcp:tools mcp:admin"]
