@@ -111,6 +111,9 @@ MAX_KEYS = 4096
 RECHECK = (
     1.0  #: seconds at most between a waiting handler's looks at its record (a lost bus message)
 )
+#: Seconds a task whose start could not be written waits before it is queued again (see
+#: :meth:`TaskStore.start_again`).
+START_AGAIN_SECONDS = 1.0
 
 
 def declared(context: RequestContext) -> bool:
@@ -647,6 +650,27 @@ class TaskStore(TaskPool):
             self.records.delete(task.id)
             self.ended(task)
             raise
+
+    def start_again(self, task: Task, work: Callable[[], None], why: str) -> bool:
+        """``task``'s run could not record that it began (its shared records unreachable past the
+        write's own tries): queue ``work`` again after :data:`START_AGAIN_SECONDS`, its lease still
+        renewed here, rather than drop a task that reads ``working`` (its lease would then say it
+        failed, though no worker stopped).  spec_notes/deployment.md "Faults": a task is retried,
+        not lost, and after Redis is back everything works again.  False (the task is given up)
+        once its time to live has passed (its record is gone), after :meth:`cancel_all`, or when
+        the queue is full."""
+        expires = None if task.ttl_ms is None else task.created + task.ttl_ms / 1000
+        if self._leases_stop.is_set() or (expires is not None and time.monotonic() >= expires):
+            log.warning("task %s: %s; its run never began", task.id, why)
+            return False
+        log.warning("task %s: %s; its run is queued again", task.id, why)
+        threading.Event().wait(START_AGAIN_SECONDS)  # never set: a bounded pause between tries
+        try:
+            self.run(work, task.id)
+        except ServerBusy:
+            log.warning("task %s: the queue is full; its run never began", task.id)
+            return False
+        return True
 
     def ended(self, task: Task) -> None:
         """``task``'s work is over in this process: forget its live parts (its record stays)."""

@@ -217,22 +217,28 @@ def run_task(
     """A task's work, on a worker of ``store``: unless cancelled while it waited for a run slot, run
     its handler (``call()``) and record how it ended; then ``after()``.  ``settle(result)`` records
     a result (default: ``completed``; 2025-11-25's tasks fail on ``isError``,
-    :mod:`mcp_ref.extensions.tasks_2025`)."""
+    :mod:`mcp_ref.extensions.tasks_2025`, which runs its tasks here too).  A start that cannot be
+    written is queued again (:meth:`TaskStore.start_again`), not dropped."""
     stop_watching = store.watch(task)
+    again = False
     try:
-        if (
-            task.begin_run()
-        ):  # else cancelled while it waited for a run slot: the handler never runs
+        try:
+            began = task.begin_run()
+        except McpError as exc:  # its start cannot be written (its shared store is unreachable)
+            again = store.start_again(
+                task, lambda: run_task(store, task, call, settle, after), exc.message
+            )
+            return
+        if began:  # else cancelled while it waited for a run slot: the handler never runs
             _finish(task, call, settle)
-    except (
-        McpError
-    ) as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
+    except McpError as exc:  # its outcome cannot be written past its tries: its lease says
         log.warning("task %s: %s", task.id, exc.message)
     finally:
         stop_watching()
-        store.ended(task)
-        if after is not None:
-            after()
+        if not again:  # queued again: its lease is still renewed here, and it runs later
+            store.ended(task)
+            if after is not None:
+                after()
 
 
 def _finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None) -> None:

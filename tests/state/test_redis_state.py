@@ -493,8 +493,8 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
 def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(
     own_server, caplog, monkeypatch
 ):
-    """Its work cannot record that it began: it logs why (no traceback) and leaves the record to its
-    lease; the worker thread lives on and runs the next task once Redis is back."""
+    """Its work cannot record that it began: it logs why (no traceback) and is queued again (its
+    lease kept); the worker thread lives on and runs the next task once Redis is back."""
     monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", ())  # the held task's end is not retried here
     server = Server("tasks")
     release = threading.Event()
@@ -540,6 +540,117 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(
         own_server.start()
         assert client.call_tool("quick", task=True).text == "quick"  # the worker lives on
     connection.close()
+
+
+def frozen_for_the_start(redis: RedisServer, calls, op: str):
+    """Wrap a task records' method ``calls`` (``_run`` or ``transition``): its first call that
+    writes a run's start (``started``) runs with ``redis`` frozen (SIGSTOP: every try times out),
+    and Redis is thawed (SIGCONT) as that call ends."""
+    frozen = []
+
+    def call(task_id, *args, **options):
+        starts = "started" in (args[0] if op == "transition" else args)
+        if not starts or frozen or (op == "_run" and task_id != "transition"):
+            return calls(task_id, *args, **options)
+        frozen.append(task_id)
+        assert redis.process is not None
+        os.kill(redis.process.pid, signal.SIGSTOP)
+        try:
+            return calls(task_id, *args, **options)
+        finally:
+            os.kill(redis.process.pid, signal.SIGCONT)
+
+    return call, frozen
+
+
+def start_one_task(era: str, records: RedisTaskRecords):
+    """A server whose tool ``work`` becomes a task on ``records``, and a client of ``era`` (2026-07-28,
+    or the 2025-11-25 experimental tasks); yields a function that starts one task, giving its id."""
+    server = Server("tasks")
+
+    @server.tool(task="optional")
+    def work(ctx: Context) -> str:
+        ctx.start_task()
+        return "worked"
+
+    server.tasks = TaskStore(records=records, workers=1, poll_interval_ms=10)
+    if era == "2025-11-25":
+        client = Client.in_memory(server, era="handshake", protocol_version=era, timeout=WAIT)
+        call = {"name": "work", "arguments": {}, "task": {"ttl": 60_000}}
+        return server, client, lambda: client.request("tools/call", call)["task"]["taskId"]
+    client = Client.in_memory(server, timeout=WAIT)
+    return (
+        server,
+        client,
+        lambda: client.connection.send_request(
+            "tools/call", {"name": "work"}, declares=TASKS
+        ).result()["taskId"],
+    )
+
+
+def ends_completed(records: RedisTaskRecords, task_id: str) -> dict:
+    """The record of ``task_id`` once it is no longer ``working`` (WAIT seconds at most; a read
+    while Redis is frozen fails, and is made again)."""
+    pause = threading.Event()
+    deadline = time.monotonic() + WAIT
+    record: dict | None = {"status": "working"}
+    while record is not None and record["status"] == "working" and time.monotonic() < deadline:
+        pause.wait(0.05)
+        try:
+            record = records.get(task_id)
+        except McpError:
+            continue
+    assert record is not None and record["status"] == COMPLETED, record
+    assert record["result"]["content"][0]["text"] == "worked"
+    return record
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_short_outage_as_a_task_starts_is_retried_and_the_task_runs(own_server, monkeypatch, era):
+    """Redis frozen just as a task's run begins: the write that says so (``started``) is retried as
+    the final one is (stores.FINAL_WRITE_PAUSES), and the task runs and completes.  It was dropped,
+    reading ``working`` and then ``failed`` ("the worker running the task stopped") by its lease,
+    though no worker stopped (spec_notes/deployment.md "Faults": after Redis is back everything
+    works again)."""
+    monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", (0.05,) * 20)
+    connection = Connection(f"{own_server.url}?namespace=begin", socket_timeout=0.5)
+    records = RedisTaskRecords(connection)
+    monkeypatch.setattr(records, "_run", frozen_for_the_start(own_server, records._run, "_run")[0])
+    server, client, start = start_one_task(era, records)
+    try:
+        with client:
+            ends_completed(records, start())
+    finally:
+        server.tasks.cancel_all()
+        connection.close()
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_task_whose_start_cannot_be_written_is_queued_again_not_dropped(
+    own_server, monkeypatch, caplog, era
+):
+    """Redis frozen through every try of a run's start: the task is queued again (its lease still
+    renewed by its worker, extensions/tasks.py ``TaskStore.start_again``), not abandoned, and runs
+    once Redis answers."""
+    from mcp_ref.extensions import tasks as tasks_module
+
+    monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", (0.05, 0.05))
+    monkeypatch.setattr(tasks_module, "START_AGAIN_SECONDS", 0.05)
+    connection = Connection(f"{own_server.url}?namespace=again", socket_timeout=0.3)
+    records = RedisTaskRecords(connection)
+    frozen_start, frozen = frozen_for_the_start(own_server, records.transition, "transition")
+    monkeypatch.setattr(records, "transition", frozen_start)
+    server, client, start = start_one_task(era, records)
+    try:
+        with client, caplog.at_level(logging.WARNING):
+            task_id = start()
+            ends_completed(records, task_id)
+        assert frozen == [task_id]
+        said = [r.getMessage() for r in caplog.records if task_id in r.getMessage()]
+        assert any("queued again" in message for message in said), said
+    finally:
+        server.tasks.cancel_all()
+        connection.close()
 
 
 def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_path, monkeypatch):

@@ -67,8 +67,10 @@ from .connection import Connection, Throttled, json_text, reply_text
 
 log = logging.getLogger(__name__)
 
-#: Pauses (seconds) between the tries of a task's final write while Redis is unreachable (about 30 s
-#: in all): a task's outcome is retried, not dropped; past them the write fails as any other would.
+#: Pauses (seconds) between the tries of a task's final write, and of the write that says its run
+#: began (``started``), while Redis is unreachable (about 30 s in all): a task's start and outcome
+#: are retried, not dropped; past them the write fails as any other would (a start that still cannot
+#: be written is queued again by its worker, its lease kept: extensions/tasks_2026.py ``run_task``).
 FINAL_WRITE_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 #: What a store treats as "Redis cannot serve now" (not a bug of a script: those raise as they are):
@@ -590,7 +592,8 @@ class RedisTaskRecords(RedisStore):
     unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.  Redis out of
     memory (its ``maxmemory`` reached, ``noeviction``): an operation that writes raises ServerBusy
     (-32000, :data:`FULL`: retry later; a task is not created, a change not made); reads answer as
-    usual.  A task's final write is retried either way (:data:`FINAL_WRITE_PAUSES`).
+    usual.  A task's final write, and the one that starts its run, are retried either way
+    (:data:`FINAL_WRITE_PAUSES`).
     """
 
     what = "task records"
@@ -662,10 +665,11 @@ class RedisTaskRecords(RedisStore):
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         args = (replace, *conditions, *_split(changes))
-        # an ordinary write fails at once; a final one after its tries: the outcome of a task is
-        # retried, not lost (Redis may be back soon)
+        # an ordinary write fails at once; a final one, or a run's start, after its tries: the start
+        # and the outcome of a task are retried, not lost (Redis may be back soon)
         pause = threading.Event()  # never set: a bounded wait between tries
-        for wait in FINAL_WRITE_PAUSES if changes.get("status") in TERMINAL else ():
+        kept = changes.get("status") in TERMINAL or "started" in changes
+        for wait in FINAL_WRITE_PAUSES if kept else ():
             try:
                 return self._record(self._run("transition", task_id, *args))
             except (InternalError, ServerBusy):  # unreachable, or out of memory
