@@ -9,6 +9,7 @@ any second spelling of a file (``./a``, ``a//b``, ``a/``).
 from __future__ import annotations
 
 import base64
+import errno
 import mimetypes
 import os
 import re
@@ -62,6 +63,15 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 #: Platforms whose usual file systems fold case (and, on macOS, Unicode normalisation): there a
 #: FileRoot checks each name as stored, so one file has one spelling (FileRoot._check_names).
 _FOLDING_FILE_SYSTEMS = sys.platform in ("darwin", "win32", "cygwin")
+#: Where ``os.open`` takes ``dir_fd`` and ``O_NOFOLLOW``/``O_DIRECTORY`` exist (POSIX): a file is
+#: opened one component at a time from the root's directory, following no link at any level
+#: (FileRoot._open).  Elsewhere (Windows) the checked path is opened whole: see :meth:`FileRoot.read`.
+_WALKS_BY_DIR_FD = (
+    os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+)
+#: What ``open(..., O_NOFOLLOW)`` fails with on a link (ELOOP; EMLINK on FreeBSD; ENOTDIR for a link
+#: opened with O_DIRECTORY on some systems).
+_A_LINK = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
 
 
 class PathOutsideRoot(PermissionError):
@@ -240,19 +250,28 @@ class FileRoot:
     def read(self, relative: str) -> tuple[bytes, str]:
         """Return ``(content, mime_type)`` of file ``relative`` (see :meth:`resolve`).
 
-        The file is opened without following a symlink and without blocking,
-        and the opened descriptor must be a regular file: a path swapped for a
-        FIFO or a link after :meth:`resolve` is refused, never waited on.  At
-        most ``max_file_size`` bytes are read (:class:`FileTooLarge` beyond).
+        The file is opened without following a symlink at any level and without
+        blocking, and the opened descriptor must be a regular file: a path (or
+        any directory on it) swapped for a FIFO or a link after :meth:`resolve`
+        is refused (:class:`PathOutsideRoot` for a link), never followed or
+        waited on.  At most ``max_file_size`` bytes are read
+        (:class:`FileTooLarge` beyond).
+
+        The real path :meth:`resolve` checked is opened one component at a time
+        from a descriptor of the root's directory (``dir_fd``, each with
+        ``O_NOFOLLOW``), so a directory replaced by a link between the check and
+        the open is never gone through.  Where ``os.open`` has no ``dir_fd``
+        (Windows) the checked path is opened whole with ``O_NOFOLLOW`` where it
+        exists: only its last component is then protected.
         """
         path = self.resolve(relative)
-        flags = (
-            os.O_RDONLY
-            | getattr(os, "O_NONBLOCK", 0)
-            | getattr(os, "O_NOFOLLOW", 0)
-            | getattr(os, "O_BINARY", 0)
-        )
-        fd = os.open(path, flags)
+        try:
+            fd = self._open(path)
+        except OSError as exc:
+            if exc.errno in _A_LINK:
+                # a component swapped after resolve() for a link (or a file, ENOTDIR): never followed
+                raise PathOutsideRoot(f"path {relative!r} changed as it was opened") from None
+            raise
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
@@ -263,6 +282,31 @@ class FileRoot:
         if len(data) > self.max_file_size:  # it grew since fstat
             raise FileTooLarge(relative, self.max_file_size)
         return data, _guess_mime(relative)
+
+    def _open(self, real: Path) -> int:
+        """A descriptor of ``real`` (a path under the root, with no link in it: :meth:`resolve`'s
+        answer), opened from the root's directory one component at a time, never following a link
+        (see :meth:`read`)."""
+        flags = (
+            os.O_RDONLY
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+            | getattr(os, "O_BINARY", 0)
+        )
+        if not _WALKS_BY_DIR_FD:
+            return os.open(real, flags)
+        *directories, name = os.path.relpath(real, self._real).split(os.sep)
+        directory = os.open(self._real, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
+        try:
+            for part in directories:
+                inner = os.open(
+                    part, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=directory
+                )
+                os.close(directory)
+                directory = inner
+            return os.open(name, flags, dir_fd=directory)
+        finally:
+            os.close(directory)
 
     def list(self) -> list[str]:
         """Return the sorted relative POSIX paths of all regular files under the root.

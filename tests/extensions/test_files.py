@@ -182,6 +182,64 @@ def test_symlink_inside_root_followed_when_asked(tree):
     assert "alias.txt" in fr.list()
 
 
+@pytest.fixture
+def swapped_after_the_check(tmp_path, monkeypatch):
+    """A root with ``sub/deep/b.txt`` and, outside it, ``outside/deep/b.txt`` ("OUTSIDE"); every
+    FileRoot.resolve that passes then swaps ``sub`` for a link to ``outside``: the race of a writer
+    inside the root, at the exact point between the check and the open (no timing)."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "sub" / "deep").mkdir(parents=True)
+    (root / "sub" / "deep" / "b.txt").write_text("inside", encoding="utf-8")
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "b.txt").write_text("OUTSIDE", encoding="utf-8")
+    checked = FileRoot.resolve
+
+    def resolve_then_swap(self, relative):
+        real = checked(self, relative)
+        (root / "sub").rename(root / "sub.real")
+        _symlink(outside, root / "sub", is_dir=True)
+        return real
+
+    monkeypatch.setattr(FileRoot, "resolve", resolve_then_swap)
+    return root
+
+
+@pytest.mark.parametrize("path", ["sub/deep/b.txt", "alias/b.txt"])
+@pytest.mark.parametrize("follow_links", [False, True])
+def test_a_directory_swapped_for_a_link_after_the_check_is_never_followed(
+    swapped_after_the_check, follow_links, path
+):
+    """read() opens the checked path from the root's directory one component at a time, none
+    followed if it is a link (dir_fd + O_NOFOLLOW): a parent directory replaced by a link to
+    outside the root between resolve() and the open is refused, with or without follow_links (a
+    link the root allows, ``alias -> sub/deep``, is read through its real path, checked the same)."""
+    root = swapped_after_the_check
+    _symlink(root / "sub" / "deep", root / "alias", is_dir=True)
+    fr = FileRoot(root, follow_links=follow_links)
+    if path == "alias/b.txt" and not follow_links:
+        with pytest.raises(PathOutsideRoot, match="symbolic link"):
+            fr.read(path)  # refused by the check itself: nothing swapped
+        return
+    with pytest.raises(PathOutsideRoot, match="changed as it was opened"):
+        fr.read(path)
+
+
+def test_a_file_root_server_answers_not_found_for_a_directory_swapped_after_the_check(
+    swapped_after_the_check,
+):
+    """The same race through resources/read: Resource not found, never the outside file."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, McpError, Server
+
+    server = Server("files")
+    server.add_file_root(str(swapped_after_the_check), uri_prefix="files://")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        with pytest.raises(McpError) as refused:
+            client.read_resource("files://sub/deep/b.txt")
+    assert refused.value.message == "Resource not found: files://sub/deep/b.txt"
+
+
 def test_root_given_through_symlink(tree, tmp_path):
     _symlink(tree, tmp_path / "link-to-root", is_dir=True)
     fr = FileRoot(tmp_path / "link-to-root")
