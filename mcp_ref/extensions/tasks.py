@@ -111,6 +111,10 @@ MAX_KEYS = 4096
 RECHECK = (
     1.0  #: seconds at most between a waiting handler's looks at its record (a lost bus message)
 )
+#: The characters of the task ids this server mints (``secrets.token_urlsafe``: 22 of them), and
+#: the longest id it looks up; any other ``taskId`` names no task and reaches no store.
+ID_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+MAX_ID_LENGTH = 64
 #: Seconds a task whose start could not be written waits before it is queued again (see
 #: :meth:`TaskStore.start_again`).
 START_AGAIN_SECONDS = 1.0
@@ -524,7 +528,7 @@ class TaskStore(TaskPool):
         self._forget_expired()
         ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms
         task = Task(
-            secrets.token_urlsafe(16),
+            secrets.token_urlsafe(16),  # of ID_ALPHABET: find() looks up no other id
             owner,
             ttl_ms,
             self.poll_interval_ms,
@@ -609,6 +613,10 @@ class TaskStore(TaskPool):
         another process runs is found too (a handle on its record)."""
         if not isinstance(task_id, str):
             raise InvalidParams("Invalid params: taskId must be a string")
+        if not 0 < len(task_id) <= MAX_ID_LENGTH or not ID_ALPHABET.issuperset(task_id):
+            # not an id this server mints: no task, as a nonexistent one (and never looked up: a
+            # shared store's keys are made of ids, "<id>:in" would name one of a task's own keys)
+            raise InvalidParams("Invalid params: no task with that taskId")
         self._forget_expired()
         record = self.records.get(task_id)
         if record is None:

@@ -215,11 +215,18 @@ def test_the_requested_ttl_is_capped_and_unknown_ids_are_invalid_params(legacy):
     assert create(client, "forever", ttl=10**12)["ttl"] == 3_600_000  # the store's ttl_ms
     assert create(client, "forever", ttl=1)["ttl"] == tasks_2025.MIN_TTL_MS
     assert create(client, "forever")["ttl"] == 3_600_000
-    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
-        assert (
-            code_of(lambda method=method: client.request(method, {"taskId": "no-such-task"}))
-            == -32602
-        )
+    # an id this server never mints (":in" would name a task's own key on Redis) is one that does
+    # not exist: -32602 too, before any store is asked
+    for task_id in ("no-such-task", "no-such-task:in", ""):
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            assert (
+                code_of(
+                    lambda method=method, task_id=task_id: client.request(
+                        method, {"taskId": task_id}
+                    )
+                )
+                == -32602
+            )
 
 
 def test_a_tool_error_fails_the_task_and_tasks_result_returns_it(legacy):

@@ -227,6 +227,57 @@ def test_every_task_key_expires_after_the_last_record_it_may_name(connection):
     )  # expires again
 
 
+@pytest.mark.parametrize("part", [":in", ":out"])
+def test_the_key_of_a_tasks_part_is_no_task_id(connection, part):
+    """``ns:task:<id>:in`` / ``:out`` are a task's asks and answers: an id naming them is not in the
+    index, so no operation reads, changes or deletes them as a record."""
+    records = RedisTaskRecords(connection)
+    create(records, "t")
+    records.put_inputs("t", {"a": {"method": "roots/list"}})
+    records.put_responses("t", {"a": {"roots": []}})
+    records.put_inputs("t", {"b": {"method": "roots/list"}})
+    before = records.get("t")
+    named = "t" + part
+    assert records.get(named) is None
+    assert records.transition(named, {"status": "cancelled"}) is None
+    assert records.put_responses(named, {"b": {"roots": []}}) == []
+    assert records.take_responses(named, ["a"]) == {}
+    assert not records.renew_lease(named, 30.0) and not records.delete(named)
+    records.withdraw_inputs(named, ["b"])
+    assert records.get("t") == before
+    assert before["inputRequests"] == {"b": {"method": "roots/list"}}
+    assert before["inputResponses"] == {"a": {"roots": []}}
+
+
+def test_a_task_id_naming_a_tasks_own_key_is_a_nonexistent_task(redis_url):
+    """SEP-2663 §Protocol Errors: "Invalid or nonexistent taskId: -32602".  An id the server never
+    mints ("<id>:in", the key of a waiting task's asks) is refused as one that does not exist,
+    before any store is asked: never -32603 with a traceback in the log, and no other principal
+    learns that a task is waiting for input."""
+    server = Server("tasks")
+    connection = Connection(redis_url)
+    server.tasks = TaskStore(records=RedisTaskRecords(connection), poll_interval_ms=10)
+    try:
+        task = server.tasks.create(None)
+        server.tasks.records.put_inputs(task.id, {"a": {"method": "roots/list"}})
+        with Client.in_memory(server, timeout=WAIT) as client:
+            for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+                for named in (task.id + ":in", task.id + ":out", "", "x" * 65, "é"):
+                    params = {"taskId": named, "inputResponses": {}}
+                    with pytest.raises(McpError) as refused:
+                        client.connection.request(method, params, declares=TASKS)
+                    assert refused.value.code == -32602, (method, named, refused.value)
+                    assert refused.value.message == "Invalid params: no task with that taskId"
+            waiting = client.get_task(task.id)
+        assert waiting["status"] == "input_required" and list(waiting["inputRequests"]) == ["a"]
+    finally:
+        server.tasks.cancel_all()  # its lease is renewed no longer: the thread renewing it ends
+        renewing = server.tasks._leases
+        if renewing is not None:
+            renewing.join(WAIT)
+        connection.close()
+
+
 def test_a_lease_that_runs_out_reads_as_failed_and_frees_its_callers_place(connection):
     clock = Clock()
     records = RedisTaskRecords(connection, clock=clock)

@@ -354,9 +354,11 @@ local function indexed(t, was)
   end
 end
 
--- the record exists and has not expired; a running one whose lease ran out has failed
+-- the record exists and has not expired; a running one whose lease ran out has failed.  Only an
+-- id the index names is a task: another ("<id>:in") would name one of a task's own keys
 local function live(t)
   local r = P .. 'task:' .. t
+  if not redis.call('ZSCORE', ALL, t) then return false end
   local ends = redis.call('ZSCORE', EXP, t)
   if (ends and now >= tonumber(ends)) or redis.call('EXISTS', r) == 0 then
     drop(t)
@@ -512,7 +514,7 @@ elseif op == 'take_responses' then
   end
   return got
 elseif op == 'delete' then
-  if drop(id) then return 1 end
+  if redis.call('ZSCORE', ALL, id) and drop(id) then return 1 end
   return 0
 elseif op == 'sweep' then
   return sweep()
