@@ -327,7 +327,8 @@ def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
         limits=ConnectionLimits(max_connections=SLOTS),
         **options,
     )
-    tokens.audience = ("http://127.0.0.1/mcp",)  # the resource as raw_http's Host names it
+    # the resource: the name raw_http's Host gives, and the port the server listens on
+    tokens.audience = (f"http://127.0.0.1:{srv.port}/mcp",)
     greedy = {"source": "127.0.0.1", "token": "alice-token" if by == "principal" else None}
     other = {
         "source": "127.0.0.1" if by == "principal" else "127.0.0.2",
