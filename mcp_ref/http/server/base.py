@@ -8,6 +8,7 @@ of this process, the long-lived streams each client holds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -553,10 +554,24 @@ class HttpAppBase:
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
-        """Idle too long, and no client listening on its stream (a session of the table has one)."""
+        """Idle too long, with no client listening on its stream (a session of the table has one)
+        and no request in progress: a session whose request runs is in use, and its answer must
+        reach the POST (2025-11-25 basic/transports §Sending Messages: to a request the server
+        "MUST either return Content-Type: text/event-stream ... or Content-Type:
+        application/json"), so it is seen now instead."""
+        session_id = cast(str, session.id)
+        if session.serving:
+            self.session_table.touch(session_id)
+            return False
         return cast(Stream, session.standalone).consumer is None and self.session_table.is_expired(
-            cast(str, session.id)
+            session_id
         )
+
+    def answered(self, session_id: str) -> None:
+        """A request of session ``session_id`` was answered now: it is idle from here, not from
+        when the request came (a shared table out of reach: its expiry stands)."""
+        with contextlib.suppress(ConnectionError):
+            self.session_table.touch(session_id)
 
     def _make_room(self, session_id: str) -> None:
         """Room for one more session, held for ``session_id``: when the table is full, the oldest
@@ -583,6 +598,9 @@ class HttpAppBase:
         self._last_sweep = now
         # a shared table hands each expired id to one worker, which tells the others
         if self.shared:
+            for held in self.shared_held():
+                if held.serving:  # in use here: not idle, whatever the table's clock says
+                    table_call(self.session_table.touch, cast(str, held.id))
             for session_id in table_call(self.session_table.expired):
                 self._ended_elsewhere_too(session_id)
             self._reconcile()
@@ -632,9 +650,10 @@ class HttpAppBase:
                 del self.sessions[session.id]
         if session.shared:
             self.shared_sessions.homes.let_go(session, for_good=for_good)
+        # its requests in progress answered first (SESSION_ENDED), then their handlers cancelled
+        session.close()
         if session.connection is not None:
             session.connection.close()
-        session.close()
 
     def end_session(self, session_id: str) -> bool:
         """End session ``session_id`` now, as if it had expired: the client's next request gets 404

@@ -14,7 +14,8 @@ import logging
 import threading
 from typing import Any, Protocol, cast
 
-from ...jsonrpc import ErrorResponse, Response
+from ...errors import SERVER_BUSY
+from ...jsonrpc import ErrorResponse, Message, Response, serialize
 from ...session import Transport
 from .events import EventStore
 from .host import Connection
@@ -23,6 +24,16 @@ from .status import BadRequest, modern_status
 from .streams import END, Stream
 
 log = logging.getLogger(__name__)
+
+#: The answer to a request whose session ended while it ran (deleted, expired, the server shutting
+#: down).  2025-11-25 basic/transports §Sending Messages: "If the input is a JSON-RPC request, the
+#: server MUST either return Content-Type: text/event-stream ... or Content-Type:
+#: application/json": a POSTed request is answered, never with 202 and no body.  -32000: JSON-RPC
+#: 2.0 §5.1 "Reserved for implementation-defined server-errors" (the SDKs' "Connection closed").
+SESSION_ENDED = {
+    "code": SERVER_BUSY,
+    "message": "Session ended before this request was answered: start a new session with initialize",
+}
 
 
 class SessionOwner(Protocol):
@@ -39,6 +50,9 @@ class SessionOwner(Protocol):
 
     def end_session(self, session_id: str) -> bool:
         """End a session now (its client's next request gets 404)."""
+
+    def answered(self, session_id: str) -> None:
+        """A request of the session was answered now: it is idle from here (the table is touched)."""
 
 
 class HttpSession(Transport):
@@ -117,11 +131,16 @@ class HttpSession(Transport):
             elif stream is not None and stream.answers is not None and self.app.json_response:
                 # JSON-only replies: what is not the answer goes to the standalone stream
                 stream = None
+        if end and self.id is not None:
+            self.app.answered(self.id)  # idle from its last answer, however long the request ran
         if stream is None:
             if answers is not None and self.kind != "legacy":
                 # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
                 # [GET] stream unless resuming a stream associated with a previous client request".
-                log.warning("dropped an answer whose request has no open stream (ids %s)", answers)
+                # (A session that has ended answered its requests already: SESSION_ENDED.)
+                (log.debug if self.closed else log.warning)(
+                    "dropped an answer whose request has no open stream (ids %s)", answers
+                )
                 return
             if self.kind == "stateless":
                 log.debug("stateless mode: dropped a message that belongs to no request")
@@ -242,13 +261,27 @@ class HttpSession(Transport):
         """Never called: the WSGI application feeds the session."""
         raise RuntimeError("HTTP sessions are fed by the WSGI application, not read")
 
+    @property
+    def serving(self) -> bool:
+        """True while a request POSTed on the session is in progress (its answer not yet sent): the
+        session is in use, never idle (``HttpAppBase._expired``)."""
+        with self.lock:
+            return bool(self.by_request)
+
     def close(self) -> None:
-        """End every stream; the session is gone."""
+        """End every stream; the session is gone.  A request still in progress is answered with
+        :data:`SESSION_ENDED` (its handler is cancelled by the connection's close)."""
         with self.lock:
             if self.closed:
                 return
             self.closed = True
             streams = list(self.by_id.values())
+            unanswered: dict[Stream, list] = {}
+            for request_id, stream in self.by_request.items():
+                unanswered.setdefault(stream, []).append(request_id)
+            self.by_request.clear()
+        for stream, request_ids in unanswered.items():
+            self._answer_ended(stream, request_ids)
         for stream in streams:
             stream.end()
             if self.shared and stream is not self.standalone:
@@ -261,15 +294,29 @@ class HttpSession(Transport):
         elif self.id is not None:
             self.app.event_store.forget(self.id)
 
+    def _answer_ended(self, stream: Stream, request_ids: list) -> None:
+        """Answer ``request_ids`` (the rest of ``stream``'s) with :data:`SESSION_ENDED`, on the
+        POST's own response (or queued for a resuming GET), and end the stream."""
+        errors: list[Message] = [
+            ErrorResponse(request_id, SESSION_ENDED) for request_id in request_ids
+        ]
+        data = serialize(errors if stream.batch else errors[0])
+        direct = stream.direct
+        if direct is not None and direct.send(data, True):
+            return
+        stream.put(data, end=True)
+
     # streams
 
-    def open_stream(self, request_ids: list) -> Stream:
-        """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
+    def open_stream(self, request_ids: list, *, batch: bool = False) -> Stream:
+        """A stream for the answers to ``request_ids`` (registered before they are dispatched;
+        ``batch``: they came in one JSON-RPC batch, answered as one array)."""
         stream = Stream(
             f"p{next(self._numbers)}{self._suffix}",
             answers=request_ids,
             limit=self.app.stream_backlog,
         )
+        stream.batch = batch
         with self.lock:
             if any(request_id in self.by_request for request_id in request_ids):
                 # basic §Requests: an id "MUST NOT have been previously used by the requestor

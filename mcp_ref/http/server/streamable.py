@@ -67,7 +67,7 @@ class StreamableHttp:
             app.finish_transient(session)
             raise
         try:
-            stream = session.open_stream(request_ids)
+            stream = session.open_stream(request_ids, batch=isinstance(message, list))
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
             connection.withdraw_admission(request_ids[0])
             raise

@@ -54,6 +54,8 @@ class Stream:
     status = "200 OK"
     #: Shared sessions: its end is in the event store (HttpSession.mark_end).
     end_stored = False
+    #: Its requests came in one JSON-RPC batch (their answer is one array).
+    batch = False
 
     def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
         self.id = stream_id
