@@ -104,7 +104,8 @@ def test_concurrent_initializes_admit_exactly_max_sessions(serve, where, request
     else:
         table = DecidedFirst(MemorySessionTable(max_sessions=CAP), RUSH)
         options = {"session_table": table}
-    srv = serve(server, max_sessions=CAP, **options)
+    # one address: every initialize is one client's (max_sessions_per_client=None: the table's cap)
+    srv = serve(server, max_sessions=CAP, max_sessions_per_client=None, **options)
     assert srv.app.shared is (where == "redis")
     answers = initialize_at_once(srv.mcp, RUSH)
     admitted = [answer for answer in answers if answer.status_code == 200]

@@ -193,14 +193,14 @@ def test_unknown_or_missing_session_id(serve, legacy_raw):
 
 
 def test_legacy_sessions_count_towards_the_cap(serve, legacy_raw):
-    srv = serve(max_sessions=1)
+    srv = serve(max_sessions=1, max_sessions_per_client=None)  # one address: the table's cap
     legacy_raw(srv.url).initialize("2024-11-05")  # established: it keeps its place
     response = requests.get(srv.sse, headers={"Accept": "text/event-stream"}, timeout=TIMEOUT)
     assert response.status_code == 503 and not error_body_errors(response.json())
 
 
 def test_a_legacy_session_that_never_posted_makes_room(serve, legacy_raw):
-    srv = serve(max_sessions=1)
+    srv = serve(max_sessions=1, max_sessions_per_client=None)  # one address: the table's cap
     idle = legacy_raw(srv.url)  # opened its stream, never sent a message
     newcomer = legacy_raw(srv.url)
     newcomer.initialize("2024-11-05")

@@ -5,21 +5,30 @@ bounded, so that other clients keep being served.  Real servers on 127.0.0.1, ra
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 
 import pytest
 from conftest import WAIT
 from http_fixtures import (
+    ACCEPT_BOTH,
+    JSON_CT,
     RawSession,
+    init_params,
+    notification,
     raw_session,  # noqa: F401 - fixture
+    request,
     serve,  # noqa: F401 - fixture
 )
-from test_hardening_streams import streams_server
+from policy_tokens import Tokens
+from test_hardening_streams import FREED_WITHIN, Raw, raw_http, streams_server, wait_until
 from test_http_server import tool
 from test_http_state import Clock
 
+from mcp_ref import Server
 from mcp_ref.http.server import MemorySessionTable
+from mcp_ref.oauth.resource import ProtectedResource
 
 
 def run_sweep_now(app) -> None:
@@ -106,3 +115,226 @@ def test_a_session_deleted_under_a_running_request_answers_it_with_an_error(
     assert answer["error"]["message"].startswith("Session ended before this request was answered")
     assert events["cancelled"].acquire(timeout=WAIT)
     assert session.call("ping")[1].status_code == 404
+
+
+# -- one client's sessions --------------------------------------------------------------------------
+
+
+class Caller:
+    """One client as the server tells clients apart: an address (``source``), or a bearer token."""
+
+    def __init__(self, port: int, source: str = "127.0.0.1", token: str | None = None):
+        self.port, self.source, self.token = port, source, token
+
+    def post(self, message, session_id: str | None = None, version: str = "2025-11-25", read=True):
+        """POST ``message`` on a connection of its own: its response (``read=False``: the socket)."""
+        headers = {"Content-Type": JSON_CT, "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": version}
+        if session_id is not None:
+            headers["Mcp-Session-Id"] = session_id
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        body = json.dumps(message).encode()
+        return raw_http(
+            self.port, "POST", "/mcp", headers, body, source=self.source, keep=False, read=read
+        )
+
+    def initialize(self, version: str = "2025-11-25") -> tuple[Raw, dict]:
+        """An ``initialize`` (and, when it succeeds, ``notifications/initialized``): its response
+        and body."""
+        raw = self.post(request("initialize", init_params(version)), version=version)
+        body = json.loads(raw.body())
+        raw.drop()
+        if raw.status == 200:
+            session_id = raw.headers["mcp-session-id"]
+            note = self.post(notification("notifications/initialized"), session_id, version)
+            assert note.status == 202
+            note.drop()
+        return raw, body
+
+    def session(self, version: str = "2025-11-25") -> str:
+        """A new established session's id."""
+        raw, body = self.initialize(version)
+        assert raw.status == 200, body
+        return raw.headers["mcp-session-id"]
+
+    def ping(self, session_id: str) -> int:
+        """The status of a ping on ``session_id``."""
+        raw = self.post(request("ping", None, 7), session_id)
+        status = raw.status
+        raw.drop()
+        return status
+
+
+def two_clients(srv, by: str, tokens: Tokens) -> tuple[Caller, Caller]:
+    """Two clients of ``srv``: two addresses, or two principals at one address."""
+    if by == "address":
+        return Caller(srv.port, "127.0.0.1"), Caller(srv.port, "127.0.0.2")
+    tokens.audience = ("http://127.0.0.1/mcp",)  # the resource as raw_http's Host names it
+    return Caller(srv.port, token="alice-token"), Caller(srv.port, token="bob-token")
+
+
+def auth_options(by: str, tokens: Tokens) -> dict:
+    return {"auth": ProtectedResource(tokens, ["https://as.example"])} if by == "principal" else {}
+
+
+@pytest.mark.parametrize("by", ["address", "principal"])
+def test_one_client_cannot_fill_the_session_table_its_oldest_idle_session_makes_room(serve, by):
+    """max_sessions=20: a client may hold a tenth, 2 (max_sessions_per_client's default share).
+    One that makes more ends its own least recently used idle session, whose next request gets
+    404 (basic/transports §Session Management: the client then "MUST start a new session");
+    another client's initialize is never refused.  (It used to get 503 for session_idle_timeout.)"""
+    tokens = Tokens()
+    srv = serve(Server("sessions"), max_sessions=20, **auth_options(by, tokens))
+    greedy, other = two_clients(srv, by, tokens)
+    first, second = greedy.session(), greedy.session()
+    assert greedy.ping(first) == 200  # first used more recently than second
+    made = [greedy.session() for _ in range(20)]  # more than max_sessions, one after another
+    assert greedy.ping(second) == 404 and greedy.ping(first) == 404
+    assert [greedy.ping(session_id) for session_id in made[-2:]] == [200, 200]
+    assert len(srv.app.sessions) == 2
+    assert other.ping(other.session()) == 200  # another client is served
+
+
+def test_a_client_whose_sessions_are_all_in_use_gets_429(serve):
+    """A session with a request in progress is not idle: when each of a client's sessions is in
+    use, its new one is refused with 429 and Retry-After, -32005 with data.limit."""
+    events: dict = {}
+    srv = serve(streams_server(events), max_sessions=20)  # 2 a client
+    client = Caller(srv.port)
+    sessions = [client.session(), client.session()]
+    holds = [client.post(request("tools/call", tool("hold"), 9), s, read=False) for s in sessions]
+    for _ in holds:
+        assert events["started"].acquire(timeout=WAIT)
+    raw, body = client.initialize()
+    assert raw.status == 429 and raw.headers["retry-after"] == "5"
+    assert body["error"]["code"] == -32005 and body["error"]["data"] == {"limit": 2}
+    assert body["error"]["message"].startswith("Too many sessions: one client may hold 2")
+    assert Caller(srv.port, "127.0.0.2").session()  # another client is served
+    events["release"].set()
+    for sock in holds:
+        hold = Raw(sock)
+        assert hold.status == 200 and json.loads(hold.body())["result"]
+        hold.drop()
+    assert client.session()  # once idle, the least recently used makes room
+    assert [client.ping(s) for s in sessions] == [404, 200]
+
+
+@pytest.mark.parametrize("setting, error", [(0, ValueError), (1.5, ValueError), ("all", TypeError)])
+@pytest.mark.parametrize("name", ["max_sessions_per_client", "max_handlers_per_client"])
+def test_a_meaningless_client_cap_is_refused_at_once(name, setting, error):
+    with pytest.raises(error, match=name):
+        Server("caps").wsgi_app(**{name: setting})
+
+
+# -- one client's share of the handler pool ---------------------------------------------------------
+
+
+class LegacyOn:
+    """A raw 2024-11-05 session from ``source``: its GET stream and the endpoint to POST to."""
+
+    def __init__(self, port: int, source: str):
+        self.port, self.source = port, source
+        self.stream = raw_http(port, "GET", "/sse", {"Accept": "text/event-stream"}, source=source)
+        assert self.stream.status == 200
+        endpoint = self.stream.event()
+        assert endpoint is not None and endpoint["event"] == "endpoint"
+        self.endpoint = endpoint["data"]
+        self.post(request("initialize", init_params("2024-11-05"), "init"))
+        assert self.stream.message()["id"] == "init"
+        self.post(notification("notifications/initialized"))
+
+    def post(self, message) -> None:
+        headers = {"Content-Type": JSON_CT}
+        body = json.dumps(message).encode()
+        raw = raw_http(self.port, "POST", self.endpoint, headers, body, source=self.source)
+        assert raw.status == 202, raw.status
+        raw.drop()
+
+
+def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve):
+    """handler_threads=8: a client may have a quarter, 2, running or waiting (the default
+    max_handlers_per_client).  A 2024-11-05 client's POSTs are answered 202 at once, so it could
+    queue any number of slow calls: each past its share is answered -32000 Server busy on its
+    stream, and another client's call is served at once (it used to wait behind them)."""
+    events: dict = {}
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, handler_threads=8)
+    greedy, other = LegacyOn(srv.port, "127.0.0.1"), LegacyOn(srv.port, "127.0.0.2")
+    for n in range(10):
+        greedy.post(request("tools/call", tool("hold"), n))
+    for _ in range(2):
+        assert events["started"].acquire(timeout=WAIT)
+    refused = [greedy.stream.message() for _ in range(8)]
+    assert sorted(m["id"] for m in refused) == list(range(2, 10))
+    for message in refused:
+        assert message["error"]["code"] == -32000 and message["error"]["data"] == {"limit": 2}
+    assert srv.app.handlers_held("http-client:127.0.0.1") == 2
+    other.post(request("tools/call", tool("echo", {"text": "served"}), "e"))
+    answer = other.stream.message()
+    assert answer["id"] == "e" and answer["result"]["content"][0]["text"] == "served"
+    events["release"].set()
+    assert sorted(greedy.stream.message()["id"] for _ in range(2)) == [0, 1]
+    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+    greedy.post(request("tools/call", tool("echo", {"text": "again"}), "g"))
+    assert greedy.stream.message()["result"]["content"][0]["text"] == "again"
+    greedy.stream.drop()
+    other.stream.drop()
+
+
+def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_array(serve):
+    """2025-03-26 batches run on the shared pool: those of its requests past the client's share
+    (2: handler_threads=8) are answered -32000 in the batch's one array; ping is answered at
+    once, never queued, so it takes no place."""
+    srv = serve(handler_threads=8)
+    client = Caller(srv.port)
+    session_id = client.session("2025-03-26")
+    batch = [request("tools/call", tool("echo", {"text": str(n)}), n) for n in range(1, 4)]
+    batch.append(request("ping", None, 4))
+    raw = client.post(batch, session_id, "2025-03-26")
+    assert raw.status == 200
+    answers = {answer["id"]: answer for answer in json.loads(raw.body())}
+    raw.drop()
+    assert sorted(answers) == [1, 2, 3, 4]
+    assert [answers[n]["result"]["content"][0]["text"] for n in (1, 2)] == ["1", "2"]
+    assert answers[3]["error"]["code"] == -32000 and answers[3]["error"]["data"] == {"limit": 2}
+    assert answers[4]["result"] == {}
+    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+
+
+def test_a_request_past_the_share_without_inline_handlers_is_answered_server_busy(serve):
+    """inline_handlers=False: every request runs on the shared pool; one past its client's share
+    is answered at once with -32000 (JSON), while another client is served."""
+    events: dict = {}
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, handler_threads=8, inline_handlers=False)
+    client, other = Caller(srv.port), Caller(srv.port, "127.0.0.2")
+    session_id = client.session()
+    holds = [
+        client.post(request("tools/call", tool("hold"), n), session_id, read=False) for n in (1, 2)
+    ]
+    for _ in holds:
+        assert events["started"].acquire(timeout=WAIT)
+    raw = client.post(request("tools/call", tool("echo", {"text": "x"}), 3), session_id)
+    busy = json.loads(raw.body())
+    raw.drop()
+    assert raw.status == 200 and busy["id"] == 3 and busy["error"]["code"] == -32000
+    served = other.post(request("tools/call", tool("echo", {"text": "y"}), 4), other.session())
+    assert json.loads(served.body())["result"]["content"][0]["text"] == "y"
+    served.drop()
+    events["release"].set()
+    for sock in holds:
+        hold = Raw(sock)
+        assert hold.status == 200
+        hold.drop()

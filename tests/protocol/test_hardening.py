@@ -551,7 +551,7 @@ def test_a_flood_of_bare_initializes_cannot_lock_out_a_real_client(serve, raw_se
     import requests
     from http_fixtures import init_params
 
-    srv = serve(max_sessions=10)
+    srv = serve(max_sessions=10, max_sessions_per_client=None)  # one address: the table's cap
     established = raw_session(srv.mcp)
     established.initialize()  # comes back after initialize: it keeps its place
     headers = {"Accept": "application/json, text/event-stream"}
@@ -568,7 +568,7 @@ def test_a_flood_of_bare_initializes_cannot_lock_out_a_real_client(serve, raw_se
 
 
 def test_when_every_session_is_established_a_newcomer_gets_503(serve, raw_session):
-    srv = serve(max_sessions=2)
+    srv = serve(max_sessions=2, max_sessions_per_client=None)  # one address: the table's cap
     for session in (raw_session(srv.mcp), raw_session(srv.mcp)):
         session.initialize()
     response = raw_session(srv.mcp).post(

@@ -28,7 +28,10 @@ class McpWsgiApp(HttpAppBase):
     ``allowed_hosts`` / ``allowed_origins`` (DNS-rebinding protection; ``["*"]``
     allows any), ``max_body_size``, ``session_idle_timeout`` (seconds),
     ``max_sessions`` (when full, the oldest session that never came back after
-    ``initialize`` makes room; if every session did, 503), ``handshake_timeout``
+    ``initialize`` makes room; if every session did, 503), ``max_sessions_per_client``
+    (sessions one client may hold, per principal with a token, else per address: an int, or a
+    float share of ``max_sessions``, a tenth by default; past it the client's least recently
+    used idle session is ended, or, every one in use, 429; None: no cap), ``handshake_timeout``
     (seconds a session that never came back after ``initialize`` is kept),
     ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
     (seconds between comment lines on idle streams), ``standalone_backlog`` and
@@ -39,6 +42,9 @@ class McpWsgiApp(HttpAppBase):
     then ``Context.close_sse_stream()`` ends the HTTP response at once),
     ``handler_threads`` (the one pool, shared by every session, for handlers not
     run inline: batches, the legacy transport, ``inline_handlers=False``),
+    ``max_handlers_per_client`` (handlers one client may have queued or running on that pool: an
+    int, or a float share of ``handler_threads``, a quarter by default; a request past it is
+    answered -32000 Server busy; None: no cap),
     ``max_streams_per_client`` (long-lived streams, ``subscriptions/listen`` POSTs and GET
     streams, one client may hold open at once: per principal with a token, else per
     address; past it 429 with ``Retry-After``; None: no cap), ``max_requests_per_client``

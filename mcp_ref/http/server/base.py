@@ -20,8 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from ... import jsonrpc
-from ...errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
-from ...lifecycle import SUPPORTED_VERSIONS
+from ...errors import (
+    LIMIT_EXCEEDED,
+    PARSE_ERROR,
+    SERVER_BUSY,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+)
+from ...jsonrpc import ErrorResponse
+from ...lifecycle import SUPPORTED_VERSIONS, answered_at_once
 from ...server.principal import principal_id_of
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
@@ -32,11 +40,15 @@ from .replies import VERDICTS_KEPT, on_client_gone
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
 from .shares import (
+    DEFAULT_HANDLER_SHARE,
     DEFAULT_REQUEST_SHARE,
+    DEFAULT_SESSION_SHARE,
     IN_FLIGHT_KEY,
     ClientCounts,
     ClientStreams,
-    check_request_setting,
+    CountedPool,
+    cap_of,
+    check_share_setting,
     client_of,
     once,
     peer_of,
@@ -51,6 +63,7 @@ from .status import (
     NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
+    TooManyRequests,
     UnsupportedMediaType,
 )
 from .streams import Stream
@@ -135,6 +148,7 @@ class HttpAppBase:
         max_body_size: int = 4 * 1024 * 1024,
         session_idle_timeout: float = 30 * 60,
         max_sessions: int = 1000,
+        max_sessions_per_client: int | float | None = DEFAULT_SESSION_SHARE,
         handshake_timeout: float = 30.0,
         retry_ms: int = 1000,
         keepalive: float = 15.0,
@@ -142,6 +156,7 @@ class HttpAppBase:
         stream_backlog: int = 1000,
         inline_handlers: bool = True,
         handler_threads: int = 64,
+        max_handlers_per_client: int | float | None = DEFAULT_HANDLER_SHARE,
         max_streams_per_client: int | None = 32,
         max_requests_per_client: int | float | None = DEFAULT_REQUEST_SHARE,
         max_streams: int | None = None,
@@ -192,9 +207,20 @@ class HttpAppBase:
         self._streams = ClientStreams(self)
         #: POSTs one client may have in flight at once (:mod:`.shares`): an int, a float share of
         #: the WSGI server's slots (a quarter by default), or None; past it, 429 (``hold_request``).
-        check_request_setting(max_requests_per_client)
+        check_share_setting(max_requests_per_client)
         self.max_requests_per_client = max_requests_per_client
         self._requests = ClientCounts()
+        #: Sessions one client may hold in this process (:meth:`_hold_client_session`): an int, or a
+        #: float share of ``max_sessions`` (a tenth by default); None: no cap.
+        check_share_setting(max_sessions_per_client, "max_sessions_per_client", "max_sessions")
+        self.max_sessions_per_client = cap_of(max_sessions_per_client, max_sessions)
+        self._client_sessions = ClientCounts()
+        #: Handlers one client may have queued or running on the shared pool at once
+        #: (:meth:`share_handlers`): an int, or a float share of ``handler_threads`` (a quarter by
+        #: default); None: no cap.
+        check_share_setting(max_handlers_per_client, "max_handlers_per_client", "handler_threads")
+        self.max_handlers_per_client = cap_of(max_handlers_per_client, handler_threads)
+        self._handlers = ClientCounts()
         #: Long-lived streams of every client together: at most ``max_streams``, else half the WSGI
         #: worker's threads when they are known (``worker_threads``, or gunicorn's hooks); past it,
         #: 503 (:mod:`.worker_threads`).
@@ -381,17 +407,18 @@ class HttpAppBase:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def new_connection(self, transport: Any, name: str) -> Connection:
-        """A connection of the server served on ``transport``, its handlers on the shared pool (shared
-        sessions: its requests to the client numbered ``<worker>-<n>``, unique across workers)."""
+    def new_connection(self, transport: Any, name: str, client: str | None = None) -> Connection:
+        """A connection of the server served on ``transport``, its handlers on the shared pool,
+        counted as ``client``'s (``max_handlers_per_client``; shared sessions: its requests to the
+        client numbered ``<worker>-<n>``, unique across workers)."""
         shared = isinstance(transport, HttpSession) and transport.shared
         options = {"ids": self.shared_sessions.request_ids()} if shared else {}
         # a WSGI app has no start: its first connection enters the lifespan, which the app holds as
         # serving does until close() (mcp_ref.server.lifespan)
         self.server.enter_lifespan()
-        connection = self.server.new_connection(
-            transport, executor=self.handler_pool(), name=name, **options
-        )
+        pool = self.handler_pool()
+        executor = pool if client is None else CountedPool(pool, self._handlers, client)
+        connection = self.server.new_connection(transport, executor=executor, name=name, **options)
         return cast(Connection, connection)
 
     def live_session(self, session_id: str) -> HttpSession | None:
@@ -429,6 +456,7 @@ class HttpAppBase:
         self.check_principal(session, environ)
         # seen now, and established: it came back after initialize
         self.session_table.touch(session_id)
+        session.last_used = time.monotonic()
         return self._same_version(environ, session)
 
     def _shared_session_for(
@@ -447,6 +475,7 @@ class HttpAppBase:
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
+        session.last_used = time.monotonic()
         # its home gone? then this worker sends its change notifications
         self.shared_sessions.homes.claim(session)
         return self._same_version(environ, session)
@@ -478,12 +507,70 @@ class HttpAppBase:
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
         session_id = secrets.token_urlsafe(24)
-        self._make_room(session_id)
+        client_place = self._hold_client_session(client_of(environ))
         try:
-            return self.bound_session(environ, session_id, kind, f"{name}-{session_id[:8]}")
+            self._make_room(session_id)
         except BaseException:
+            client_place()
+            raise
+        try:
+            session = self.bound_session(environ, session_id, kind, f"{name}-{session_id[:8]}")
+        except BaseException:
+            client_place()
             self._let_place_go(session_id)
             raise
+        session.client_place = client_place
+        return session
+
+    def _hold_client_session(self, client: str) -> Callable[[], None]:
+        """A place among ``client``'s sessions (``max_sessions_per_client``), and its release.
+
+        When the client holds as many as it may, its least recently used idle session (no request
+        in progress, no client on its GET stream) is ended to make room: its client's next request
+        on it gets 404, on which the client "MUST start a new session by sending a new
+        InitializeRequest" (2025-11-25 basic/transports §Session Management), so a client that
+        never DELETEs its sessions (most, when they exit or crash) is not locked out by its own
+        leftovers, and never locks out others.  When every one of them is in use, 429 Too Many
+        Requests (RFC 6585 §4: this client's excess, not the server's) with ``Retry-After``."""
+        cap = self.max_sessions_per_client
+        release = self._client_sessions.hold(client, cap)
+        if release is None:
+            victim = self._idlest_session_of(client)
+            if victim is not None:
+                log.info("a client holds %d sessions: ended its least recently used idle one", cap)
+                self.end(victim)
+                release = self._client_sessions.hold(client, cap)
+        if release is None:
+            raise TooManyRequests(
+                f"Too many sessions: one client may hold {cap} on this server, and each of them is "
+                "in use; end one (DELETE) or retry later",
+                LIMIT_EXCEEDED,
+                headers=[("Retry-After", "5")],
+                data={"limit": cap},
+            )
+        return release
+
+    @staticmethod
+    def _free_client_place(session: HttpSession) -> None:
+        """``session`` no longer counts among its client's (it ends, or never began)."""
+        if session.client_place is not None:
+            session.client_place()
+
+    def _idlest_session_of(self, client: str) -> HttpSession | None:
+        """``client``'s session made here that was used least recently and is idle now (no request
+        in progress, no client on its GET stream; a legacy session is its stream), or None."""
+        with self._sessions_lock:
+            held = [
+                session
+                for session in self.sessions.values()
+                if session.client == client and session.client_place is not None
+            ]
+        idle = [
+            session
+            for session in held
+            if not session.serving and cast(Stream, session.standalone).consumer is None
+        ]
+        return min(idle, key=lambda session: session.last_used, default=None)
 
     def bound_session(
         self, environ: dict, session_id: str | None, kind: str, name: str
@@ -491,7 +578,8 @@ class HttpAppBase:
         """A session of ``kind`` (``session_id`` None: one request's, no session the client names),
         its connection made (named ``name``) and bound to the caller of ``environ`` (:meth:`bind`)."""
         session = HttpSession(self, session_id, kind=kind)
-        session.connection = self.new_connection(session, name)
+        session.client = client_of(environ)  # its handlers' share of the pool, its sessions'
+        session.connection = self.new_connection(session, name, session.client)
         self.bind(session, environ)
         return session
 
@@ -517,6 +605,7 @@ class HttpAppBase:
         failed, or an error came first): its connection closed, its place in the table free."""
         if session.connection is not None:
             session.connection.close()
+        self._free_client_place(session)
         self._let_place_go(cast(str, session.id))
 
     def _let_place_go(self, session_id: str) -> None:
@@ -650,6 +739,7 @@ class HttpAppBase:
                 del self.sessions[session.id]
         if session.shared:
             self.shared_sessions.homes.let_go(session, for_good=for_good)
+        self._free_client_place(session)  # its client may make another
         # its requests in progress answered first (SESSION_ENDED), then their handlers cancelled
         session.close()
         if session.connection is not None:
@@ -725,6 +815,42 @@ class HttpAppBase:
             raise too_many_requests(cast(int, cap))
         environ[IN_FLIGHT_KEY] = release
         return release
+
+    def share_handlers(
+        self, session: HttpSession, items: list
+    ) -> tuple[list, list, Callable[[], None]]:
+        """The ``items`` of one POST whose handlers go to the shared pool (a 2024-11-05 message,
+        a batch, ``inline_handlers=False``), within their client's ``max_handlers_per_client``:
+        ``(kept, refused, release)``.  The requests past the cap are left out of ``kept`` (their
+        answers, ``refused``: -32000 Server busy with ``data.limit``), so that one client cannot
+        queue unbounded work on the pool every client's handlers run on.  Their places are held
+        until ``release()``, called once the kept items are dispatched (each job then counts
+        itself until it ends: ``shares.CountedPool``)."""
+        pooled = [
+            item
+            for item in items
+            if isinstance(item, jsonrpc.Request) and not answered_at_once(item.method, item.params)
+        ]
+        cap = self.max_handlers_per_client
+        client = cast(str, session.client)  # every session is bound to its client
+        taken, release = self._handlers.hold_some(client, len(pooled), cap)
+        refused = pooled[taken:]
+        if not refused:
+            return items, [], release
+        log.debug("a client is over its share of the handler pool (%s): -32000", cap)
+        busy = {
+            "code": SERVER_BUSY,
+            "message": f"Server busy: one client may have {cap} requests running or waiting on "
+            "this server at once; retry when some have finished",
+            "data": {"limit": cap},
+        }
+        left_out = {id(item) for item in refused}
+        kept = [item for item in items if id(item) not in left_out]
+        return kept, [ErrorResponse(item.id, busy) for item in refused], release
+
+    def handlers_held(self, client: str | None = None) -> int:
+        """How many handlers ``client`` has queued or running on the shared pool (None: every client's)."""
+        return self._handlers.held(client)
 
     def requests_in_flight(self, client: str | None = None) -> int:
         """How many POSTs ``client`` has in flight (None: every client's)."""

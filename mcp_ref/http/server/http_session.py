@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from ...errors import SERVER_BUSY
@@ -77,6 +78,14 @@ class HttpSession(Transport):
     home_worker: str | None = None
     #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
     generation: int | None = None
+    #: Who made it (``shares.client_of``): its handlers' share of the pool, its sessions' count.
+    client: str | None = None
+    #: The release of its place among its client's sessions (``max_sessions_per_client``), held
+    #: only by a session made in this process; a replica holds nothing.
+    client_place: Callable[[], None] | None = None
+    #: When a request last named it (``time.monotonic``): its client's least recently used idle
+    #: session is ended to make room for a new one.
+    last_used = 0.0
 
     def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
@@ -131,6 +140,8 @@ class HttpSession(Transport):
             elif stream is not None and stream.answers is not None and self.app.json_response:
                 # JSON-only replies: what is not the answer goes to the standalone stream
                 stream = None
+        if end and stream is not None and stream.refused and isinstance(message, list):
+            data = serialize([*message, *stream.refused])  # the whole batch's array
         if end and self.id is not None:
             self.app.answered(self.id)  # idle from its last answer, however long the request ran
         if stream is None:
@@ -300,6 +311,7 @@ class HttpSession(Transport):
         errors: list[Message] = [
             ErrorResponse(request_id, SESSION_ENDED) for request_id in request_ids
         ]
+        errors += stream.refused
         data = serialize(errors if stream.batch else errors[0])
         direct = stream.direct
         if direct is not None and direct.send(data, True):

@@ -9,7 +9,7 @@ import contextlib
 from typing import cast
 from urllib.parse import parse_qs
 
-from ...jsonrpc import Request
+from ...jsonrpc import Request, serialize
 from ..sse import KEEPALIVE, sse_event
 from .base import HttpAppBase
 from .host import Connection
@@ -96,6 +96,18 @@ class LegacySse:
             app.session_table.touch(session_id)
             # Context.http
             session.notes.note([m.id for m in items if isinstance(m, Request)], environ)
-            cast(Connection, session.connection).dispatch(message)
+            # Past its client's share of the handler pool, a request is answered -32000 on the
+            # stream: 2024-11-05 basic/transports §HTTP with SSE, "Server messages are sent as SSE
+            # message events"; the POST is accepted (202), its client's session goes on.
+            kept, refused, release = app.share_handlers(session, items)
+            try:
+                if kept:
+                    batch = isinstance(message, list)
+                    cast(Connection, session.connection).dispatch(kept if batch else kept[0])
+            finally:
+                release()
+            if refused:
+                answer = refused if isinstance(message, list) else refused[0]
+                session.write(serialize(answer), answer)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]

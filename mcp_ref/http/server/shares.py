@@ -21,6 +21,7 @@ import hashlib
 import math
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any, cast
 
 from ...errors import LIMIT_EXCEEDED
@@ -34,6 +35,10 @@ SLOTS_KEY = "mcp_ref.slots"
 IN_FLIGHT_KEY = "mcp_ref.in_flight"
 #: The default ``max_requests_per_client``: a quarter of the server's slots.
 DEFAULT_REQUEST_SHARE = 0.25
+#: The default ``max_sessions_per_client``: a tenth of ``max_sessions`` (100 of 1,000).
+DEFAULT_SESSION_SHARE = 0.1
+#: The default ``max_handlers_per_client``: a quarter of ``handler_threads`` (16 of 64).
+DEFAULT_HANDLER_SHARE = 0.25
 #: ``Retry-After`` past the cap of requests in flight (one of them may end at any moment).
 REQUESTS_RETRY_AFTER = "1"
 #: ``Retry-After`` past the cap of streams (a stream is long-lived).
@@ -52,19 +57,29 @@ def client_of(environ: dict) -> str:
     return peer_of(environ) if caller is None else principal_id(caller)
 
 
-def check_request_setting(setting: int | float | None) -> None:
-    """Refuse a ``max_requests_per_client`` that means nothing: an int of at least 1 (how many), a
-    float above 0 and at most 1 (a share of the server's slots), or None (no cap)."""
+def check_share_setting(
+    setting: int | float | None,
+    name: str = "max_requests_per_client",
+    of: str = "the server's slots",
+) -> None:
+    """Refuse a per-client cap (``name``) that means nothing: an int of at least 1 (how many), a
+    float above 0 and at most 1 (a share of ``of``), or None (no cap)."""
     if setting is None:
         return
     if isinstance(setting, bool) or not isinstance(setting, (int, float)):
-        raise TypeError("max_requests_per_client must be an int, a float share (0 to 1] or None")
+        raise TypeError(f"{name} must be an int, a float share (0 to 1] or None")
     if isinstance(setting, int) and setting < 1:
-        raise ValueError("max_requests_per_client must be at least 1 (None: no cap)")
+        raise ValueError(f"{name} must be at least 1 (None: no cap)")
     if isinstance(setting, float) and not 0.0 < setting <= 1.0:
-        raise ValueError(
-            "max_requests_per_client as a float is a share of the server's slots: (0, 1]"
-        )
+        raise ValueError(f"{name} as a float is a share of {of}: (0, 1]")
+
+
+def cap_of(setting: int | float | None, total: int) -> int | None:
+    """The cap ``setting`` (checked by :func:`check_share_setting`) means out of ``total``: itself
+    (an int, or None: no cap), or its share of ``total`` (a float; at least 1)."""
+    if setting is None or isinstance(setting, int):
+        return setting
+    return max(1, math.floor(total * setting))
 
 
 def request_cap(setting: int | float | None, environ: dict) -> int | None:
@@ -100,26 +115,57 @@ class ClientCounts:
 
     def hold(self, client: str, cap: int | None) -> Callable[[], None] | None:
         """One more for ``client``, and its release (idempotent); None when it holds ``cap``."""
+        taken, release = self.hold_some(client, 1, cap)
+        return release if taken else None
+
+    def hold_some(self, client: str, count: int, cap: int | None) -> tuple[int, Callable[[], None]]:
+        """Up to ``count`` more for ``client``, as many as ``cap`` leaves room for: how many were
+        taken, and their release (idempotent)."""
         with self._lock:
             held = self._held.get(client, 0)
-            if cap is not None and held >= cap:
-                return None
-            self._held[client] = held + 1
+            taken = count if cap is None else max(0, min(count, cap - held))
+            if taken:
+                self._held[client] = held + taken
 
         def release() -> None:
             with self._lock:
-                left = self._held.get(client, 1) - 1
+                left = self._held.get(client, taken) - taken
                 if left > 0:
                     self._held[client] = left
                 else:
                     self._held.pop(client, None)
 
-        return once(release)
+        return taken, once(release)
 
     def held(self, client: str | None = None) -> int:
         """How many ``client`` holds (None: every client, together)."""
         with self._lock:
             return sum(self._held.values()) if client is None else self._held.get(client, 0)
+
+
+class CountedPool(Executor):
+    """The shared handler pool as the connections of one client submit to it: each job counted
+    among its client's handlers (``max_handlers_per_client``) from its submission, queued or
+    running, until it ends."""
+
+    def __init__(self, pool: Executor, counts: ClientCounts, client: str):
+        self.pool, self.counts, self.client = pool, counts, client
+
+    def submit(self, fn, /, *args, **kwargs):
+        """Run ``fn(*args, **kwargs)`` on the pool, counted until it ends."""
+        release = cast(Callable[[], None], self.counts.hold(self.client, None))  # no cap: counted
+
+        def counted():
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                release()
+
+        try:
+            return self.pool.submit(counted)
+        except BaseException:
+            release()
+            raise
 
 
 def too_many_streams(cap: int, request_id=None) -> TooManyRequests:

@@ -60,27 +60,62 @@ class StreamableHttp:
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
         connection = session.connection
         assert connection is not None  # every session handed out is bound
+        batch = isinstance(message, list)
+        inline = isinstance(message, Request) and app.inline_handlers
+        refused: list = []
+        release = nothing
         try:
             refuse_batch(message, session.version)
+            if not inline:  # its handlers go to the shared pool: within its client's share
+                items, refused, release = app.share_handlers(session, items)
+                request_ids = [m.id for m in items if isinstance(m, Request)]
+                if not request_ids:
+                    release()
+                    return self.answer_refused(session, start_response, batch, items, refused)
+                message = items if batch else items[0]
             app.admit(environ, connection, message)
         except HttpError:
+            release()
             app.finish_transient(session)
             raise
         try:
-            stream = session.open_stream(request_ids, batch=isinstance(message, list))
+            stream = session.open_stream(request_ids, batch=batch)
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
+            release()
             connection.withdraw_admission(request_ids[0])
             raise
+        stream.refused = tuple(refused)  # answered in the batch's array
         session.notes.note(request_ids, environ)  # Context.http: per request, not per session
         if session.shared:  # a request that changes what was negotiated: saved for every worker
             for item in items:
                 change = app.shared_sessions.change_of(item) if isinstance(item, Request) else None
                 if change is not None:
                     session.saving[item.id] = change
-        if isinstance(message, Request) and app.inline_handlers:
+        if inline:
             return self.answer_inline(session, stream, message, start_response, environ)
-        connection.dispatch(message)  # a batch: its handlers run on the pool
+        try:
+            connection.dispatch(message)  # a batch: its handlers run on the pool
+        finally:
+            release()  # each job counts itself from here (shares.CountedPool)
         return self.answer(session, stream, start_response, environ)
+
+    def answer_refused(
+        self, session: HttpSession, start_response, batch: bool, items: list, refused: list
+    ):
+        """A POST none of whose requests fit in its client's share of the handler pool: each is
+        answered -32000 (``HttpAppBase.share_handlers``), as are its invalid batch items; its
+        notifications and answers are dispatched.  JSON, at once (a batch: one array)."""
+        valid = [m for m in items if not isinstance(m, InvalidRequest)]
+        if valid:
+            cast(Connection, session.connection).dispatch(valid if batch else valid[0])
+        answers = refused + [
+            ErrorResponse(m.request_id, m.to_error(), null_id=True)
+            for m in items
+            if isinstance(m, InvalidRequest)
+        ]
+        self.app.finish_transient(session)
+        body = jsonrpc.serialize(answers if batch else answers[0])
+        return json_body(start_response, "200 OK", body)
 
     def accept_without_requests(self, environ: dict, start_response, message, items: list):
         """A POST of notifications, answers or invalid batch items: nothing to stream back.

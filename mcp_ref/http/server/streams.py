@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
+from ...jsonrpc import ErrorResponse
+
 log = logging.getLogger(__name__)
 
 #: Queued after a stream's last message: its consumer's response ends.
@@ -56,6 +58,9 @@ class Stream:
     end_stored = False
     #: Its requests came in one JSON-RPC batch (their answer is one array).
     batch = False
+    #: The answers to the requests of its batch that were refused before dispatch (over their
+    #: client's share of the handler pool), sent in the batch's array.
+    refused: tuple[ErrorResponse, ...] = ()
 
     def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
         self.id = stream_id
