@@ -47,6 +47,7 @@ from .errors import (
     MessageTooLarge,
     ParseError,
     RequestCancelled,
+    RequestTimeout,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
 from .lifecycle import OPTIONAL_ERROR_ID, answered_at_once, at_least, batches_allowed
@@ -100,6 +101,11 @@ class OutgoingRequests(Protocol):
     def request_deadline(self, request_id: jsonrpc.RequestId) -> float | None:
         """The ``time.monotonic()`` at which the session stops waiting for ``request_id``'s answer
         (None: it waits forever, or the request is not in flight)."""
+        ...
+
+    def write_deadline(self, message: Any) -> float | None:
+        """The ``time.monotonic()`` until which a transport that must wait to write ``message`` (its
+        pipe is full) may wait: a request's own deadline; None: no limit."""
         ...
 
     def fail_request(self, request_id: jsonrpc.RequestId, error: Exception) -> None:
@@ -205,6 +211,10 @@ DEFAULT_MAX_INCOMING = 1024
 DEFAULT_MAX_CALLBACKS = 1024
 DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 
+#: Seconds that what close() still sends (cancellations, answers) may wait to be written, together:
+#: a peer that does not read its input must not hold up the end of the connection.
+CLOSING_WRITES = 1.0
+
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
@@ -278,6 +288,7 @@ class Session:
     _receiving = 0
     _reader: threading.Thread | None = None  # made by start()
     _closing = False  # close() called, or the connection is fully finished
+    _close_began = 0.0  # when close() was called (time.monotonic())
     _input_ended = False  # the peer can no longer answer requests
     _closed_event: threading.Event | None = None  # made when someone waits for the end
     _ended = False
@@ -307,6 +318,7 @@ class Session:
             if self._closing:
                 return
             self._closing = True
+            self._close_began = time.monotonic()
             pending_ids = (
                 []
                 if self._input_ended
@@ -448,6 +460,8 @@ class Session:
             self.trace("-->", data)
         try:
             self.transport.write(data, message, related)
+        except RequestTimeout:  # a request not written before its deadline (stdio_pipe)
+            raise
         except (OSError, ValueError) as exc:
             raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
 
@@ -514,6 +528,13 @@ class Session:
         if request is None:
             return None
         return request.hard_deadline if request.reset_on_progress else request.deadline
+
+    def write_deadline(self, message) -> float | None:
+        """How long a transport may wait to write ``message`` (see :class:`OutgoingRequests`): a
+        request's deadline; once closing, what close() still sends waits :data:`CLOSING_WRITES`."""
+        if self._closing:
+            return self._close_began + CLOSING_WRITES
+        return self.request_deadline(message.id) if isinstance(message, Request) else None
 
     def fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed on this side (the transport says so): its caller gets ``error``."""

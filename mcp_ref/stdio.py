@@ -20,6 +20,7 @@ import collections
 import contextlib
 import logging
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, cast
 
 from .errors import MessageTooLarge
-from .session import Transport
+from .session import OutgoingRequests, Transport
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,12 @@ class SubprocessTransport(StreamTransport):
             cast(IO[bytes], self.process.stdin),
             max_message_size=max_message_size,
         )
+        # POSIX: writing to its stdin never blocks (write); Windows, where poll() cannot wait on a
+        # pipe: a write to a server that does not read blocks until it reads or the pipe breaks.
+        self._fd: int | None = None
+        if os.name == "posix":
+            self._fd = self.writer.fileno()
+            os.set_blocking(self._fd, False)
         # Its start time: no process started before it can be its descendant (nor carry its token).
         self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
         self._closed = False
@@ -167,6 +174,35 @@ class SubprocessTransport(StreamTransport):
 
             sink = stderr if callable(stderr) else self._keep_stderr_line
             self._stderr_thread = start_reading(self.process.stderr, sink)
+
+    _requests: OutgoingRequests | None = None  # the session's requests (attach)
+    _wake: tuple[int, int] | None = None  # a pipe that ends a wait for room (stdio_pipe)
+
+    def attach(self, requests: OutgoingRequests) -> None:
+        """Keep the session's requests: their deadlines bound a wait to write (write)."""
+        self._requests = requests
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Write one message and its newline to the server's stdin.
+
+        POSIX: without blocking while its pipe has room; when it is full (the server does not read
+        its input), or the message is longer than ``PIPE_BUF``, or another thread is writing, the
+        writer waits for room until the message's deadline (:mod:`.stdio_pipe`)."""
+        if self._fd is None:
+            return super().write(data)
+        line = data + b"\n"
+        if len(line) <= select.PIPE_BUF and self._write_lock.acquire(blocking=False):
+            try:
+                if self.writer.closed:
+                    raise ValueError("the server's input is closed")
+                with contextlib.suppress(BlockingIOError):  # the pipe is full: wait below
+                    os.write(self._fd, line)  # all of it (POSIX: up to PIPE_BUF bytes at once)
+                    return
+            finally:
+                self._write_lock.release()
+        from .stdio_pipe import write_waiting
+
+        write_waiting(self, line, message)
 
     def _keep_stderr_line(self, line: str) -> None:
         self.stderr_lines.append(line)
@@ -203,8 +239,12 @@ class SubprocessTransport(StreamTransport):
         # Before the server can exit and orphan them: its descendants, which may have left its
         # process group (setsid) or their parent (a double fork), out of the group's reach.
         tree = self._descendants()
-        with contextlib.suppress(OSError):
+        if self._wake is not None:  # a writer waits for room in the pipe (stdio_pipe): it gives up
+            os.write(self._wake[1], b"x")
+        with self._write_lock, contextlib.suppress(OSError):
             self.writer.close()
+            for end in self._wake or ():  # (made by a writer under the lock, so seen now)
+                os.close(end)
         exited = _wait(self.process, self.shutdown_timeout)
         if os.name != "posix":
             if not exited:

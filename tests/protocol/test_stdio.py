@@ -16,9 +16,9 @@ import sys
 import time
 
 import pytest
-from conftest import DEMO, SERVERS, WAIT, Collector, live_group_members, run_threads
+from conftest import DEMO, SERVERS, WAIT, Collector, Workers, live_group_members, run_threads
 
-from mcp_ref import Client
+from mcp_ref import Client, ConnectionClosed, RequestTimeout
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
 
@@ -120,6 +120,68 @@ def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
     assert transport.returncode == -9
     assert _read(marker).split() == ["eof", "SIGTERM"]  # it was asked nicely first
     assert elapsed >= 2 * SHUTDOWN
+
+
+# -- a server that does not read its input ---------------------------------------------------------
+
+DEAF = [sys.executable, str(SERVERS / "stdio_deaf.py")]
+BIG = "a" * 2_000_000  # an argument far larger than a pipe holds
+
+
+def _wait_pipe_full(transport) -> None:
+    """Wait (bounded) until the server's stdin pipe is full: the bytes in it (Linux FIONREAD, which
+    counts both ends of a pipe) within a page of its size.  No event tells the writer's side."""
+    import array
+    import fcntl
+    import termios
+
+    fd = transport.process.stdin.fileno()
+    size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+    held = array.array("i", [0])
+    deadline = time.monotonic() + WAIT
+    while held[0] < size - 4096:
+        assert time.monotonic() < deadline, f"the pipe holds {held[0]} of {size} bytes"
+        time.sleep(0.02)
+        fcntl.ioctl(fd, termios.FIONREAD, held)
+
+
+@pytest.mark.slow
+def test_a_request_the_server_never_reads_times_out():
+    # 2025-11-25 basic/lifecycle §Timeouts: "implementations SHOULD establish timeouts for all sent
+    # requests": the timeout holds while the request waits to be written, too.
+    client = Client.stdio(
+        DEAF, era="handshake", timeout=0.5, stderr="discard", shutdown_timeout=SHUTDOWN
+    )
+    transport = client.session.transport
+
+    def call(_):
+        with pytest.raises(RequestTimeout, match="not sent within its timeout"):
+            client.call_tool("echo", {"text": BIG})
+
+    run_threads(call, 1)
+    run_threads(lambda _: client.close(), 1)
+    assert transport.returncode is not None  # stdin closed, then SIGTERM: it is gone
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
+def test_close_ends_a_server_that_stopped_reading_while_a_write_waits():
+    # 2025-11-25 basic/lifecycle §Shutdown (stdio): close its stdin, wait, SIGTERM, wait, SIGKILL;
+    # the cancellations close() sends first for the pending requests cannot stand in the way.
+    client = Client.stdio(
+        DEAF, era="handshake", timeout=None, stderr="discard", shutdown_timeout=SHUTDOWN
+    )
+    transport = client.session.transport
+    pending = [client.session.send_request("tools/list") for _ in range(3)]
+    writers = Workers(lambda _: client.call_tool("echo", {"text": BIG}), 1).start()
+    _wait_pipe_full(transport)
+    run_threads(lambda _: client.close(), 1)
+    assert transport.returncode is not None
+    with pytest.raises(AssertionError, match="ConnectionClosed"):
+        writers.join()  # the waiting writer gave up: the connection closed
+    for request in pending:
+        with pytest.raises(ConnectionClosed):
+            request.result()
 
 
 @pytest.mark.slow
