@@ -292,6 +292,10 @@ class Session:
     _input_ended = False  # the peer can no longer answer requests
     _closed_event: threading.Event | None = None  # made when someone waits for the end
     _ended = False
+    #: False on a side that never writes a JSON-RPC response: a 2026-07-28 client (2026-07-28
+    #: basic/transports/stdio §Sending Messages: "The client MUST NOT write JSON-RPC responses").
+    #: The peer's requests and unreadable lines are then logged and dropped, never answered.
+    answers = True
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -474,7 +478,7 @@ class Session:
         """Send ``reply`` (None: no answer), or give it to the batch the request came in."""
         if batch is not None:
             batch.add(reply)
-        elif reply is not None:
+        elif reply is not None and self.answers:  # (a parse error's, when it never answers)
             try:
                 self._write(reply)
             except ConnectionClosed:
@@ -701,6 +705,9 @@ class Session:
             self._receive_answer(message)
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
+        if not self.answers:  # 2026-07-28 stdio: "The server MUST NOT write JSON-RPC requests"
+            log.warning("%s: dropped a %s request: it is never answered", self.name, request.method)
+            return
         # a handshake-era ping, answered here on the reader thread, never queued behind busy handlers
         if answered_at_once(request.method, request.params):
             with self._lock:

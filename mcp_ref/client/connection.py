@@ -247,6 +247,8 @@ class ClientConnection:
             self.session.protocol_version = version
             self.discover_result = result
             self.modern = True
+            # 2026-07-28 basic/transports/stdio: "The client MUST NOT write JSON-RPC responses"
+            self.session.answers = False
 
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
         if self.http_hooks is not None:  # HTTP: no session from now on; the Mcp-Param-* headers

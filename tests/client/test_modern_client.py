@@ -8,6 +8,7 @@ its revision (WireChecker).  See spec_notes/modern.md.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -111,6 +112,31 @@ def test_unsupported_version_is_retried_with_one_from_the_servers_list(wire):
         assert client.call_tool("anything", {}).text == "ok"
     discovers = wire.sent("server/discover")
     assert len(discovers) == 2 and discovers[0]["id"] != discovers[1]["id"]
+
+
+def test_a_modern_client_writes_no_response_to_a_servers_request_or_bad_line(caplog):
+    # 2026-07-28 basic/transports/stdio §Sending Messages: "The client MUST NOT write JSON-RPC
+    # responses"; server-to-client interactions are carried in InputRequiredResult replies.
+    sampled = []
+    client = Client.stdio(
+        [*SCRIPTED, "asks"],
+        timeout=WAIT,
+        stderr="capture",
+        roots=["file:///tmp"],
+        sampling_handler=sampled.append,
+    )
+    with client:
+        assert client.era == "modern"
+        assert client.call_tool("anything", {}).text == "ok"
+        assert client.call_tool("anything", {}).text == "ok"  # the connection goes on
+    # close() has read the server's stderr to its end: every line it got from the client
+    got = [
+        json.loads(line[4:]) for line in client.session.transport.stderr_lines if line[:4] == "got "
+    ]
+    assert [m.get("method") for m in got] == ["server/discover"] * 2 + ["tools/call"] * 2
+    assert sampled == []
+    dropped = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(dropped) == 2 * 3, dropped  # each of the three requests, at each call
 
 
 def test_a_modern_server_with_no_common_version_is_refused():

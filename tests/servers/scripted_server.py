@@ -5,7 +5,10 @@
 * ``silent``: the same, but a request before ``initialize`` gets no answer at all;
 * ``reject-first``: a modern server that refuses the first request with -32022 (as the
   conformance scenario request-metadata does), then answers;
-* ``modern-only``: a modern server that speaks a version the client does not (2099-01-01).
+* ``modern-only``: a modern server that speaks a version the client does not (2099-01-01);
+* ``asks``: a modern server that, before it answers ``tools/call``, writes what a 2026-07-28 server
+  never may (basic/transports/stdio: "The server MUST NOT write JSON-RPC requests to stdout"):
+  a line that is not JSON, a ``ping``, a ``sampling/createMessage`` and a ``roots/list``.
 
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
@@ -106,6 +109,19 @@ def modern(message, state):
             }
         )
     elif method == "tools/call":
+        if MODE == "asks":
+            sys.stdout.write("this is not JSON\n")
+            send({"jsonrpc": "2.0", "id": "s-1", "method": "ping"})
+            sampling = {"messages": [], "maxTokens": 1}
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "s-2",
+                    "method": "sampling/createMessage",
+                    "params": sampling,
+                }
+            )
+            send({"jsonrpc": "2.0", "id": "s-3", "method": "roots/list"})
         send(
             {
                 "jsonrpc": "2.0",
