@@ -189,16 +189,17 @@ class RequestContext:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> bool:
         """Send ``notifications/progress`` for this request; False when no progress was asked for,
-        or the request has ended (:meth:`end`: the report is dropped).
+        or the request has ended (:meth:`end`) or was cancelled: the report is dropped.
 
         2025-11-25 basic/utilities/progress: "The progress value MUST increase
-        with each notification, even if the total is unknown."
+        with each notification, even if the total is unknown."  2026-07-28 basic/transports/stdio
+        §Cancellation: servers "MUST NOT send any further messages for" a cancelled request.
         """
         lock = self._progress_lock
         if lock is None or self.progress_token is None:  # none asked for (or a task took it over)
             return False
         with lock:
-            if self.ended:
+            if self.ended or self.is_cancelled:
                 return False
             if self._last_progress is not None and progress <= self._last_progress:
                 raise ValueError(f"progress must increase: {progress} after {self._last_progress}")

@@ -229,14 +229,16 @@ def gather(
     if runner is not None:
         return Answers(runner.ask(prepared))
     if request.envelope is None:
-        return Answers(
-            ask.read(
-                connection.request(
-                    ask.method, ask.params, timeout=timeout, related_request_id=request.request_id
-                )
+        answers: Answers[Any] = Answers()
+        for ask in prepared:
+            # 2025-11-25 basic/utilities/cancellation: the receiver SHOULD "Stop processing the
+            # cancelled request": nothing more is asked on its behalf (RequestCancelled: no answer).
+            request.check_cancelled()
+            reply = connection.request(
+                ask.method, ask.params, timeout=timeout, related_request_id=request.request_id
             )
-            for ask in prepared
-        )
+            answers.append(ask.read(reply))
+        return answers
     if request.method not in MRTR_METHODS:
         # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
         raise CapabilityError(f"{request.method} cannot ask the client for input (2026-07-28 MRTR)")

@@ -189,7 +189,12 @@ class Context:
 
         ``ctx.log("warning", data)`` (the official SDK's order, and ``level=``, ``data=`` or
         ``message=``, ``logger=`` or ``logger_name=`` by name); FastMCP 2.x's order,
-        ``ctx.log(message, level="warning")``, is taken too (its default level: ``"info"``)."""
+        ``ctx.log(message, level="warning")``, is taken too (its default level: ``"info"``).
+
+        Nothing is sent once the request is cancelled (False): 2026-07-28 basic/transports/stdio
+        §Cancellation, servers "MUST NOT send any further messages for it"."""
+        if self.request.is_cancelled:
+            return done(False)
         if level is None and (data is not None or message is not None):  # log(level, data)
             level, text = first, (data if data is not None else message)
         else:  # FastMCP 2.x: log(message, level=...)

@@ -11,6 +11,7 @@ from conftest import (
     DEMO_IN_PROCESS,
     SERVERS,
     WAIT,
+    Collector,
     InMemory,
     Workers,
     handshake_era,
@@ -208,6 +209,34 @@ def test_client_cancels_a_call(connect, wire):
     # ... and, once everything the server wrote has been read, no answer to the cancelled call was sent.
     closed_completely(client)
     assert not [m for m in wire.received() if m.get("id") == call.request_id and "method" not in m]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_a_cancelled_request_gets_no_more_messages_from_a_handler_that_goes_on(
+    connect, wire, version
+):
+    # 2026-07-28 basic/transports/stdio §Cancellation: servers "MUST NOT send any further messages
+    # for it"; 2025-11-25 basic/utilities/cancellation: the receiver SHOULD "Stop processing".
+    logs, sampled = Collector(), []
+    client = connect(
+        SESSION_SERVER, protocol_version=version, on_log=logs, sampling_handler=sampled.append
+    )
+    running = threading.Event()
+    call = client.start_tool_call(
+        "keeps_going", {"key": version}, on_progress=lambda *_: running.set()
+    )
+    assert running.wait(WAIT)
+    call.cancel()
+    handshake = version == "2025-11-25"
+    asked = "refused" if handshake else "not asked"  # (2026-07-28: no request to the client)
+    assert client.call_tool("recorded", {"key": version}).text == f"progress sent: False, {asked}"
+    closed_completely(client)  # every message the server wrote has been read
+    progress = [m["params"]["progress"] for m in wire.received("notifications/progress")]
+    assert progress == [1]
+    messages = [m["params"]["data"] for m in wire.received("notifications/message")]
+    assert messages == ["before the cancel"]
+    assert sampled == [] and wire.received("sampling/createMessage") == []
 
 
 @pytest.mark.slow

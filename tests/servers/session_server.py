@@ -7,13 +7,15 @@
   records what its handler saw under ``key``; ``recorded(key)`` waits for
   that record and returns it.
 * ``ping_client`` and ``sample_briefly`` call back into the client.
+* ``keeps_going(key)`` goes on after it is cancelled, and records whether it could still send
+  progress or ask the client anything.
 """
 
 import logging
 import sys
 import threading
 
-from mcp_ref import Context, RequestTimeout, Server, ToolError
+from mcp_ref import Context, RequestCancelled, RequestTimeout, Server, ToolError
 
 logging.basicConfig(
     level=logging.WARNING, stream=sys.stderr, format="session-server: %(levelname)s: %(message)s"
@@ -44,6 +46,28 @@ def block(key: str, ctx: Context, seconds: float = 30.0) -> str:
         records[key] = "cancelled" if ctx.is_cancelled else "not cancelled"
         records_changed.notify_all()
     ctx.check_cancelled()
+    return "finished"
+
+
+@server.tool()
+def keeps_going(key: str, ctx: Context) -> str:
+    """Ignore cancellation: report progress and log before and after it, then (handshake era) try
+    to ask the client; record whether the progress was sent and whether the ask was refused."""
+    ctx.info("before the cancel")
+    ctx.report_progress(1, message="before")  # (the client cancels when it sees this)
+    ctx.request.cancelled.wait(30)
+    sent = ctx.report_progress(2, message="after")
+    ctx.info("after the cancel")
+    asked = "not asked"
+    if ctx.request.envelope is None:
+        try:
+            ctx.sample("still there?", max_tokens=5)
+            asked = "asked"
+        except RequestCancelled:
+            asked = "refused"
+    with records_changed:
+        records[key] = f"progress sent: {sent}, {asked}"
+        records_changed.notify_all()
     return "finished"
 
 
