@@ -352,7 +352,13 @@ class HandlerPool:
     def __init__(self, name: str, max_workers: int, run: Callable[..., None]):
         self.name = name
         self.run = run
-        self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
+        #: Its threads (a handler on one must not wait for the connection's end: it waits for them).
+        self.threads: set[threading.Thread] = set()
+        self.executor = ThreadPoolExecutor(
+            max_workers,
+            thread_name_prefix=f"{name}-handler",
+            initializer=lambda: self.threads.add(threading.current_thread()),
+        )
         self.lock = threading.Condition()  # drain() waits here for the held jobs to be submitted
         # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
         self.held: deque[Job] | None = None

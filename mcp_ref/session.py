@@ -348,7 +348,17 @@ class Session:
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
-        """Block until the connection has ended; False on timeout."""
+        """Block until the connection has ended; False on timeout.  On one of the session's own
+        threads (the reader, the callback thread, a handler's), whose end the connection's end
+        waits for, it does not wait: it says whether the connection has ended already."""
+        current = threading.current_thread()
+        queue, pool = self._callbacks, self._pool
+        if (
+            current is self._reader
+            or (queue is not None and current is queue._thread)
+            or (pool is not None and current in pool.threads)
+        ):
+            return self.closed.is_set()
         return self.closed.wait(timeout)
 
     @property

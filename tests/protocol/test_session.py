@@ -388,6 +388,34 @@ def test_close_cancels_pending_calls_so_the_server_exits_by_itself(connect, wire
             call.result()
 
 
+#: Client.close() waits this long for the connection's end; a close() on one of the session's own
+#: threads used to wait all of it for itself (the end waits for that thread).
+CLOSE_WAITS = 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["sampling handler", "progress callback"])
+def test_close_from_the_sessions_own_thread_does_not_wait_for_itself(connect, wire, where):
+    returned = threading.Event()
+    client = None
+
+    def close_here(*_):
+        client.close()
+        returned.set()
+        return {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
+
+    if where == "sampling handler":
+        client = connect(SESSION_SERVER, sampling_handler=close_here)
+        call = client.start_tool_call("sample_briefly", {"timeout": WAIT})
+    else:
+        client = connect(SESSION_SERVER)
+        call = client.start_tool_call("block", {"key": "closing"}, on_progress=close_here)
+    assert returned.wait(CLOSE_WAITS / 2), f"close() from the {where} waited for itself"
+    with pytest.raises(ConnectionClosed):
+        call.result()
+    assert client.session.wait_closed(WAIT)
+
+
 def test_requests_after_close_raise_connection_closed(connect, wire):
     client = connect(DEMO_IN_PROCESS)
     client.close()
