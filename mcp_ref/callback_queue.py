@@ -43,7 +43,8 @@ class CallbackQueue:
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._items: deque[tuple[Callable, tuple, int]] = deque()
-        self._thread: threading.Thread | None = None
+        #: Its thread, once started (a callback runs there).
+        self.thread: threading.Thread | None = None
         self._shut = False
         # What waits for the callback thread or runs on it (count, bytes), and how many were dropped.
         self._queued = 0
@@ -70,11 +71,11 @@ class CallbackQueue:
                 self._queued += 1
                 self._queued_bytes += cost
                 self._items.append((callback, args, cost))
-                if self._thread is None:
-                    self._thread = threading.Thread(
+                if self.thread is None:
+                    self.thread = threading.Thread(
                         target=self._run, name=f"{self.name}-callbacks", daemon=True
                     )
-                    self._thread.start()
+                    self.thread.start()
                     _running.add(self)
                 else:
                     self._ready.notify()
@@ -96,7 +97,7 @@ class CallbackQueue:
         with self._lock:
             self._shut = True
             self._ready.notify()
-            thread = self._thread
+            thread = self.thread
         if wait and thread is not None and thread is not threading.current_thread():
             thread.join()
 

@@ -355,7 +355,7 @@ class Session:
         queue, pool = self._callbacks, self._pool
         if (
             current is self._reader
-            or (queue is not None and current is queue._thread)
+            or (queue is not None and current is queue.thread)
             or (pool is not None and current in pool.threads)
         ):
             return self.closed.is_set()

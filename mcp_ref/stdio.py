@@ -58,7 +58,7 @@ class StreamTransport(Transport):
         self.reader = reader
         self.writer = writer
         self.max_message_size = max_message_size
-        self._write_lock = threading.Lock()
+        self.write_lock = threading.Lock()
 
     def read(self) -> bytes | None:
         """The next non-empty line without its line ending; None at end of input."""
@@ -84,7 +84,7 @@ class StreamTransport(Transport):
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline, and flush (``message`` and ``related`` do not matter here)."""
-        with self._write_lock:
+        with self.write_lock:
             self.writer.write(data + b"\n")
             self.writer.flush()
 
@@ -158,13 +158,15 @@ class SubprocessTransport(StreamTransport):
         )
         # POSIX: writing to its stdin never blocks (write); Windows, where poll() cannot wait on a
         # pipe: a write to a server that does not read blocks until it reads or the pipe breaks.
-        self._fd: int | None = None
+        #: The server's stdin (POSIX, non-blocking); None on Windows.
+        self.fd: int | None = None
         if os.name == "posix":
-            self._fd = self.writer.fileno()
-            os.set_blocking(self._fd, False)
+            self.fd = self.writer.fileno()
+            os.set_blocking(self.fd, False)
         # Its start time: no process started before it can be its descendant (nor carry its token).
         self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
-        self._closed = False
+        #: True once close() has begun.
+        self.closing = False
         self._reading = False
         self._close_lock = threading.Lock()
         self._stderr_thread: threading.Thread | None = None
@@ -175,12 +177,14 @@ class SubprocessTransport(StreamTransport):
             sink = stderr if callable(stderr) else self._keep_stderr_line
             self._stderr_thread = start_reading(self.process.stderr, sink)
 
-    _requests: OutgoingRequests | None = None  # the session's requests (attach)
-    _wake: tuple[int, int] | None = None  # a pipe that ends a wait for room (stdio_pipe)
+    #: The session's requests (attach): their deadlines bound a wait to write.
+    requests: OutgoingRequests | None = None
+    #: A pipe whose byte ends a writer's wait for room (made by :mod:`.stdio_pipe`, closed by close()).
+    wake: tuple[int, int] | None = None
 
     def attach(self, requests: OutgoingRequests) -> None:
         """Keep the session's requests: their deadlines bound a wait to write (write)."""
-        self._requests = requests
+        self.requests = requests
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline to the server's stdin.
@@ -188,18 +192,18 @@ class SubprocessTransport(StreamTransport):
         POSIX: without blocking while its pipe has room; when it is full (the server does not read
         its input), or the message is longer than ``PIPE_BUF``, or another thread is writing, the
         writer waits for room until the message's deadline (:mod:`.stdio_pipe`)."""
-        if self._fd is None:
+        if self.fd is None:
             return super().write(data)
         line = data + b"\n"
-        if len(line) <= select.PIPE_BUF and self._write_lock.acquire(blocking=False):
+        if len(line) <= select.PIPE_BUF and self.write_lock.acquire(blocking=False):
             try:
                 if self.writer.closed:
                     raise ValueError("the server's input is closed")
                 with contextlib.suppress(BlockingIOError):  # the pipe is full: wait below
-                    os.write(self._fd, line)  # all of it (POSIX: up to PIPE_BUF bytes at once)
+                    os.write(self.fd, line)  # all of it (POSIX: up to PIPE_BUF bytes at once)
                     return
             finally:
-                self._write_lock.release()
+                self.write_lock.release()
         from .stdio_pipe import write_waiting
 
         write_waiting(self, line, message)
@@ -233,17 +237,17 @@ class SubprocessTransport(StreamTransport):
         reasonable time after SIGTERM".  Signals go to the whole process group.
         """
         with self._close_lock:
-            if self._closed:
+            if self.closing:
                 return
-            self._closed = True
+            self.closing = True
         # Before the server can exit and orphan them: its descendants, which may have left its
         # process group (setsid) or their parent (a double fork), out of the group's reach.
         tree = self._descendants()
-        if self._wake is not None:  # a writer waits for room in the pipe (stdio_pipe): it gives up
-            os.write(self._wake[1], b"x")
-        with self._write_lock, contextlib.suppress(OSError):
+        if self.wake is not None:  # a writer waits for room in the pipe (stdio_pipe): it gives up
+            os.write(self.wake[1], b"x")
+        with self.write_lock, contextlib.suppress(OSError):
             self.writer.close()
-            for end in self._wake or ():  # (made by a writer under the lock, so seen now)
+            for end in self.wake or ():  # (made by a writer under the lock, so seen now)
                 os.close(end)
         exited = _wait(self.process, self.shutdown_timeout)
         if os.name != "posix":

@@ -23,35 +23,33 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import TYPE_CHECKING, cast
+from typing import Any, cast
 
 from .errors import RequestTimeout
 from .jsonrpc import Request
 
-if TYPE_CHECKING:
-    from .stdio import SubprocessTransport
 
-
-def write_waiting(transport: SubprocessTransport, line: bytes, message) -> None:
-    """Write ``line`` to the server's stdin, waiting for the write lock and for room in the pipe,
+def write_waiting(transport: Any, line: bytes, message) -> None:
+    """Write ``line`` to the server's stdin (``transport``, a
+    :class:`~mcp_ref.stdio.SubprocessTransport`), waiting for the write lock and for room in the pipe,
     until the deadline of ``message`` (the object ``line`` encodes)."""
-    requests = transport._requests
+    requests = transport.requests
     deadline = None if requests is None else requests.write_deadline(message)
-    lock = transport._write_lock
+    lock = transport.write_lock
     if not lock.acquire(timeout=_seconds_left(deadline, forever=-1)):
         _give_up(message, "another message is still being written")
     try:
         if transport.writer.closed:
             raise ValueError("the server's input is closed")
-        if transport._wake is None:  # close() writes a byte here to end a wait
-            transport._wake = os.pipe()
-        fd = cast(int, transport._fd)  # (POSIX only)
+        if transport.wake is None:  # close() writes a byte here to end a wait
+            transport.wake = os.pipe()
+        fd = cast(int, transport.fd)  # (POSIX only)
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
-        poller.register(transport._wake[0], select.POLLIN)
+        poller.register(transport.wake[0], select.POLLIN)
         sent = 0
         while True:
-            if transport._closed:
+            if transport.closing:
                 raise OSError("the connection is closed")
             try:
                 sent += os.write(fd, memoryview(line)[sent:])
