@@ -29,7 +29,6 @@ import dataclasses
 import enum
 import functools
 import inspect
-import json
 import math
 import sys
 import types
@@ -50,7 +49,6 @@ __all__ = [
     "Validator",
     "quick_check",
     "first_error",
-    "json_message",
 ]
 
 _NONE = type(None)
@@ -681,57 +679,11 @@ def _annotations_allowed(schema: dict) -> bool:
 
 
 def first_error(validator: Any, instance: Any) -> str | None:
-    """The most relevant violation of ``instance`` as one line (``path: message``); None when valid."""
+    """The most relevant violation of ``instance`` as one line (``path: message``, in JSON's
+    words: :mod:`mcp_ref.server.schema_errors`, loaded only for an invalid instance); None when
+    valid."""
     if validator.is_valid(instance):
         return None
-    import jsonschema
+    from .schema_errors import worded_error
 
-    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-    where = "/".join(str(p) for p in error.absolute_path)
-    message = json_message(error)
-    return f"{where}: {message}" if where else message
-
-
-def _json(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def json_message(error: Any) -> str:
-    """A jsonschema error in JSON's words: ``"x" is not of type "number"``, not Python's ``'x'``.
-
-    The peer wrote JSON, and reads the message as JSON: ``true``, ``null`` and double quotes.
-    The usual keywords are phrased here; any other keeps jsonschema's message.
-    """
-    kind, instance, expected = error.validator, error.instance, error.validator_value
-    if kind == "type":
-        kinds = expected if isinstance(expected, list) else [expected]
-        return f"{_json(instance)} is not of type {' or '.join(_json(k) for k in kinds)}"
-    if kind == "required" and isinstance(instance, dict):
-        missing = [name for name in expected if name not in instance]
-        if missing:
-            return f"{_json(missing[0])} is a required property"
-    if kind == "enum":
-        return f"{_json(instance)} is not one of {_json(expected)}"
-    if kind == "const":
-        return f"{_json(instance)} is not {_json(expected)}"
-    if kind == "additionalProperties" and isinstance(instance, dict):
-        allowed = set(error.schema.get("properties", {}))
-        extra = [name for name in instance if name not in allowed]
-        if extra:
-            return f"unexpected propert{'y' if len(extra) == 1 else 'ies'} {', '.join(_json(n) for n in extra)}"
-    if kind in (
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "minItems",
-        "maxItems",
-        "pattern",
-        "format",
-        "multipleOf",
-    ):
-        return f"{_json(instance)} does not satisfy {kind} {_json(expected)}"
-    return error.message
+    return worded_error(validator, instance)
