@@ -14,7 +14,8 @@ A map of the package:
     PerThread         one object per handler thread, held by the lifespan (a sqlite3 connection)
     content           TextContent, ImageContent, Image(path=...), Audio(...), EmbeddedResource ...
     errors            McpError (with its JSON-RPC code), ToolError, ResourceError, PromptError,
-                      ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError
+                      ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError,
+                      InvalidResult
     Principal         ctx.principal: who calls (id, scopes, claims); Server(authorize=..., rate_limit=...)
     Extension         what plugs into a server or client: Server(extensions=[...]) (docs/extensions.md)
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
@@ -48,7 +49,7 @@ _HOMES = {
     "errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
     "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
     "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
-    "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
+    "ServerUnreachable RequestTimeout RequestCancelled CapabilityError InvalidResult "
     "ServerBusy LimitExceeded RequestRefused",
     "server.principal": "Principal",
     "extension": "Extension",

@@ -287,6 +287,20 @@ class ResponseStreamLost(MCPRefError, ConnectionError):
     """
 
 
+class InvalidResult(MCPRefError, ValueError):
+    """The peer's result does not have the shape of its type: a required key is missing, or a value
+    that must be an object or an array is not one (an ``initialize`` result without
+    ``serverInfo``, ``"tools": "abc"``, a tool without ``name``, ``"content": 5``).
+
+    The message names the method and what is wrong in the wire's words (JSON keys, JSON Pointer
+    paths): ``tools/list: the server's result is not a ListToolsResult: /tools/0: "name" is
+    missing``.  Nothing else is lost: the connection and the session go on, and the raw result
+    can still be had with ``Client.request(method, params)``.  A ``ValueError`` too, as a bad
+    value is.  Only the shape the client needs to build its objects is checked (a result is not
+    validated against the schema: ``trace=WireValidator()`` does that).
+    """
+
+
 class RequestTimeout(MCPRefError, TimeoutError):
     """No answer within the request's timeout; the peer was sent ``notifications/cancelled``."""
 

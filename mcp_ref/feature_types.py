@@ -148,6 +148,17 @@ class Page:
     next_cursor: str | None = None
     raw: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def listing(cls, result: dict[str, Any], key: str, item: type[WireModel]) -> Page:
+        """The page a listing's ``result`` holds: its array ``key`` (``tools`` ...; absent: no
+        items), each item built as an ``item``.  TypeError when it is not an array, or an item is
+        not an ``item`` (:meth:`WireModel.from_wire`)."""
+        listed = result.get(key, [])
+        if not isinstance(listed, list):
+            raise TypeError(f"{key} must be an array")
+        items = [item.from_wire(data) for data in listed]
+        return cls(items=items, next_cursor=result.get("nextCursor"), raw=result)
+
 
 @dataclass(kw_only=True)
 class LogMessage(WireModel):

@@ -83,7 +83,9 @@ class WireModel:
         """Build an instance from a received JSON object (unknown keys stay in ``.raw``).
 
         An absent key takes the field's default; a missing required key is ``__init__``'s
-        TypeError; a null nested value stays None."""
+        TypeError, and so is a value that is not an array where the field is a list of payloads
+        (``"content": "abc"``); a null nested value stays None.  (A client turns that TypeError
+        into :class:`~mcp_ref.errors.InvalidResult`.)"""
         if not isinstance(data, dict):
             if isinstance(data, cls):
                 return data
@@ -96,7 +98,12 @@ class WireModel:
             value = data[wire]
             build = nested.get(name)
             if build is not None and value is not None:
-                value = [build(item) for item in value] if isinstance(value, list) else build(value)
+                if isinstance(value, list):
+                    value = [build(item) for item in value]
+                elif str(cls.__dataclass_fields__[name].type).startswith("list"):
+                    raise TypeError(f"{cls.__name__}.{wire} must be an array")
+                else:
+                    value = build(value)
             arguments[name] = value
         return cls(**arguments, raw=data)
 

@@ -41,6 +41,7 @@ from .connection import (
     PROBE_TIMEOUT,
     Call,
     ClientConnection,
+    built,
     resolve_era,
 )
 
@@ -453,7 +454,10 @@ class Client:
         """
         if self.connection.modern:
             raw = self.connection.request("server/discover", None, timeout=timeout)
-            self.connection.discover_result = DiscoverResult.from_wire(raw)
+            discovered = built(
+                DiscoverResult.from_wire, "server/discover", raw, self.protocol_version
+            )
+            self.connection.discover_result = discovered
             return
         self.connection.request("ping", None, timeout=timeout)
 
@@ -464,10 +468,15 @@ class Client:
 
         self._require(method.split("/")[0], method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
-        items = [item.from_wire(data) for data in result.get(_LISTED[method], [])]
+        page = built(
+            lambda raw: Page.listing(raw, _LISTED[method], item),
+            method,
+            result,
+            self.protocol_version,
+        )
         if method == "tools/list":
-            items = self.connection.usable_tools(items)
-        return Page(items=items, next_cursor=result.get("nextCursor"), raw=result)
+            page.items = self.connection.usable_tools(page.items)
+        return page
 
     def _all(self, method: str, item: type[WireModel]) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
@@ -586,7 +595,7 @@ class Client:
             if self.connection.modern and isinstance(exc.data, dict) and exc.data.get("uri") == uri:
                 raise ResourceNotFound(exc.message, code=exc.code, data=exc.data) from None
             raise
-        return ReadResourceResult.from_wire(raw)
+        return built(ReadResourceResult.from_wire, "resources/read", raw, self.protocol_version)
 
     def subscribe(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``).
@@ -668,7 +677,8 @@ class Client:
             from ..jsonable import text_arguments
 
             params["arguments"] = text_arguments(f"prompts/get {name!r}", arguments)
-        return GetPromptResult.from_wire(self.connection.request("prompts/get", params))
+        raw = self.connection.request("prompts/get", params)
+        return built(GetPromptResult.from_wire, "prompts/get", raw, self.protocol_version)
 
     # logging and completion
 
@@ -723,7 +733,12 @@ class Client:
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
             params["context"] = {"arguments": text_arguments("completion/complete", context)}
         result = self.connection.request("completion/complete", params)
-        return Completion.from_wire(result.get("completion", {}))
+        return built(
+            lambda raw: Completion.from_wire(raw.get("completion", {})),
+            "completion/complete",
+            result,
+            self.protocol_version,
+        )
 
     # roots
 
@@ -787,7 +802,8 @@ class ToolCall:
 
     def result(self) -> CallToolResult:
         """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
-        return CallToolResult.from_wire(self.call.result())
+        version = self.call.connection.protocol_version
+        return built(CallToolResult.from_wire, "tools/call", self.call.result(), version)
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over

@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
@@ -268,7 +268,8 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(self.request("initialize", params, timeout=timeout))
+        raw = self.request("initialize", params, timeout=timeout)
+        result = built(InitializeResult.from_wire, "initialize", raw, client.requested_version)
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
@@ -607,6 +608,19 @@ class ModernCall(Call):
 
 
 # -- the 2026-07-28 era: the probe, the per-request envelope, the version retry -------------------
+
+
+def built(build: Callable[[dict], Any], method: str, result: dict, version: str | None) -> Any:
+    """``build(result)``: the result of ``method`` as its type.  A result without the shape of
+    that type (``build`` raises TypeError: a required key missing, an object or an array that is
+    not one) raises :class:`~mcp_ref.errors.InvalidResult`, in the wire's words, made by
+    :mod:`mcp_ref.client.invalid_results` (loaded only then; ``version``: the revision spoken)."""
+    try:
+        return build(result)
+    except TypeError as exc:
+        from .invalid_results import invalid_result
+
+        raise invalid_result(method, result, version, exc) from None
 
 
 def pick_version(offered: list, pinned: str | None) -> str | None:

@@ -118,8 +118,11 @@ class ClientShorthand:
 
     def task_result(self, task_id: str) -> CallToolResult:
         """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
-        return CallToolResult.from_wire(
-            self.connection.request("tasks/result", {"taskId": task_id})
+        from .connection import built
+
+        raw = self.connection.request("tasks/result", {"taskId": task_id})
+        return built(
+            CallToolResult.from_wire, "tasks/result", raw, self.connection.protocol_version
         )
 
 

@@ -70,6 +70,7 @@ class KnownTools:
     def learn(self, method: str, params: dict | None) -> bool:
         """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
         call now has header parameters to send (so a retry can succeed)."""
+        from ..feature_types import Page
         from ..http.headers import header_params
         from ..pagination import follow_cursors
         from ..types import Tool
@@ -85,9 +86,15 @@ class KnownTools:
 
         def fetch(cursor: str | None) -> dict:
             result = connection.request("tools/list", {"cursor": cursor} if cursor else None)
-            connection.usable_tools(
-                [Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)]
-            )
+            try:  # as connection.built does (which this module, imported by it, cannot import)
+                page = Page.listing(result, "tools", Tool)
+            except TypeError as exc:
+                from .invalid_results import invalid_result
+
+                raise invalid_result(
+                    "tools/list", result, connection.protocol_version, exc
+                ) from None
+            connection.usable_tools(page.items)
             return result
 
         for _ in follow_cursors(

@@ -1,0 +1,169 @@
+"""A server's result that does not have the shape of its type is an ``InvalidResult``, an
+``MCPRefError`` naming the method and what is wrong in the wire's words; the connection goes on.
+
+docs/first-client.md §The errors a client sees: "Every error mcp_ref raises is an
+``mcp_ref.MCPRefError``".  The server is a raw stdio peer (tests/servers/malformed_results_server.py,
+no mcp_ref) that sends whatever result a request names, in a real subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import WAIT
+
+from mcp_ref import Client, InvalidResult, MCPRefError
+from mcp_ref.client.invalid_results import invalid_result
+
+SERVER = str(Path(__file__).resolve().parents[1] / "servers" / "malformed_results_server.py")
+
+pytestmark = pytest.mark.slow
+
+
+def connect(era: str, *initialize: str) -> Client:
+    return Client.stdio(
+        [sys.executable, SERVER, era, *initialize], era=era, timeout=WAIT, stderr="discard"
+    )
+
+
+def still_serves(client: Client) -> None:
+    """The connection and the session go on: the next request is answered."""
+    assert client.call_tool("echo", {}).text == "ok"
+    assert [tool.name for tool in client.list_tools()] == ["echo"]
+
+
+def refused(call) -> InvalidResult:
+    with pytest.raises(InvalidResult) as caught:
+        call()
+    assert isinstance(caught.value, MCPRefError) and isinstance(caught.value, ValueError)
+    return caught.value
+
+
+def text(result) -> str:
+    return json.dumps(result)
+
+
+CALLS = [
+    # (what is sent back, the call that receives it, what the error says)
+    (
+        "content not an array",
+        lambda c: c.call_tool("x", {"result": {"content": "abc"}}),
+        "tools/call: the server's result does not have the shape of CallToolResult (2025-11-25): /content is a string, not an array",
+    ),
+    (
+        "content an object",
+        lambda c: c.call_tool("x", {"result": {"content": {"type": "text", "text": "a"}}}),
+        "/content is an object, not an array",
+    ),
+    (
+        "content block without its text",
+        lambda c: c.call_tool("x", {"result": {"content": [{"type": "text"}]}}),
+        '/content/0 has no "text"',
+    ),
+    (
+        "tools not an array",
+        lambda c: c.list_tools_page(text({"tools": "abc"})),
+        "tools/list: the server's result does not have the shape of ListToolsResult (2025-11-25): /tools is a string, not an array",
+    ),
+    (
+        "a tool that is not an object",
+        lambda c: c.list_tools_page(text({"tools": [1]})),
+        "/tools/0 is a number, not an object",
+    ),
+    (
+        "a tool without a name: the JSON key, inputSchema's too",
+        lambda c: c.list_tools_page(text({"tools": [{"name": "a", "inputSchema": {}}, {}]})),
+        '/tools/1 has no "name"; /tools/1 has no "inputSchema"',
+    ),
+    (
+        "prompts not an array",
+        lambda c: c.list_prompts_page(text({"prompts": {}})),
+        "prompts/list: the server's result does not have the shape of ListPromptsResult (2025-11-25): /prompts is an object, not an array",
+    ),
+    (
+        "a resource without its uri",
+        lambda c: c.list_resources_page(text({"resources": [{"name": "n"}]})),
+        '/resources/0 has no "uri"',
+    ),
+    (
+        "contents not an array",
+        lambda c: c.read_resource("json:" + text({"contents": 7})),
+        "resources/read: the server's result does not have the shape of ReadResourceResult (2025-11-25): /contents is a number, not an array",
+    ),
+    (
+        "contents without their text",
+        lambda c: c.read_resource("json:" + text({"contents": [{"uri": "a://b"}]})),
+        '/contents/0 has no "text"',
+    ),
+    (
+        "a message without content",
+        lambda c: c.get_prompt("p", {"result": text({"messages": [{"role": "user"}]})}),
+        'prompts/get: the server\'s result does not have the shape of GetPromptResult (2025-11-25): /messages/0 has no "content"',
+    ),
+    (
+        "no completion",
+        lambda c: c.complete(argument="a", value=text({}), prompt="p"),
+        'completion/complete: the server\'s result does not have the shape of CompleteResult (2025-11-25): the result has no "completion"',
+    ),
+    (
+        "a completion without values",
+        lambda c: c.complete(argument="a", value=text({"completion": {"total": 1}}), prompt="p"),
+        '/completion has no "values"',
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with connect("handshake") as client:
+        yield client
+
+
+@pytest.mark.parametrize("what, call, said", CALLS, ids=[c[0] for c in CALLS])
+def test_a_malformed_result_is_an_invalid_result_naming_the_method_and_the_key(
+    client, what, call, said
+):
+    error = refused(lambda: call(client))
+    assert said in str(error)
+    still_serves(client)
+
+
+def test_an_initialize_result_without_its_keys_is_an_invalid_result_out_of_connecting():
+    bad = text({"protocolVersion": "2025-11-25"})
+    with pytest.raises(InvalidResult) as caught:
+        connect("handshake", bad)
+    assert str(caught.value) == (
+        "initialize: the server's result does not have the shape of InitializeResult (2025-11-25):"
+        ' the result has no "capabilities"; the result has no "serverInfo"'
+    )
+
+
+def test_a_server_info_that_is_not_an_object_is_named_by_its_json_key():
+    bad = text({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": "x"})
+    with pytest.raises(MCPRefError, match="/serverInfo is a string, not an object"):
+        connect("handshake", bad)
+
+
+def test_the_2026_era_reports_a_malformed_tool_result_the_same_way():
+    with connect("modern") as client:
+        assert client.era == "modern"
+        error = refused(lambda: client.call_tool("x", {"result": {"content": 5}}))
+        assert str(error).startswith("tools/call: the server's result does not have the shape")
+        assert "(2026-07-28): /content is a number, not an array" in str(error)
+        still_serves(client)
+
+
+def test_a_result_the_walk_cannot_explain_is_described_by_the_builders_failure():
+    error = invalid_result("no/such", {}, None, TypeError("what from_wire said"))
+    assert str(error) == (
+        "no/such: the server's result does not have the shape of its type: what from_wire said"
+    )
+
+
+def test_at_most_five_problems_are_named():
+    error = invalid_result("tools/list", {"tools": [1] * 7}, "2025-11-25", TypeError())
+    assert str(error).count("is a number, not an object") == 5
+    assert str(error).endswith("(and 2 more)")
