@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 import typing
 from collections.abc import Callable, Collection
 from typing import Any, cast, get_args, get_origin
 
-__all__ = ["enum_schema", "fixed_tuple", "literal", "object_schema", "union"]
+__all__ = ["enum_schema", "fixed_tuple", "literal", "object_schema", "refuse_unknown_keys", "union"]
 
 _Converter = Callable[[Any], Any]
 _Analyse = Callable[[Any, tuple], "tuple[dict, _Converter | None]"]
@@ -150,8 +151,10 @@ def object_schema(
 ) -> tuple[dict, _Converter | None]:
     """``(schema, converter)`` of a dataclass or a TypedDict ``tp`` whose resolved type hints are
     ``hints``: an object of its fields.  The converter converts the fields that need it and makes
-    the dataclass (a TypedDict stays a dict: no converter when no field needs one); ``add_default``
-    puts a field's default on its schema."""
+    the dataclass, refusing a key that is none of its fields (:func:`refuse_unknown_keys`); a
+    TypedDict stays a dict, its other keys kept (a value may hold more keys than its type names),
+    and has no
+    converter when no field needs one.  ``add_default`` puts a field's default on its schema."""
     make: Callable[..., Any] = dict
     if dataclasses.is_dataclass(tp):
         make = tp
@@ -193,6 +196,8 @@ def object_schema(
     def convert_object(v: Any) -> Any:
         if not isinstance(v, dict):
             return v
+        if make is not dict:
+            refuse_unknown_keys(v, props)
         out = dict(v)
         for name, c in convs:
             if name in out:
@@ -200,6 +205,20 @@ def object_schema(
         return out if make is dict else make(**out)
 
     return result, convert_object
+
+
+def refuse_unknown_keys(value: dict, fields: Collection[str]) -> None:
+    """ValueError naming the keys of ``value`` that are none of a dataclass's ``fields``.
+
+    A key a dataclass does not declare is the caller's mistake, as an argument the tool does not
+    declare is (:func:`mcp_ref.server.tools.call_tool`): refused, named, never the internal error
+    of the dataclass's ``__init__``.  The schema stays open (no ``additionalProperties``), as
+    pydantic and FastMCP write a dataclass's, and as a signature's own object is.
+    """
+    extra = [key for key in value if key not in fields]
+    if extra:
+        names = ", ".join(json.dumps(key, ensure_ascii=False) for key in extra)
+        raise ValueError(f"unexpected propert{'y' if len(extra) == 1 else 'ies'} {names}")
 
 
 def fixed_tuple(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter]:
