@@ -70,6 +70,7 @@ _TD_WRAPPERS = tuple(
 _UNION_ORIGINS = (Union, types.UnionType)
 _TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 _SCALARS = frozenset({str, int, float, bool, _NONE})
+_FLOAT_MAX = sys.float_info.max
 
 _Converter = Callable[[Any], Any]
 
@@ -105,6 +106,16 @@ def _is_json(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
     return False
+
+
+def _finite(number: Any) -> Any:
+    """A ``float`` argument as it came, unless a float cannot hold it: ``1e400``, which the JSON
+    parser reads as infinity (RFC 8259 §6: JSON has no infinity; §9: "An implementation may set
+    limits on the range and precision of numbers accepted"), is a ValueError, so a tool never
+    computes with infinity that the peer did not write."""
+    if not -_FLOAT_MAX <= number <= _FLOAT_MAX:
+        raise ValueError("not a finite number: beyond the range of a float")
+    return number
 
 
 def _add_default(schema: dict, default: Any) -> None:
@@ -145,7 +156,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     except TypeError:  # unhashable annotation object
         simple = None
     if simple:
-        return {"type": simple}, None
+        return {"type": simple}, _finite if tp is float else None
 
     origin, args = get_origin(tp), get_args(tp)
     if origin is typing.Annotated:

@@ -293,7 +293,9 @@ def run_tool(
 
 def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     """A tool's return value as a ``CallToolResult`` that ``version`` can carry; an ``isError`` result
-    naming the problem when the value has no JSON form (a type its annotation did not announce)."""
+    naming the problem when the value has no JSON form (a type its annotation did not announce, a
+    NaN or an infinity in its text or structured content, in a result the tool shaped itself too),
+    never the -32603 that a result JSON cannot carry gets from the session."""
     try:
         return shape_result(tool, value, version)
     except (
@@ -306,15 +308,16 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     """:func:`tool_result` without the guard: TypeError or ValueError when ``value`` has no JSON form."""
-    if isinstance(value, CallToolResult):
-        result = value.to_wire()
-    elif (
+    if isinstance(value, CallToolResult) or (
         isinstance(value, dict)
         and "content" in value
         and tool.output_schema is None
         and isinstance(value["content"], list)
-    ):
-        result = dict(value)  # an already-shaped CallToolResult dict
+    ):  # a CallToolResult, or the dict of one, shaped by the tool: a NaN, an infinity or an
+        # object of no JSON form in it is the tool's mistake (checked here, before the session
+        # encodes the answer and could only make it -32603)
+        result: dict = value.to_wire() if isinstance(value, CallToolResult) else dict(value)
+        json.dumps(result, allow_nan=False)
     else:
         result = {"content": as_content(value)}
         if tool.output_schema is not None:
@@ -365,4 +368,6 @@ def as_content(value: Any) -> list:
         isinstance(v, (WireModel, bytes, bytearray)) for v in value
     ):
         return [block for item in value for block in as_content(item)]
-    return [text_block(json.dumps(to_jsonable(value), ensure_ascii=False))]
+    # RFC 8259 §6: "Numeric values that cannot be represented in the grammar below (such as
+    # Infinity and NaN) are not permitted": ValueError, and the structured content is this value
+    return [text_block(json.dumps(to_jsonable(value), ensure_ascii=False, allow_nan=False))]

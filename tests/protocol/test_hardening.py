@@ -16,8 +16,8 @@ import pytest
 from conftest import SERVERS, WAIT
 from http_fixtures import notification, raw_session, request, serve  # noqa: F401 - fixtures
 
-from mcp_ref import Client, InternalError, McpError, ResourceNotFound, Server, jsonrpc
-from mcp_ref.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mcp_ref import Client, McpError, ResourceNotFound, Server, jsonrpc
+from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 HOSTILE = [sys.executable, str(SERVERS / "hostile_raw_server.py")]
 DEEP_ARRAY = b"[" * 100_000 + b"]" * 100_000
@@ -176,11 +176,24 @@ def nan_server() -> Server:
     return server
 
 
-def test_a_result_json_cannot_carry_is_an_internal_error_and_the_connection_goes_on():
+def test_a_tool_result_json_cannot_carry_is_a_tool_error_and_the_connection_goes_on():
     with Client.in_memory(nan_server(), timeout=WAIT) as client:
-        with pytest.raises(InternalError, match="not valid JSON"):
-            client.call_tool("ratio")
+        result = client.call_tool("ratio")
+        assert result.is_error and result.structured_content is None
+        assert result.text.startswith("Tool ratio returned a value that cannot be serialised: ")
         assert client.call_tool("greet", {"name": "Ada"}).content[0].text == "hello Ada"
+
+
+def test_any_other_answer_json_cannot_carry_is_an_internal_error_never_sent_as_it_is():
+    answer = jsonrpc.serialize_answering(jsonrpc.Response(7, {"ratio": math.nan}))
+    assert json.loads(answer) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": INTERNAL_ERROR,
+            "message": "Internal error: the result is not valid JSON",
+        },
+    }
 
 
 def test_a_value_json_cannot_carry_is_never_sent():

@@ -108,3 +108,48 @@ def test_the_listed_schema_of_a_dataclass_stays_as_pydantic_writes_it(peer):
         "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
         "required": ["x", "y"],
     }
+
+
+# -- a float argument too large for a float ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"x": 1e400}', '{"x": -1e400}', '{"x": 1%s}' % ("0" * 400), '{"x": 1, "xs": [2, 1e999]}'],
+    ids=["1e400", "-1e400", "an integer of 401 digits", "in a list"],
+)
+def test_a_float_argument_a_float_cannot_hold_is_refused_as_not_finite(peer, arguments):
+    answer = call(peer, "half", arguments)
+    assert error_text(answer).startswith("Invalid arguments for tool half: x")
+    assert error_text(answer).endswith("not a finite number: beyond the range of a float")
+    assert call(peer, "half", '{"x": 3, "xs": [1.5e308]}')["result"]["content"][0]["text"] == (
+        "[1.5, 7.5e+307]"
+    )
+    goes_on(peer)
+
+
+def test_before_2025_11_25_a_float_a_float_cannot_hold_is_invalid_params(old_peer):
+    answer = call(old_peer, "half", '{"x": 1e400}')
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"].endswith(
+        "x: not a finite number: beyond the range of a float"
+    )
+    goes_on(old_peer)
+
+
+# -- a result holding NaN or an infinity -------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["ratio", "forever", "text_of", "shaped"])
+@pytest.mark.parametrize("version", [MODERN_INPUT_ERRORS, "2025-06-18", "2024-11-05"])
+def test_a_result_holding_nan_or_infinity_is_a_tool_error_naming_the_problem(
+    raw_peer, tool, version
+):
+    peer = raw_peer(SERVER)
+    peer.initialize(version)
+    answer = call(peer, tool)
+    assert error_text(answer).startswith(  # Python 3.13 adds the value (": nan")
+        f"Tool {tool} returned a value that cannot be serialised: "
+        "Out of range float values are not JSON compliant"
+    )
+    goes_on(peer)
