@@ -359,7 +359,8 @@ class HandlerPool:
             thread_name_prefix=f"{name}-handler",
             initializer=lambda: self.threads.add(threading.current_thread()),
         )
-        self.lock = threading.Condition()  # drain() waits here for the held jobs to be submitted
+        self.lock = threading.Condition()  # drain() waits here for the held jobs, and every job
+        self.unfinished = 0  # jobs given to the executor and not ended yet
         # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
         self.held: deque[Job] | None = None
 
@@ -381,6 +382,7 @@ class HandlerPool:
             self.executor.submit(self._work, job)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
             return False
+        self.unfinished += 1
         if job[0].method == "initialize":
             self.held = deque()
         return True
@@ -392,6 +394,9 @@ class HandlerPool:
             log.exception("%s: a handler could not finish", self.name)
         if job[0].method == "initialize":
             self._release()
+        with self.lock:
+            self.unfinished -= 1
+            self.lock.notify_all()
 
     def _release(self) -> None:
         """An ``initialize`` has answered: the jobs it held start, up to the next ``initialize``."""
@@ -411,11 +416,10 @@ class HandlerPool:
             self.executor.shutdown(wait=False, cancel_futures=True)
             self.lock.notify_all()
 
-    def drain(self) -> None:
-        """At the end of input: the queued and held jobs still run; returns once every handler has
-        ended and every thread has exited."""
+    def drain(self, grace: float) -> bool:
+        """At the end of input: the held and queued jobs still run, and every job may end, for
+        ``grace`` seconds; True when all ended in time (every thread then exits)."""
         with self.lock:
-            # while an initialize runs, the jobs it holds are still to submit
-            while self.held is not None:
-                self.lock.wait()
-        self.executor.shutdown()
+            ended = self.lock.wait_for(lambda: self.held is None and not self.unfinished, grace)
+        self.executor.shutdown(wait=ended)
+        return ended

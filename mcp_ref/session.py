@@ -215,6 +215,10 @@ DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 #: a peer that does not read its input must not hold up the end of the connection.
 CLOSING_WRITES = 1.0
 
+#: Seconds the requests read before the end of input have, after it, to be answered (the peer may
+#: still read): then they are cancelled, and those not started never run.
+ENDING_GRACE = 1.0
+
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
@@ -628,13 +632,19 @@ class Session:
             self._end_of_input()
 
     def _end_of_input(self) -> None:
-        # The peer can no longer answer: fail what waits on it, then let the handlers already running finish and reply.
+        # The peer can no longer answer: fail what waits on it, then let the handlers running finish
+        # and reply, for ENDING_GRACE at most.
         with self._lock:
             self._input_ended = True
         self._fail_pending("the connection ended")
         self._end_all_deferred()
-        if self._pool is not None:  # the queued requests still run, and every handler ends
-            self._pool.drain()
+        if self._pool is not None and not self._pool.drain(ENDING_GRACE):
+            # 2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
+            # standard input is closed": past the grace, what runs is cancelled, what waits never runs
+            self._pool.stop()
+            for context in list(self._incoming.values()):
+                context.cancelled.set()
+            self._pool.executor.shutdown()  # a handler that ignores its cancellation is waited for
         self._end_callbacks(wait=True)
         try:
             self.transport.close()

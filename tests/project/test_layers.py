@@ -209,8 +209,9 @@ NOT_PLAIN = (
 #: the tree at the end of issue 33's second round (formatted, laid out); lower them as the work lands.
 #: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
 PLAIN_MAX_MODULES = 16  # target 16 (met)
-# target 26_000; 31,588 before stdio writes got a deadline and the client explained bad results
-PLAIN_MAX_TOKENS = 32_005
+# target 26_000; 31,588 before stdio writes got a deadline, the client explained bad results and
+# the end of input got a grace
+PLAIN_MAX_TOKENS = 32_092
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 

@@ -441,6 +441,28 @@ def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
 
 
 @pytest.mark.slow
+def test_a_server_whose_input_ends_cancels_what_still_runs_and_exits(raw_peer):
+    """2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
+    standard input is closed".  A request still running ENDING_GRACE after the end of input is
+    cancelled (here a tool that waits 30 s for its cancellation): no answer, and the server exits
+    by itself, long before the tool's 30 s (it waited for them)."""
+    peer = raw_peer([sys.executable, str(SERVERS / "session_server.py")])
+    assert "result" in peer.initialize()
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "block", "arguments": {"key": "k"}, "_meta": {"progressToken": 1}},
+        }
+    )
+    assert peer.recv()["method"] == "notifications/progress"  # the tool runs
+    peer.proc.stdin.close()
+    assert peer.proc.wait(WAIT) == 0
+    assert peer.recv() is None  # nothing more: a cancelled request is not answered
+
+
+@pytest.mark.slow
 def test_embedded_newlines_are_escaped_and_round_trip(wire):
     raw: list[bytes] = []
 
