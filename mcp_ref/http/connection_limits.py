@@ -18,7 +18,8 @@ them, apart from HTTP itself:
   failing that, a long-lived stream (``subscriptions/listen``, a GET stream) of the client
   holding the most is ended gracefully; connections running a request are never taken;
 - :class:`Lingerer`: when every connection is at work, the newcomer's 503, sent so that
-  the client can read it;
+  the client can read it; and the close of a connection whose request body was left unread
+  (an error answer), so that the client reads that answer and no thread waits for the body;
 - :func:`fitted_cap`: the cap lowered to fit the process's open-file limit.
 
 ``spec_notes/security.md`` lists each limit, its default, and what a client sees past it.
@@ -453,13 +454,15 @@ class ConnectionTable:
 
 
 class Lingerer:
-    """Closes refused connections so that their clients read the 503 rather than a reset.
+    """Closes connections so that their clients read the last answer rather than a reset: the
+    503 of a refused connection, and the answer of a request whose body was left unread.
 
     Closing a socket with unread input makes the kernel send a reset, which can destroy the
-    refusal before the client reads it.  So a refused socket, its 503 sent and its sending
-    side shut, is kept for up to ``LINGER_SECONDS`` while what the client still sends is
-    read and dropped.  At most ``MAX_LINGERING`` at once; beyond, closed at once.  One thread,
-    started when needed, ending when none is left.
+    answer before the client reads it (RFC 9112 §9.6: close in stages).  So the socket, its
+    answer sent and its sending side shut, is kept for up to ``LINGER_SECONDS`` while what the
+    client still sends is read and dropped.  At most ``MAX_LINGERING`` at once; beyond, closed
+    at once.  One thread, started when needed, ending when none is left: a lingering
+    connection holds no handler thread and no slot of the cap.
     """
 
     count = 0
@@ -475,6 +478,16 @@ class Lingerer:
             sock.setblocking(False)
             drain(sock)
             sock.send(REFUSAL)
+        except OSError:
+            sock.close()
+            return
+        self.linger(sock)
+
+    def linger(self, sock: socket.socket) -> None:
+        """Close ``sock``, its answer sent, gently: its sending side shut now, the socket closed
+        once the client closes or ``LINGER_SECONDS`` have passed (never blocks)."""
+        try:
+            sock.setblocking(False)
             sock.shutdown(socket.SHUT_WR)
         except OSError:
             sock.close()

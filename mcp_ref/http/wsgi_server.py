@@ -58,8 +58,14 @@ from .headers import cgi_name
 
 log = logging.getLogger(__name__)
 
-#: A request body left unread by the application up to this size is drained to keep the
-#: connection; a larger one closes it instead.
+#: A request body the application left unread (an error answer: 404, 405, 415, 429 over the
+#: client's share): what of it has already arrived, up to this size, is read and dropped, without
+#: waiting for more, to keep the connection.  Any rest is never waited for on the handler's thread
+#: (a client trickling it would hold a slot that counts as working: never evicted): the answer
+#: says ``Connection: close`` and the connection closes lingering (``Lingerer.linger``), so the
+#: client still reads the answer.  RFC 9112 §9.5: a server MAY close a connection at any time;
+#: §9.6: one that sends "close" MUST then close it, in stages (its sending side first, then what
+#: the client still sends read), lest a reset erase the answer before the client reads it.
 DRAIN_LIMIT = 1024 * 1024
 
 
@@ -92,6 +98,25 @@ class _Body(io.RawIOBase):
         if self.left <= 0:
             self.socket_io.expect(None)
         return data
+
+    def drop_arrived(self) -> None:
+        """Read and drop what of the rest has already arrived, never waiting for more (the socket
+        is non-blocking meanwhile); ``left`` is then what has not arrived."""
+        sock = self.socket_io.sock
+        sock.setblocking(False)
+        try:
+            while self.left > 0:
+                # read1: what is buffered, else at most one read of the socket (never a wait)
+                data = self.stream.read1(min(self.left, 64 * 1024))
+                if not data:
+                    break  # the client has closed its side: the connection closes
+                self.left -= len(data)
+        except OSError:  # BlockingIOError: nothing more has arrived (else: the connection failed)
+            pass
+        finally:
+            sock.setblocking(True)
+        if self.left <= 0:
+            self.socket_io.expect(None)
 
 
 #: One header field line (RFC 9112 §5): a token name, a colon with no whitespace before it, a value
@@ -333,14 +358,14 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     def _run(self) -> None:
         text = self.headers.get("Content-Length") or "0"
         if not (text.isascii() and text.isdigit()):  # RFC 9110 §8.6: 1*DIGIT, nothing else
-            self.close_connection = True
+            self._close_lingering()  # a body of unknown length may follow
             self.send_error(400, "Bad Content-Length")
             return
         length = int(text)
         if "Transfer-Encoding" in self.headers:
             # MCP clients send Content-Length; a body framed any other way is refused, never guessed
             # at (RFC 9112 §6.3: with both, Transfer-Encoding would win: a smuggling vector).
-            self.close_connection = True
+            self._close_lingering()
             self.send_error(411, "Length Required")
             return
         socket_io = self.socket_io
@@ -356,8 +381,15 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             if socket_io.gone:
                 self.close_connection = True
 
+    def _close_lingering(self) -> None:
+        """Close the connection after this answer, with (some of) the request's body unread:
+        lingering (``Lingerer.linger``, see ``WsgiServer.shutdown_request``), so that a client
+        still sending it reads the answer rather than a reset."""
+        self.close_connection = True
+        _handler.linger = True
+
     def _respond(self, body: _Body) -> None:
-        state: dict = {"sent": False, "chunked": False}
+        state: dict = {"sent": False, "chunked": False, "body": body}
 
         def start_response(status: str, headers: list, exc_info=None):
             if exc_info and state["sent"]:
@@ -381,27 +413,34 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             close = getattr(result, "close", None)
             if close is not None:
                 close()
-        if body.left:
-            if body.left > DRAIN_LIMIT:
-                self.close_connection = True
-            else:
-                self.socket_io.expect(self.server.limits.body_timeout)
-                body.read()
+        if body.left:  # still unread (the application read less after its answer began)
+            self._close_lingering()
 
     def _send_head(self, state: dict, length: int | None = None) -> None:
         """The status line and headers; ``length``: the body's, sent as its Content-Length unless
         the application gave one (neither: the body is chunked)."""
         self.socket_io.expect(None)  # answering: a long response (an SSE stream) is not a slow body
+        body: _Body = state["body"]
+        if body.left:  # answered without reading it all (see DRAIN_LIMIT): never waited for
+            if body.left <= DRAIN_LIMIT:
+                body.drop_arrived()
+            if body.left:
+                self._close_lingering()
         headers = list(state["headers"])
         sized = any(name.lower() == "content-length" for name, _ in headers)
         if not sized and length is not None:
             headers.append(("Content-Length", str(length)))
             sized = True
         head = [f"{self.protocol_version} {state['status']}\r\n"]
+        announced = False
         for name, value in headers:
             head.append(f"{name}: {value}\r\n")
             if name.lower() == "connection" and value.lower() == "close":
-                self.close_connection = True
+                self.close_connection = announced = True
+        if self.close_connection and not announced:
+            # RFC 9112 §9.6: a server closing after this response says so: it SHOULD when the
+            # client sent "close", and a server that sends "close" MUST then close.
+            head.append("Connection: close\r\n")
         if not sized:
             state["chunked"] = True
             head.append("Transfer-Encoding: chunked\r\n")
@@ -429,7 +468,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-#: The connection a handler thread serves (its own to close; see ``WsgiServer.shutdown_request``).
+#: The connection a handler thread serves (its own to close; see ``WsgiServer.shutdown_request``),
+#: and ``linger``: True to close it lingering (its last request's body left unread).
 _handler = threading.local()
 
 
@@ -498,10 +538,12 @@ class WsgiServer(ThreadingHTTPServer):
 
     def process_request_thread(self, request, client_address) -> None:
         _handler.request = request
+        _handler.linger = False
         try:
             super().process_request_thread(request, client_address)  # closes the socket at the end
         finally:
             _handler.request = None
+            _handler.linger = False
             self.connections.release(request)
 
     def shutdown_request(self, request) -> None:
@@ -512,9 +554,14 @@ class WsgiServer(ThreadingHTTPServer):
         the socket, and closing it there would pull the descriptor from under a write (EBADF).
         Shut down instead, the handler's reads and writes end as a lost client's do, and the
         socket is closed by its own thread (or, if the thread never ran, when it is collected).
+        A connection whose last request's body was left unread is handed to the lingering close
+        (``Lingerer.linger``): its answer is read, not reset, and its slot is free at once.
         """
         running: Any = getattr(_handler, "request", None)  # this thread's socket, if it runs one
         if running is request:
+            if _handler.linger:  # a request's body left unread: closed in stages, off this thread
+                self.lingerer.linger(request)
+                return
             super().shutdown_request(request)
             return
         shut_down(request)

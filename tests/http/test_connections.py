@@ -28,11 +28,13 @@ from http_fixtures import (  # noqa: F401 - fixtures
     request,
     serve,
 )
+from test_hardening_streams import Raw, wait_until
 
 from mcp_ref import Client, ConnectionLimits, Context, Server
 from mcp_ref.http.connection_limits import MAX_LINGERING
 
 PING = json.dumps(request("ping", None, 1)).encode()
+INITIALIZE = json.dumps(request("initialize", init_params(), 1)).encode()
 
 
 def head(path: str = "/mcp", length: int = len(PING), extra: bytes = b"") -> bytes:
@@ -265,6 +267,87 @@ def test_a_quiet_sse_stream_outlives_every_timeout(serve):
     answer = json.loads(stream.next()["data"])  # the stream still carries the answer
     assert answer["id"] == 7 and answer["result"]["protocolVersion"] == "2024-11-05"
     stream.close()
+
+
+# -- class 3: a body left unread by an error answer ---------------------------------------------------
+
+SLOTS = 8
+SHARE = 2  # max_requests_per_client's default: a quarter of the slots
+TRICKLED = 100_000  # declared; only its first byte is ever sent
+
+
+def from_another_client(port: int) -> socket.socket:
+    """A connection from 127.0.0.2: another address, another client."""
+    return socket.create_connection(
+        ("127.0.0.1", port), timeout=WAIT, source_address=("127.0.0.2", 0)
+    )
+
+
+@pytest.mark.parametrize(
+    "path, status, code", [("/mcp", 429, -32005), ("/nowhere", 404, -32600)], ids=["429", "404"]
+)
+def test_error_answers_to_trickled_bodies_close_so_one_client_cannot_take_every_slot(
+    serve, path, status, code
+):
+    """An answer that leaves the body unread (429 past the client's share, 404) never waits for the
+    rest of a body being trickled: it says ``Connection: close`` and the connection ends at once,
+    its slot free (RFC 9112 §9.5, §9.6).  Before, each one drained the body for up to the body
+    deadline, counted as working, never evicted: 2 * SLOTS of them left another client a 503."""
+    srv = serve(
+        stateless=True,
+        limits=ConnectionLimits(
+            max_connections=SLOTS, header_timeout=60, keepalive_timeout=60, body_timeout=60
+        ),
+    )
+    trickle = head(path, length=TRICKLED) + b"{"
+    held = []
+    if path == "/mcp":  # the client's share taken by POSTs whose bodies the app waits for
+        for _ in range(SHARE):
+            sock = connect(srv.port)
+            sock.sendall(head(length=TRICKLED) + b"{")
+            held.append(sock)
+        assert wait_until(lambda: srv.app.requests_in_flight() == SHARE)
+    refused = []
+    for _ in range(2 * SLOTS):  # more than every slot of the server, each one answered
+        sock = connect(srv.port)
+        sock.sendall(trickle)
+        answer = Raw(sock)
+        assert answer.status == status and answer.headers.get("connection") == "close"
+        assert json.loads(answer.body())["error"]["code"] == code
+        assert closed_by_server(sock)  # ended by the server, its body never awaited
+        refused.append(sock)  # kept open on this side: only the server's close frees the slot
+    assert wait_until(lambda: srv.httpd.connections.count == len(held))
+    with from_another_client(srv.port) as sock:  # another client is served, not refused with 503
+        sock.sendall(head(length=len(INITIALIZE)) + INITIALIZE)
+        answer = Raw(sock)
+        assert answer.status == 200
+        assert json.loads(answer.body())["result"]["protocolVersion"] == "2025-11-25"
+    for sock in held + refused:
+        sock.close()
+
+
+def test_a_client_still_sending_the_body_of_a_refused_request_reads_its_answer(serve):
+    """The connection closes lingering (``Lingerer.linger``): what the client still sends is read
+    and dropped, so its send completes and it reads the 404, rather than a reset destroying it."""
+    srv = serve(stateless=True)
+    size = 16 * 1024 * 1024  # past DRAIN_LIMIT and every socket buffer: sent while answered
+    with connect(srv.port) as sock:
+        sock.sendall(head("/nowhere", length=size) + b" " * size)  # all of it, then read
+        answer = Raw(sock)
+        assert answer.status == 404 and answer.headers.get("connection") == "close"
+        assert closed_by_server(sock)
+
+
+def test_an_error_answer_to_a_body_that_has_arrived_keeps_the_connection(serve):
+    """A body sent whole with its head is dropped without waiting: the connection stays open."""
+    srv = serve(stateless=True)
+    with connect(srv.port) as sock:
+        sock.sendall(head("/nowhere") + PING)
+        answer = Raw(sock)
+        assert answer.status == 404 and "connection" not in answer.headers
+        answer.body()
+        sock.sendall(head() + PING)  # the same connection serves the next request
+        assert Raw(sock).status == 200
 
 
 def flooding_server(**events) -> Server:
