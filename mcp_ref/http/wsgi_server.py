@@ -27,6 +27,11 @@ application run elsewhere finds neither, and learns of a gone client at its next
 
 One more tells the application what it may share out: ``mcp_ref.slots``, the connection cap
 (each connection a thread); ``McpWsgiApp(max_requests_per_client=)`` gives each client a share.
+
+A header field whose name holds ``_`` gets no ``HTTP_*`` key (``Mcp_Session_Id`` would be taken
+for ``Mcp-Session-Id``): it is dropped there, as gunicorn, Werkzeug and nginx do.
+``mcp_ref.headers`` (:class:`Headers`) keeps every field under its own name, for the
+``Mcp-Param-*`` names that hold one (``headers.request_header``).
 """
 
 from __future__ import annotations
@@ -246,8 +251,15 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "mcp_ref.on_disconnect": self.socket_io.on_gone,
             "mcp_ref.long_lived": self._long_lived,
             "mcp_ref.slots": self.server.connections.cap,
+            "mcp_ref.headers": self.headers,
         }
         for name, value in self.headers.items():
+            if "_" in name:
+                # "Mcp_Param_Region" and "Mcp-Param-Region" would both be HTTP_MCP_PARAM_REGION: a
+                # field an intermediary does not see as Mcp-Param-Region would be taken for one
+                # (2026-07-28 streamable-http §Server Behavior for Custom Headers: a header the
+                # client omits MUST be rejected).  Dropped, as gunicorn, Werkzeug, nginx do.
+                continue
             key = cgi_name(name)
             if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
                 continue

@@ -694,6 +694,41 @@ def echo_headers_app(environ, start_response):
 
 
 @pytest.mark.parametrize("ending", [b"\r\n", b"\n"], ids=["crlf-whole-head", "lf-line-by-line"])
+def test_header_names_with_underscores_get_no_environ_key(ending):
+    """``X_Pad`` and ``X-Pad`` would share ``HTTP_X_PAD``: the name with ``_`` is dropped there
+    (as gunicorn, Werkzeug and nginx do), so it is never taken for the other, alone or beside it;
+    ``environ["mcp_ref.headers"]`` keeps it under its own name.  Both head parsers."""
+    from mcp_ref.http.wsgi_server import WsgiServer
+
+    seen = []
+
+    def app(environ, start_response):
+        seen.append(environ)
+        return echo_headers_app(environ, start_response)
+
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        for fields, pad in (([b"X_Pad: evil"], None), ([b"X-Pad: good", b"X_Pad: evil"], "good")):
+            with connect(httpd.port) as sock:
+                lines = [b"GET / HTTP/1.1", b"Host: 127.0.0.1", *fields, b"Connection: close"]
+                sock.sendall(ending.join([*lines, b"", b""]))
+                reader = sock.makefile("rb")
+                assert reader.readline().split()[1] == b"200"
+                while reader.readline() not in (b"\r\n", b""):
+                    pass
+                assert json.loads(reader.read()) == [pad, None]
+        assert seen[-1]["mcp_ref.headers"].get_all("x_pad") == ["evil"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n"], ids=["crlf-whole-head", "lf-line-by-line"])
 def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
     """RFC 9112 §5: a field value's surrounding spaces and tabs are not part of it.  Trimming
     costs time linear in the line: a 60,000-space run inside a value is answered well within the

@@ -466,6 +466,10 @@ def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):
         ({"Mcp-Param-Region": "=?base64?dXM?="}, -32020),  # unpadded Base64 is not valid
         ({"Mcp-Param-Count": "2.0"}, None),  # integers compare as numbers
         ({"mcp-param-dry-run": "true"}, -32020),  # a header for a value the body does not have
+        # a name with "_" is another header: never taken for the hyphenated one it resembles
+        ({"Mcp-Param-Region": None, "Mcp_Param_Region": "us"}, -32020),
+        ({"Mcp-Method": None, "Mcp_Method": "tools/call"}, -32020),
+        ({"Mcp-Name": None, "Mcp_Name": "routed"}, -32020),
     ],
     ids=lambda v: repr(v),
 )
@@ -487,6 +491,32 @@ def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, header
     else:
         assert answer["error"]["code"] == code and peer.last_status == 400
         assert answer["id"] == peer.next_id
+
+
+def test_an_x_mcp_header_with_an_underscore_is_checked_by_its_exact_name(serve):
+    """An ``x-mcp-header`` may hold ``_`` (a ``tchar``): ``Mcp-Param-Run_Mode`` is its header,
+    and ``Mcp-Param-Run-Mode``, the same WSGI key, is another one (2026-07-28 streamable-http
+    §Server Behavior for Custom Headers: a header the client omits is rejected)."""
+    from mcp_ref import Server
+    from mcp_ref.http.headers import request_headers
+
+    server = Server("underscored")
+
+    @server.tool(headers={"mode": "Run_Mode"})
+    def run(mode: str) -> str:
+        """Run in a mode that travels in a header too."""
+        return f"ran {mode}"
+
+    peer = HttpPeer(serve(server))
+    params = call("run", {"mode": "fast"})
+    correct = request_headers("tools/call", params, server.get_tool("run").listing["inputSchema"])
+    assert correct["Mcp-Param-Run_Mode"] == "fast"
+    answer = peer.ask("tools/call", params, **correct)
+    assert answer["result"]["content"][0]["text"] == "ran fast"
+    lookalike = {"Mcp-Param-Run_Mode": None, "Mcp-Param-Run-Mode": "fast"}
+    answer = peer.ask("tools/call", params, **{**correct, **lookalike})
+    assert answer["error"]["code"] == -32020 and peer.last_status == 400
+    assert answer["error"]["message"] == "Header mismatch: the Mcp-Param-Run_Mode header is missing"
 
 
 def test_the_client_side_header_rules():

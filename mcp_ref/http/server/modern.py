@@ -12,7 +12,7 @@ from ...errors import HeaderMismatchError, InvalidParams, McpError
 from ...jsonrpc import Request
 from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
-from ..headers import cgi_name, check_request_headers
+from ..headers import check_request_headers, request_header
 from .base import HttpAppBase
 from .host import Connection
 from .oneshot import one_shot
@@ -138,6 +138,6 @@ class ModernHttp:
             tool = server.visible_tool(principal, params["name"], request.params)
             declared = tool.header_declarations if tool is not None else None
         check_request_headers(
-            lambda name: environ.get(cgi_name(name)), request.method, params, declared=declared
+            lambda name: request_header(environ, name), request.method, params, declared=declared
         )
         return modern
