@@ -498,9 +498,9 @@ class Lingerer:
                 return
             self.count += 1
             self.pending.append(sock)
-            if not self.running:
-                self.running = True
-                threading.Thread(target=self._run, name="mcp-ref-linger", daemon=True).start()
+            start, self.running = not self.running, True
+        if start:  # not under the lock: a thread's start waits for it to run
+            threading.Thread(target=self._run, name="mcp-ref-linger", daemon=True).start()
 
     def _run(self) -> None:
         import selectors

@@ -480,8 +480,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-#: The connection a handler thread serves (its own to close; see ``WsgiServer.shutdown_request``),
-#: and ``linger``: True to close it lingering (its last request's body left unread).
+#: The connection a handler thread serves (its own to close; see ``WsgiServer.shutdown_request``);
+#: ``linger``: True to close it lingering (its last request's body left unread); ``released``:
+#: its slot already given back (before the lingering close).
 _handler = threading.local()
 
 
@@ -550,13 +551,13 @@ class WsgiServer(ThreadingHTTPServer):
 
     def process_request_thread(self, request, client_address) -> None:
         _handler.request = request
-        _handler.linger = False
+        _handler.linger = _handler.released = False
         try:
             super().process_request_thread(request, client_address)  # closes the socket at the end
         finally:
             _handler.request = None
-            _handler.linger = False
-            self.connections.release(request)
+            if not _handler.released:
+                self.connections.release(request)
 
     def shutdown_request(self, request) -> None:
         """Close a connection's socket, from its own thread only.
@@ -572,6 +573,9 @@ class WsgiServer(ThreadingHTTPServer):
         running: Any = getattr(_handler, "request", None)  # this thread's socket, if it runs one
         if running is request:
             if _handler.linger:  # a request's body left unread: closed in stages, off this thread
+                # its slot free first: once the client sees the close, a new connection has room
+                self.connections.release(request)
+                _handler.released = True
                 self.lingerer.linger(request)
                 return
             super().shutdown_request(request)
