@@ -169,7 +169,8 @@ def two_clients(srv, by: str, tokens: Tokens) -> tuple[Caller, Caller]:
     """Two clients of ``srv``: two addresses, or two principals at one address."""
     if by == "address":
         return Caller(srv.port, "127.0.0.1"), Caller(srv.port, "127.0.0.2")
-    tokens.audience = ("http://127.0.0.1/mcp",)  # the resource as raw_http's Host names it
+    # the resource: the name raw_http's Host gives, and the port the server listens on
+    tokens.audience = (f"http://127.0.0.1:{srv.port}/mcp",)
     return Caller(srv.port, token="alice-token"), Caller(srv.port, token="bob-token")
 
 
