@@ -157,7 +157,7 @@ def _refusal(value: Any, path: str) -> str | None:
             if math.isfinite(value)
             else f"{path or 'the value'}: {value!r} is not a JSON number"
         )
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # (a tuple: an array, as json.dumps writes it)
         for index, item in enumerate(value):
             problem = _refusal(item, f"{path}[{index}]")
             if problem is not None:
@@ -174,6 +174,16 @@ def _refusal(value: Any, path: str) -> str | None:
                 return problem
         return None
     return f"{path or 'the value'}: a value of type {type(value).__name__} has no JSON form"
+
+
+def no_json_form(value: Any, path: str = "") -> str | None:
+    """Where ``value`` (as it is: nothing converted) holds what JSON cannot carry, and what (an
+    object of no JSON form, a NaN or an infinity, a nesting too deep); None when it is all JSON.
+    Walked, never encoded: a large value (an image's base64) costs one step."""
+    try:
+        return _refusal(value, path)
+    except RecursionError:
+        return f"{path or 'the value'}: nested too deeply (or holds itself)"
 
 
 def sendable(value: Any, path: str = "") -> Any:

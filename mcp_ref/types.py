@@ -273,10 +273,12 @@ def drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 def content_from_wire(data: dict[str, Any]) -> Content:
     """Build the content block class named by ``data["type"]`` (:class:`UnknownContent` for
-    another type, and for a block that is not a JSON object)."""
+    another type, one that is not a string, and a block that is not a JSON object)."""
     if not isinstance(data, dict):
         return UnknownContent(raw={"value": data})
-    return _CONTENT_TYPES.get(data.get("type"), UnknownContent).from_wire(data)
+    block_type = data.get("type")
+    known = _CONTENT_TYPES.get(block_type) if isinstance(block_type, str) else None
+    return (known or UnknownContent).from_wire(data)
 
 
 # -- Tools --------------------------------------------------------------------

@@ -156,7 +156,12 @@ def _built(build: Any, value: Any, path: str) -> list[str]:
     if build is content_from_wire:
         if not isinstance(value, dict):  # kept as UnknownContent: not what breaks a result
             return []
-        cls = BLOCKS.get(value.get("type"), UnknownContent)
+        block_type = value.get("type")
+        cls = (
+            BLOCKS.get(block_type, UnknownContent)
+            if isinstance(block_type, str)
+            else UnknownContent
+        )
     elif build is resource_contents_from_wire:
         is_blob = isinstance(value, dict) and "blob" in value
         cls = BlobResourceContents if is_blob else TextResourceContents

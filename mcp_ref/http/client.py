@@ -429,8 +429,8 @@ class HttpClientTransport(LegacySseClient, Transport):
                         timeout=(self.connect_timeout, 5),
                     )
                 discard_body(ended)
-            except Exception:  # closing must not raise
-                log.debug("DELETE of the session failed", exc_info=True)
+            except Exception as exc:  # closing must not raise (its text may quote the URL's secret)
+                log.debug("DELETE of the session failed: %s", failed_because(exc))
         self.in_flight.close()  # no worker is left reading, nor the thread sending a notice
         with self._responses_lock:
             responses = list(self._open_responses)
@@ -514,7 +514,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             with carrying(self, key):
                 self._send_other(data, legacy=legacy)
         except OSError as exc:
-            log.debug("notifications/cancelled could not be sent: %s", exc)
+            log.debug("notifications/cancelled could not be sent: %s", failed_because(exc))
         finally:
             self.in_flight.finished(key)
             self._notice_places.release()
@@ -567,7 +567,8 @@ class HttpClientTransport(LegacySseClient, Transport):
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
             if self.in_flight.given_up(request.id):  # its socket was shut down under the reader
-                log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
+                why = failed_because(exc)
+                log.debug("request %r: its abandoned response ended the read (%s)", request.id, why)
             else:
                 # the traceback without the exception's text (it may quote a token): failed_because
                 log.error("HTTP request failed: %s\n%s", failed_because(exc), format_tb(exc))
@@ -701,7 +702,8 @@ class HttpClientTransport(LegacySseClient, Transport):
             response = self._post(data, read_timeout=60, legacy=legacy)
             discard_body(response)  # a 202 has none; whatever a server sends is never kept
         except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self._target(legacy)} failed: {exc}") from None
+            target = shown(self._target(legacy))
+            raise OSError(f"HTTP request to {target} failed: {failed_because(exc)}") from None
         if response.status_code == 404 and self.session_id:
             log.debug("notification for an expired session dropped")
         elif not response.ok:
@@ -811,7 +813,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                     if not awaiting:
                         return
             except requests.RequestException as exc:
-                log.debug("SSE stream dropped: %s", exc)
+                log.debug("SSE stream dropped: %s", failed_because(exc))
                 broke = True
             except EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
@@ -847,7 +849,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 with carrying(self, request.id):  # the resumed answer's socket watched for it
                     response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
-                log.debug("resuming the stream failed: %s", exc)
+                log.debug("resuming the stream failed: %s", failed_because(exc))
                 continue
             if not response.ok:
                 response.close()
@@ -891,9 +893,9 @@ class HttpClientTransport(LegacySseClient, Transport):
                     for _ in self._relay(response, cursor):
                         pass
             except requests.RequestException as exc:
-                log.debug("standalone stream dropped: %s", exc)
+                log.debug("standalone stream dropped: %s", failed_because(exc))
             except (AuthorizationError, CrossOriginRefused) as exc:  # not authorized, or redirected
-                log.warning("the standalone stream is not opened: %s", exc)
+                log.warning("the standalone stream is not opened: %s", failed_because(exc))
                 return
             except Exception:
                 log.exception("standalone stream failed")

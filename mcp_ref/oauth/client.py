@@ -655,13 +655,12 @@ class OAuth(AuthBase):
         )
         if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
             raise TokenError(f"the token endpoint {server.token_endpoint} answered no access_token")
-        if not _B64TOKEN.fullmatch(answer["access_token"]):
-            # RFC 6750 §2.1: the credentials of "Authorization: Bearer" are a b64token (RFC 9449
-            # §7.1: DPoP's too); anything else (a line break: a header of its own) is not sent
+        if not _SENDABLE_TOKEN.fullmatch(answer["access_token"]):
+            # a token goes in a header field: a space, a line break (a header of its own), a
+            # control or non-ASCII character cannot be sent there as the token
             raise TokenError(
-                f"the token endpoint {server.token_endpoint} answered an access_token that is not "
-                "a valid token (RFC 6750 §2.1: letters, digits and -._~+/ then = padding); "
-                "refused, not shown"
+                f"the token endpoint {server.token_endpoint} answered an access_token that cannot "
+                "be sent in a header (only visible ASCII characters can); refused, not shown"
             )
         token_type = answer.get("token_type")
         if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
@@ -792,8 +791,11 @@ def _secret_method(server: ServerMetadata) -> str:
     return "client_secret_basic"
 
 
-#: RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
-_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+#: An access token that can go in an ``Authorization`` header: visible ASCII (RFC 9110 §5.5
+#: ``field-vchar``, without spaces).  RFC 6750 §2.1's ``b64token`` is narrower, but real providers
+#: issue tokens outside it (``!`` in Salesforce's, ``|`` in Amazon's, ``%`` in Twitter's), and the
+#: header carries them all.
+_SENDABLE_TOKEN = re.compile(r"[\x21-\x7e]+")
 
 
 def _origin(url: str) -> str:

@@ -317,7 +317,11 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
         # object of no JSON form in it is the tool's mistake (checked here, before the session
         # encodes the answer and could only make it -32603)
         result: dict = value.to_wire() if isinstance(value, CallToolResult) else dict(value)
-        json.dumps(result, allow_nan=False)
+        from ..jsonable import no_json_form  # walked, not encoded: the session encodes it once
+
+        problem = no_json_form(result, "result")
+        if problem is not None:
+            raise ValueError(problem)
     else:
         result = {"content": as_content(value)}
         if tool.output_schema is not None:

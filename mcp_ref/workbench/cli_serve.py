@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -187,9 +188,13 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
     """``serve-demo --http HOST:PORT --auth``: the demo (``server``) as a protected resource, and the demo
     authorization server on the same port (for teaching and tests, never production)."""
     from ..http.wsgi_server import WsgiServer
+    from .demo import RESOURCE_ENV
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
 
-    httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
+    # the URL clients reach, when a proxy or a port mapping stands between (else the server's own)
+    resource = os.environ.get(RESOURCE_ENV) or None
+    app = protected_app(server, stateless=stateless, resource=resource)
+    httpd = WsgiServer((host, port), app)
     to_stderr(
         f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
         f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})"

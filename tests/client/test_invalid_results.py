@@ -17,6 +17,7 @@ from conftest import WAIT
 
 from mcp_ref import Client, InvalidResult, MCPRefError
 from mcp_ref.client.invalid_results import invalid_result
+from mcp_ref.types import UnknownContent
 
 SERVER = str(Path(__file__).resolve().parents[1] / "servers" / "malformed_results_server.py")
 
@@ -167,3 +168,16 @@ def test_at_most_five_problems_are_named():
     error = invalid_result("tools/list", {"tools": [1] * 7}, "2025-11-25", TypeError())
     assert str(error).count("is a number, not an object") == 5
     assert str(error).endswith("(and 2 more)")
+
+
+@pytest.mark.parametrize("block_type", [["text"], {"t": 1}, 5], ids=["array", "object", "number"])
+def test_a_content_block_whose_type_is_not_a_string_is_an_unknown_block(client, block_type):
+    """A ``type`` that names no block (not a string at all) is kept as :class:`UnknownContent`, as
+    an unknown name is: the result is built, and nothing raises (a bare TypeError did)."""
+    block = {"type": block_type, "text": "a"}
+    result = client.call_tool("x", {"result": {"content": [block]}})
+    assert isinstance(result.content[0], UnknownContent) and result.content[0].raw == block
+    messages = text({"messages": [{"role": "user", "content": block}]})
+    prompt = client.get_prompt("p", {"result": messages})
+    assert isinstance(prompt.messages[0].content, UnknownContent)
+    still_serves(client)

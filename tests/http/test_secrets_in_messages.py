@@ -88,3 +88,31 @@ def _refusing(app):
         return [b""]
 
     return refuse
+
+
+@pytest.mark.parametrize(
+    "secret_part", ["?api_key=SECRET-QUERY", "userinfo"], ids=["query", "userinfo"]
+)
+def test_a_server_gone_mid_session_is_named_without_the_urls_credentials(caplog, secret_part):
+    """The server stops during a session: the notification that cannot be sent (``set_roots``),
+    the DELETE at close and every log line name the URL without its query's contents or userinfo,
+    and the reason without them either (requests quotes the URL whole)."""
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+    with serving(_hello_server()) as served:
+        url = (
+            served.mcp + secret_part
+            if secret_part.startswith("?")
+            else served.mcp.replace("http://", "http://user:SECRET-PASS@")
+        )
+        client = Client.http(url, era="handshake", roots=["file:///tmp"], timeout=WAIT)
+        assert client.call_tool("hello").content[0].text == "hello"
+    # the server is gone: its kept-alive connections too, so the next POST finds no one listening
+    client.session.transport.http.close()
+    try:
+        with pytest.raises(ConnectionError) as caught:
+            client.set_roots(["file:///var"])
+        assert "/mcp" in str(caught.value), caught.value
+        assert "SECRET" not in str(caught.value)
+    finally:
+        client.close()
+    assert "SECRET" not in caplog.text

@@ -74,6 +74,7 @@ class Mischief:
     - ``state`` (None: the request's), ``iss`` ("correct", "wrong", ABSENT), ``auth_error``: the redirect;
     - ``granted_scope``: the scope the token endpoint grants (None: the scope asked for);
     - ``refuse_tokens``: 401 even with a token it issued;
+    - ``token_prefix``: what each access token it issues starts with (then random characters);
     - ``step_up_tool``: calls of this tool always get 403 ``insufficient_scope`` (scope ``needs:more``);
     - ``resource_metadata``: the URL the challenge names (None: this origin's PRM).
 
@@ -92,6 +93,7 @@ class Mischief:
         self.answers: dict = {}
         self.state, self.iss, self.auth_error = None, "correct", None
         self.granted_scope, self.refuse_tokens, self.step_up_tool = None, False, None
+        self.token_prefix = "at-"
         self.resource_metadata = (
             None  # the challenge's resource_metadata URL (None: the PRM of this origin)
         )
@@ -210,7 +212,8 @@ class Mischief:
         client = self.clients.get(form.get("client_id"))
         if client is None or client["client_secret"] != form.get("client_secret"):
             return _answer(start_response, 401, {"error": "invalid_client"})
-        access, refresh = "at-" + secrets.token_urlsafe(24), "rt-" + secrets.token_urlsafe(24)
+        access = self.token_prefix + secrets.token_urlsafe(24)
+        refresh = "rt-" + secrets.token_urlsafe(24)
         with self.lock:
             self.tokens.add(access)
             self.secrets.update((access, refresh))
@@ -733,10 +736,10 @@ def test_a_token_endpoint_answering_html_is_a_token_error(app, caplog):
     )  # it was sent, and is checked
 
 
-def test_an_access_token_that_is_not_a_bearer_token_is_refused_without_showing_it(app, caplog):
-    """RFC 6750 §2.1: the credentials of ``Authorization: Bearer`` are a b64token.  An
-    access_token with a line break (a header of its own once sent) is a TokenError whose message,
-    like the log, never holds it; nothing is sent with it."""
+def test_an_access_token_that_cannot_go_in_a_header_is_refused_without_showing_it(app, caplog):
+    """A token goes in the ``Authorization`` header: an access_token with a line break (a header
+    of its own once sent) is a TokenError whose message, like the log, never holds it; nothing is
+    sent with it."""
     token = "ACCESS-TOKEN-SECRET\r\nX-Injected: 1"
     app.secrets.add("ACCESS-TOKEN-SECRET")
     app.answers[app.paths["token"]] = (
@@ -745,7 +748,20 @@ def test_an_access_token_that_is_not_a_bearer_token_is_refused_without_showing_i
         json.dumps({"access_token": token, "token_type": "Bearer", "expires_in": 60}).encode(),
     )
     exc = refused(app, caplog, TokenError)
-    assert "RFC 6750" in str(exc)
+    assert "cannot be sent in a header" in str(exc)
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["00D5e000000abcd!AQ8AQ", "Atza|IwEBIA", "AAAAAAAAAAAAAAAAAAAAAMLheAAA%2BBBB%3D"],
+    ids=["salesforce-like", "amazon-like", "twitter-like"],
+)
+def test_access_tokens_outside_rfc_6750s_b64token_are_used(app, prefix):
+    """Real providers issue tokens outside RFC 6750 §2.1's narrow ``b64token`` (``!``, ``|``,
+    ``%``); a header carries any visible ASCII, so they are used as they are."""
+    app.token_prefix = prefix
+    works(app)
+    assert any(token.startswith(prefix) for token in app.tokens)
 
 
 def test_user_credentials_in_the_server_url_stay_out_of_messages_and_logs(app, caplog):

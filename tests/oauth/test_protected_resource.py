@@ -336,3 +336,34 @@ def test_serve_demo_auth_serves_a_protected_demo_and_its_authorization_server_on
     finally:
         proc.terminate()
         proc.wait(WAIT)
+
+
+@pytest.mark.slow
+def test_serve_demo_auth_names_the_resource_mcp_ref_resource_gives():
+    """Behind a proxy or a port mapping the URL clients reach is not the server's own:
+    ``MCP_REF_RESOURCE`` names it, as for the demo's ``protected_wsgi_app``; the metadata says it."""
+    import os
+    import queue
+    import subprocess
+    import sys
+
+    from http_fixtures import free_port
+
+    port = free_port()
+    reached = "http://127.0.0.1:9/mcp"  # the mapped URL (nothing needs to listen there)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MCP_REF_RESOURCE": reached},
+    )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    try:
+        assert "as an OAuth protected resource" in lines.get(timeout=WAIT)
+        origin = f"http://127.0.0.1:{port}"
+        meta = requests.get(origin + "/.well-known/oauth-protected-resource/mcp", timeout=WAIT)
+        assert meta.json()["resource"] == reached
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)

@@ -148,8 +148,12 @@ def test_a_result_holding_nan_or_infinity_is_a_tool_error_naming_the_problem(
     peer = raw_peer(SERVER)
     peer.initialize(version)
     answer = call(peer, tool)
-    assert error_text(answer).startswith(  # Python 3.13 adds the value (": nan")
-        f"Tool {tool} returned a value that cannot be serialised: "
-        "Out of range float values are not JSON compliant"
+    why = (
+        "result.structuredContent.v: nan is not a JSON number"  # walked: the place is named
+        if tool == "shaped"
+        else "Out of range float values are not JSON compliant"  # (3.13 adds ": nan")
+    )
+    assert error_text(answer).startswith(
+        f"Tool {tool} returned a value that cannot be serialised: {why}"
     )
     goes_on(peer)
