@@ -15,6 +15,7 @@ import pytest
 from conftest import WAIT
 from http_fixtures import RawSession, RoundRobin, SseReader, notification, request, start
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
+from test_hardening_streams import wait_until
 
 from mcp_ref import Client, Context, Server
 
@@ -479,6 +480,58 @@ def test_the_session_cap_counts_every_worker(workers):
         version=False,
     )
     assert refused.status_code == 503
+
+
+INITIALIZE = request(
+    "initialize",
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+    1,
+)
+
+
+def test_a_session_whose_request_runs_on_another_worker_is_not_ended_as_its_clients_idlest(workers):
+    """max_sessions_per_client=1: the client's one session runs a call on B while it initializes
+    again on A, where the session was made.  The session is in use (B marks it so in the shared
+    state), so the new one gets 429 and the call is answered; it used to be ended under the call
+    ("Session ended before this request was answered")."""
+    a, b = workers(max_sessions_per_client=1)
+    raw = a.raw()
+    raw.initialize()
+    request_id, response = tool_call(on(raw, b), "steps", stream=True)
+    reader = SseReader(response)
+    while (event := reader.next()) is not None and not event["data"]:
+        pass  # the priming event; then "step one": the handler runs on B
+    refused = a.raw().post(INITIALIZE, version=False)
+    assert refused.status_code == 429 and refused.json()["error"]["data"] == {"limit": 1}
+    b.release.set()
+    messages = [message for _, message in reader.messages()]
+    assert messages[-1]["id"] == request_id
+    assert messages[-1]["result"]["content"][0]["text"] == "done on w1"
+    # idle everywhere once B's watcher lets its mark go (within a second): the session makes room
+    assert wait_until(lambda: a.raw().post(INITIALIZE, version=False).status_code == 200)
+    assert on(raw, a).post(request("ping", None, raw.next_id())).status_code == 404
+
+
+@pytest.mark.parametrize("where", ["same worker", "other worker"])
+def test_a_session_whose_get_stream_is_followed_is_not_ended_as_its_clients_idlest(workers, where):
+    """max_sessions_per_client=1: a GET stream followed from the shared event store, on the worker
+    that made the session or another, makes it in use: a new initialize gets 429, and the stream
+    stays open (it used to be ended, and the session with it)."""
+    a, b = workers(max_sessions_per_client=1)
+    raw = a.raw()
+    raw.initialize()
+    stream = SseReader(on(raw, a if where == "same worker" else b).get())
+    assert stream.next()["id"]  # priming: the stream is followed
+    refused = a.raw().post(INITIALIZE, version=False)
+    assert refused.status_code == 429
+    tool_call(on(raw, a), "add_tool", {"tool": "still_heard"})
+    heard = next_within(stream)
+    assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
+    stream.close()
 
 
 def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream(workers):

@@ -476,6 +476,7 @@ class HttpAppBase:
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
         session.last_used = time.monotonic()
+        self.shared_sessions.homes.mark_in_use(session)  # its maker never ends it as idle meanwhile
         # its home gone? then this worker sends its change notifications
         self.shared_sessions.homes.claim(session)
         return self._same_version(environ, session)
@@ -558,19 +559,26 @@ class HttpAppBase:
 
     def _idlest_session_of(self, client: str) -> HttpSession | None:
         """``client``'s session made here that was used least recently and is idle now (no request
-        in progress, no client on its GET stream; a legacy session is its stream), or None."""
+        in progress, no client on its GET stream; a legacy session is its stream), or None.
+
+        Shared (:mod:`.shared`), a session is served and streamed by any worker: one that another
+        live worker marks in use (a request running there, a GET following it there:
+        ``Homes.mark_in_use``) is not idle either."""
         with self._sessions_lock:
             held = [
                 session
                 for session in self.sessions.values()
                 if session.client == client and session.client_place is not None
             ]
-        idle = [
-            session
-            for session in held
-            if not session.serving and cast(Stream, session.standalone).consumer is None
-        ]
-        return min(idle, key=lambda session: session.last_used, default=None)
+        idle = sorted(
+            (session for session in held if not session.in_use),
+            key=lambda session: session.last_used,
+        )
+        homes = self.shared_sessions.homes
+        return next(
+            (session for session in idle if not (session.shared and homes.used_elsewhere(session))),
+            None,
+        )
 
     def bound_session(
         self, environ: dict, session_id: str | None, kind: str, name: str

@@ -10,6 +10,10 @@ thread reads the live workers every :data:`CLAIM_EVERY` seconds and claims the s
 whose home is not among them; the winner re-announces what may have changed while the session had
 no home (the bus keeps nothing).  A home that only seemed dead (a late heartbeat) steps down when it
 hears the claim.  See ``spec_notes/deployment.md``, "A worker killed under its sessions".
+
+The same held sets, on the same lease, say which workers use a session now (a request served or a
+GET stream followed there: :meth:`Homes.mark_in_use`), so that the worker that made it never ends it
+as its client's least recently used idle one while another worker serves it.
 """
 
 from __future__ import annotations
@@ -79,6 +83,40 @@ class Homes:
         held = self.store()
         if held is not None:
             held.hold(home_key(session), [session.home_worker], 1)
+
+    def mark_in_use(self, session: HttpSession) -> None:
+        """A request names ``session`` here, or a GET follows it here: this worker's mark that it
+        is in use, held in the shared held sets (key :func:`use_key`) so that the worker that made
+        it does not end it as its client's least recently used idle session
+        (``max_sessions_per_client``) while another worker serves or streams it.  The mark is
+        this worker's lease (it lapses :data:`HOME_TTL` after a dead worker's last heartbeat); the
+        watcher lets it go once the session is idle here (:meth:`watch`).  One write per session
+        in use, not per request."""
+        held = self.store()
+        if held is None or session.marked_in_use or not session.shared:
+            return
+        session.marked_in_use = True
+        held.hold(use_key(session), [self._worker()], None)
+
+    def used_elsewhere(self, session: HttpSession) -> bool:
+        """Whether another live worker marks ``session`` in use (:meth:`mark_in_use`)."""
+        held = self.store()
+        if held is None:
+            return False
+        return bool(held.members(use_key(session)) - {self._worker()})
+
+    def _unmark_idle(self, sessions: list[HttpSession]) -> None:
+        """The watcher's look at this worker's marks: a session idle here for a whole look is let
+        go; one in use with no mark (a race with a let-go) is marked again."""
+        held = cast(Any, self._held)
+        now = time.monotonic()
+        for session in sessions:
+            in_use = session.in_use
+            if in_use and not session.marked_in_use and not session.closed:
+                self.mark_in_use(session)
+            elif session.marked_in_use and not in_use and now - session.last_used >= CLAIM_EVERY:
+                session.marked_in_use = False
+                held.release(use_key(session), [self._worker()])
 
     def claim(self, session: HttpSession) -> None:
         """Become the session's home if it has none: its home worker exited (it let go) or died
@@ -169,6 +207,9 @@ class Homes:
         """This worker no longer holds ``session``: if it was its home, another worker may claim it;
         unless the session ends (``for_good``), the workers holding it are told to try at once."""
         held = self._held
+        if session.marked_in_use and held is not None:
+            session.marked_in_use = False
+            held.release(use_key(session), [self._worker()])
         if session.home and held is not None:
             session.home = False
             session.home_worker = None
@@ -204,6 +245,7 @@ class Homes:
         if alive is None:  # not known: nothing is claimed, no follower ended
             return
         sessions = self.app.shared_held()
+        self._unmark_idle(sessions)
         for session in sessions:
             if not session.home and session.home_worker not in alive and not session.closed:
                 session.claim_after = 0.0
@@ -274,3 +316,8 @@ def home_key(session: HttpSession) -> str:
     """The held-set key of a session's home: a digest of its id (the id is a credential without
     a token)."""
     return "home:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]
+
+
+def use_key(session: HttpSession) -> str:
+    """The held-set key of the workers that mark a session in use (:meth:`Homes.mark_in_use`)."""
+    return "use:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]

@@ -86,6 +86,11 @@ class HttpSession(Transport):
     #: When a request last named it (``time.monotonic``): its client's least recently used idle
     #: session is ended to make room for a new one.
     last_used = 0.0
+    #: Shared: how many GETs of this worker follow its streams in the shared event store
+    #: (``SharedSessions.follow``; under :attr:`lock`).
+    followers = 0
+    #: Shared: this worker's mark that the session is in use here is held (``Homes.mark_in_use``).
+    marked_in_use = False
 
     def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
@@ -278,6 +283,16 @@ class HttpSession(Transport):
         session is in use, never idle (``HttpAppBase._expired``)."""
         with self.lock:
             return bool(self.by_request)
+
+    @property
+    def in_use(self) -> bool:
+        """True while this process serves one of its requests or a client listens on one of its
+        streams here (its own GET stream, or a shared one followed from the event store): never
+        ended as its client's least recently used idle session (``HttpAppBase._idlest_session_of``)."""
+        with self.lock:
+            if self.by_request or self.followers:
+                return True
+        return self.standalone is not None and self.standalone.consumer is not None
 
     def close(self) -> None:
         """End every stream; the session is gone.  A request still in progress is answered with

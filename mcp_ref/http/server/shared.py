@@ -46,7 +46,7 @@ from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
 from .http_session import HttpSession, SessionOwner
 from .replies import SSE_HEADERS, held, on_client_gone, retry_event
-from .shares import client_of
+from .shares import client_of, once
 from .status import NotFound, ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -424,12 +424,22 @@ class SharedSessions:
         app = self.app
         session_id = cast(str, session.id)
         # every follower is long-lived: counted against its client's cap
-        release = app.hold_stream(environ)
+        release_stream = app.hold_stream(environ)
         try:
             generation, delivered = table_call(app.event_store.claim_stream, session_id, stream_id)
         except BaseException:
-            release()
+            release_stream()
             raise
+        # a session listened to here is in use (never ended as its client's idlest: Homes.mark_in_use)
+        with session.lock:
+            session.followers += 1
+        self.homes.mark_in_use(session)
+
+        def unfollow() -> None:
+            with session.lock:
+                session.followers -= 1
+
+        release = once(release_stream, unfollow)
         ending: list[str] = []
 
         def end_with(how: str) -> None:
