@@ -36,11 +36,24 @@ def receive_batch(
                     },
                 )
             )
+        elif isinstance(item, Answered):
+            batch.expect()
+            batch.add(item.reply)
         else:
             if isinstance(item, Request):
                 batch.expect()
             route(item, batch)
     batch.seal()
+
+
+class Answered:
+    """An item of an incoming batch that its transport already answered (``reply``: a request
+    refused past its client's share of the handler pool), in the request's place: its answer goes
+    in the batch's one array (JSON-RPC 2.0 §6: the server "SHOULD respond with an Array containing
+    the corresponding Response objects")."""
+
+    def __init__(self, reply: ErrorResponse):
+        self.reply = reply
 
 
 class Batch:

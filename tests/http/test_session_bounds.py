@@ -288,6 +288,29 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
     other.stream.drop()
 
 
+def test_a_2024_11_05_batch_past_the_share_is_answered_in_one_array(serve):
+    """handler_threads=8 (a share of 2): a 2024-11-05 batch of 4 calls has 2 refused.  JSON-RPC 2.0
+    §6: the batch gets one array, the refusals (-32000) in it beside the answers; they used to come
+    first as an array of their own."""
+    server = Server("legacy-batch")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, handler_threads=8)
+    client = LegacyOn(srv.port, "127.0.0.1")
+    client.post([request("tools/call", tool("echo", {"text": str(n)}), n) for n in range(4)])
+    answers = client.stream.message()
+    assert isinstance(answers, list) and sorted(answer["id"] for answer in answers) == [0, 1, 2, 3]
+    busy = [answer for answer in answers if "error" in answer]
+    assert len(busy) == 2 and all(answer["error"]["data"] == {"limit": 2} for answer in busy)
+    client.post(request("ping", None, "after"))
+    assert client.stream.message() == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    client.stream.drop()
+
+
 def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_array(serve):
     """2025-03-26 batches run on the shared pool: those of its requests past the client's share
     (2: handler_threads=8) are answered -32000 in the batch's one array; ping is answered at

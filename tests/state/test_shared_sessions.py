@@ -571,6 +571,45 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
     assert requests.post(unknown, json=call, headers=b.headers, timeout=WAIT).status_code == 404
 
 
+def test_2024_11_05_messages_posted_to_another_worker_keep_to_the_clients_share_of_the_pool(
+    workers,
+):
+    """handler_threads=8 (max_handlers_per_client 2): a 2024-11-05 client's calls POSTed to B run
+    on A, where its stream is, and count there: the third is answered -32000 Server busy on the
+    stream (it used to run past the share)."""
+    import requests
+
+    a, b = workers(handler_threads=8)
+    listen = {"Accept": "text/event-stream", **a.headers}
+    stream = SseReader(
+        requests.get(a.served.sse, headers=listen, stream=True, timeout=(WAIT, WAIT))
+    )
+    post_to_b = b.served.url + stream.next()["data"]
+
+    def post(message) -> None:
+        sent = requests.post(post_to_b, json=message, headers=b.headers, timeout=WAIT)
+        assert sent.status_code == 202
+
+    post(request("initialize", INITIALIZE["params"] | {"protocolVersion": "2024-11-05"}, "i"))
+    assert json.loads(next_within(stream)["data"])["id"] == "i"
+    post(notification("notifications/initialized"))
+    for n in range(3):
+        post(request("tools/call", {"name": "steps", "arguments": {}}, n))
+    answers: dict = {}
+    while 2 not in answers:
+        message = json.loads(next_within(stream)["data"])
+        if "id" in message:
+            answers[message["id"]] = message
+    assert answers[2]["error"]["code"] == -32000 and answers[2]["error"]["data"] == {"limit": 2}
+    a.release.set()
+    while len(answers) < 3:
+        message = json.loads(next_within(stream)["data"])
+        if "id" in message:
+            answers[message["id"]] = message
+    assert [answers[n]["result"]["content"][0]["text"] for n in (0, 1)] == ["done on w0"] * 2
+    stream.close()
+
+
 def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_notifications(workers):
     """Change notifications of a session are sent by one worker, its home (where it was made): when
     that worker exits, it lets go, and the next worker serving the session becomes its home."""
