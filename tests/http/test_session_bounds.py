@@ -28,6 +28,7 @@ from test_http_state import Clock
 
 from mcp_ref import Server
 from mcp_ref.http.server import MemorySessionTable
+from mcp_ref.http.server.streams import Stream
 from mcp_ref.oauth.resource import ProtectedResource
 
 
@@ -115,6 +116,38 @@ def test_a_session_deleted_under_a_running_request_answers_it_with_an_error(
     assert answer["error"]["message"].startswith("Session ended before this request was answered")
     assert events["cancelled"].acquire(timeout=WAIT)
     assert session.call("ping")[1].status_code == 404
+
+
+def test_a_session_ended_while_an_answer_is_on_its_way_still_delivers_it(serve, monkeypatch):
+    """The session ends (as a DELETE on another thread would) after a request's answer left the
+    session's books but before it reached its POST's stream: the POST still gets the answer (it
+    used to get 202 with no body, the stream ended under the answer)."""
+    server = Server("race")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, inline_handlers=False)
+    client = Caller(srv.port)
+    session_id = client.session()
+    put = Stream.put
+    ended: list = []
+
+    def put_after_the_end(stream: Stream, data: bytes, *, end: bool = False) -> bool:
+        if not ended and stream.id.startswith("p") and b'"result"' in data:
+            ended.append(srv.app.end_session(session_id))  # in the window the race had
+        return put(stream, data, end=end)
+
+    monkeypatch.setattr(Stream, "put", put_after_the_end)
+    raw = client.post(request("tools/call", tool("echo", {"text": "kept"}), 5), session_id)
+    assert ended == [True]
+    assert raw.status == 200
+    answer = json.loads(raw.body())  # JSON: its only message is the answer
+    raw.drop()
+    assert answer["id"] == 5 and answer["result"]["content"][0]["text"] == "kept"
+    assert client.ping(session_id) == 404
 
 
 # -- one client's sessions --------------------------------------------------------------------------

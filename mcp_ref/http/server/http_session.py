@@ -115,6 +115,9 @@ class HttpSession(Transport):
         #: The HTTP request each request in progress came in on (``Context.http``): per request, as a
         #: session's requests arrive on POSTs of their own.  Bounded (``request.NOTES_KEPT``).
         self.notes = RequestNotes()
+        #: The streams an answer is on its way to (stream -> how many), under :attr:`lock`: a
+        #: close() meanwhile leaves them to it (:meth:`_delivered`).
+        self._delivering: dict[Stream, int] = {}
 
     # the Transport protocol
 
@@ -134,6 +137,7 @@ class HttpSession(Transport):
                 for change in changes:
                     # every worker knows before the client does
                     self.app.shared_sessions.save(self, change)
+        delivering = None
         with self.lock:
             stream = self.by_request.get(related)
             end = False
@@ -142,13 +146,38 @@ class HttpSession(Transport):
                     stream.answers.discard(request_id)
                     self.by_request.pop(request_id, None)
                 end = not stream.answers
+                # on its way: a close() meanwhile leaves the stream to this answer (_delivered)
+                delivering = stream
+                self._delivering[stream] = self._delivering.get(stream, 0) + 1
             elif stream is not None and stream.answers is not None and self.app.json_response:
                 # JSON-only replies: what is not the answer goes to the standalone stream
                 stream = None
         if end and stream is not None and stream.refused and isinstance(message, list):
             data = serialize([*message, *stream.refused])  # the whole batch's array
+        try:
+            self._deliver(stream, data, message, answers, end)
+        finally:
+            if delivering is not None:
+                self._delivered(delivering)
         if end and self.id is not None:
             self.app.answered(self.id)  # idle from its last answer, however long the request ran
+
+    def _delivered(self, stream: Stream) -> None:
+        """An answer of ``stream`` has been delivered: if the session was closed meanwhile, which
+        left the stream to it, the stream ends now (2025-11-25 basic/transports §Sending Messages:
+        a POSTed request is answered, never left with no body)."""
+        with self.lock:
+            left = self._delivering.pop(stream) - 1
+            if left:
+                self._delivering[stream] = left
+            ended_under = self.closed and not left
+        if ended_under:
+            stream.end()
+            if self.shared:
+                self.mark_end(stream)
+
+    def _deliver(self, stream: Stream | None, data: bytes, message, answers, end: bool) -> None:
+        """Send ``data`` on ``stream`` (None: the standalone stream, where an answer never goes)."""
         if stream is None:
             if answers is not None and self.kind != "legacy":
                 # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
@@ -301,7 +330,8 @@ class HttpSession(Transport):
             if self.closed:
                 return
             self.closed = True
-            streams = list(self.by_id.values())
+            # a stream whose answer is on its way ends once it is delivered (_delivered)
+            streams = [stream for stream in self.by_id.values() if stream not in self._delivering]
             unanswered: dict[Stream, list] = {}
             for request_id, stream in self.by_request.items():
                 unanswered.setdefault(stream, []).append(request_id)
