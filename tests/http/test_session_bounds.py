@@ -364,6 +364,68 @@ def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_
     assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
 
 
+def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
+    """handler_threads=12 (a share of 3): a 2025-03-26 batch of 2 calls holds 2 places; while it is
+    being dispatched (held between its two submissions), the client's third call fits.  Each job
+    takes over its request's place: it used to be counted twice until the whole batch was
+    dispatched, and the third call was answered -32000 Server busy."""
+    events: dict = {}
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, handler_threads=12, inline_handlers=False)
+    client = Caller(srv.port)
+    session_id = client.session("2025-03-26")
+    pool = srv.app.handler_pool()
+    submit = pool.submit
+    submitted = threading.Semaphore(0)
+    go_on = threading.Event()
+
+    dispatching: list = []  # the server's thread dispatching the batch (its first submitter)
+
+    def submit_and_hold_the_second(fn, /, *args, **kwargs):
+        future = submit(fn, *args, **kwargs)
+        if not dispatching:
+            dispatching.append(threading.current_thread())
+            submitted.release()
+            go_on.wait(WAIT)  # the batch's dispatch stops here, between its submissions
+        return future
+
+    monkeypatch_submit = pytest.MonkeyPatch()
+    monkeypatch_submit.setattr(pool, "submit", submit_and_hold_the_second)
+    try:
+        calls = [
+            request("tools/call", tool("hold"), 1),
+            request("tools/call", tool("echo", {"text": "2"}), 2),
+        ]
+        answers: list = []
+        batch = threading.Thread(
+            target=lambda: answers.append(client.post(calls, session_id, "2025-03-26")),
+            daemon=True,
+        )
+        batch.start()
+        assert submitted.acquire(timeout=WAIT)  # the batch's first job is on the pool
+        assert events["started"].acquire(timeout=WAIT)  # and runs (until the test ends it)
+        third = client.post(
+            request("tools/call", tool("echo", {"text": "3"}), 3), session_id, "2025-03-26"
+        )
+        body = json.loads(third.body())
+        third.drop()
+        assert body.get("result", body)["content"][0]["text"] == "3"
+    finally:
+        go_on.set()
+        events["release"].set()
+        monkeypatch_submit.undo()
+    batch.join(WAIT)
+    assert answers and sorted(a["id"] for a in json.loads(answers[0].body())) == [1, 2]
+    answers[0].drop()
+    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+
+
 def test_a_request_past_the_share_without_inline_handlers_is_answered_server_busy(serve):
     """inline_handlers=False: every request runs on the shared pool; one past its client's share
     is answered at once with -32000 (JSON), while another client is served."""

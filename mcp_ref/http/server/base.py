@@ -833,7 +833,7 @@ class HttpAppBase:
         answers, ``refused``: -32000 Server busy with ``data.limit``), so that one client cannot
         queue unbounded work on the pool every client's handlers run on.  Their places are held
         until ``release()``, called once the kept items are dispatched (each job then counts
-        itself until it ends: ``shares.CountedPool``)."""
+        itself until it ends in the place it takes over: ``shares.CountedPool``)."""
         pooled = [
             item
             for item in items
@@ -841,8 +841,10 @@ class HttpAppBase:
         ]
         cap = self.max_handlers_per_client
         client = cast(str, session.client)  # every session is bound to its client
-        taken, release = self._handlers.hold_some(client, len(pooled), cap)
-        refused = pooled[taken:]
+        # held for its jobs, each of which takes one over at its submission (shares.CountedPool)
+        places = self._handlers.hold_places(client, len(pooled), cap)
+        release = places.release
+        refused = pooled[places.left :]
         if not refused:
             return items, [], release
         log.debug("a client is over its share of the handler pool (%s): -32000", cap)

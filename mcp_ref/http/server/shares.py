@@ -17,6 +17,7 @@ view) is not bounded by a share, only by an explicit number.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
@@ -112,6 +113,10 @@ class ClientCounts:
     def __init__(self) -> None:
         self._held: dict[str, int] = {}
         self._lock = threading.Lock()
+        #: The places a request of this thread holds for the jobs it is about to submit
+        #: (``places``: :class:`Places`, set by :meth:`hold_places`): :class:`CountedPool` hands
+        #: each job one of them instead of counting it again.
+        self.prepaid = threading.local()
 
     def hold(self, client: str, cap: int | None) -> Callable[[], None] | None:
         """One more for ``client``, and its release (idempotent); None when it holds ``cap``."""
@@ -127,20 +132,56 @@ class ClientCounts:
             if taken:
                 self._held[client] = held + taken
 
-        def release() -> None:
-            with self._lock:
-                left = self._held.get(client, taken) - taken
-                if left > 0:
-                    self._held[client] = left
-                else:
-                    self._held.pop(client, None)
+        return taken, once(functools.partial(self.give_back, client, taken))
 
-        return taken, once(release)
+    def give_back(self, client: str, count: int) -> None:
+        """``count`` of ``client``'s places are free again."""
+        with self._lock:
+            left = self._held.get(client, count) - count
+            if left > 0:
+                self._held[client] = left
+            else:
+                self._held.pop(client, None)
+
+    def hold_places(self, client: str, count: int, cap: int | None) -> Places:
+        """Up to ``count`` more for ``client`` (:meth:`hold_some`), held for the jobs this thread
+        submits next (:attr:`prepaid`): each job takes one over (:meth:`Places.take_one`)."""
+        taken, _ = self.hold_some(client, count, cap)
+        places = Places(self, client, taken)
+        self.prepaid.places = places
+        return places
 
     def held(self, client: str | None = None) -> int:
         """How many ``client`` holds (None: every client, together)."""
         with self._lock:
             return sum(self._held.values()) if client is None else self._held.get(client, 0)
+
+
+class Places:
+    """Places a request holds among its client's (:meth:`ClientCounts.hold_places`), until each
+    is taken over by a job (:meth:`take_one`) or the rest given back (:meth:`release`): a job is
+    counted once, from its request's arrival to its end."""
+
+    def __init__(self, counts: ClientCounts, client: str, held: int):
+        self.counts, self.client, self.left = counts, client, held
+        self._lock = threading.Lock()
+
+    def take_one(self, client: str) -> Callable[[], None] | None:
+        """One of the places, for a job of ``client``, and its release; None when none is left."""
+        with self._lock:
+            if client != self.client or self.left == 0:
+                return None
+            self.left -= 1
+        return once(functools.partial(self.counts.give_back, client, 1))
+
+    def release(self) -> None:
+        """Give back the places no job took (the request's items are dispatched)."""
+        with self._lock:
+            left, self.left = self.left, 0
+        if getattr(self.counts.prepaid, "places", None) is self:
+            self.counts.prepaid.places = None
+        if left:
+            self.counts.give_back(self.client, left)
 
 
 class CountedPool(Executor):
@@ -152,8 +193,12 @@ class CountedPool(Executor):
         self.pool, self.counts, self.client = pool, counts, client
 
     def submit(self, fn, /, *args, **kwargs):
-        """Run ``fn(*args, **kwargs)`` on the pool, counted until it ends."""
-        release = cast(Callable[[], None], self.counts.hold(self.client, None))  # no cap: counted
+        """Run ``fn(*args, **kwargs)`` on the pool, counted until it ends: in a place its request
+        holds already (``HttpAppBase.share_handlers``), else in a new one (no cap: counted)."""
+        places = getattr(self.counts.prepaid, "places", None)
+        release = None if places is None else places.take_one(self.client)
+        if release is None:
+            release = cast(Callable[[], None], self.counts.hold(self.client, None))
 
         def counted():
             try:
