@@ -236,8 +236,9 @@ def test_a_client_whose_sessions_are_all_in_use_gets_429(serve):
     srv = serve(streams_server(events), max_sessions=20)  # 2 a client
     client = Caller(srv.port)
     sessions = [client.session(), client.session()]
-    holds = [client.post(request("tools/call", tool("hold"), 9), s, read=False) for s in sessions]
-    for _ in holds:
+    holds = []
+    for session_id in sessions:  # one after the other: the first is the least recently used
+        holds.append(client.post(request("tools/call", tool("hold"), 9), session_id, read=False))
         assert events["started"].acquire(timeout=WAIT)
     raw, body = client.initialize()
     assert raw.status == 429 and raw.headers["retry-after"] == "5"
@@ -424,6 +425,46 @@ def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
     assert answers and sorted(a["id"] for a in json.loads(answers[0].body())) == [1, 2]
     answers[0].drop()
     assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+
+
+def test_a_batch_whose_kept_requests_are_cancelled_still_gets_its_refusals(serve):
+    """max_handlers_per_client=1: a 2025-03-26 batch of two calls has its second refused; the
+    client cancels the first, which then has no answer.  The batch's POST still gets its one array,
+    the refusal in it (it used to get 202 with no body, the refusal lost)."""
+    events: dict = {}
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    srv = serve(server, max_handlers_per_client=1)
+    client = Caller(srv.port)
+    session_id = client.session("2025-03-26")
+    calls = [
+        request("tools/call", tool("hold"), 1),
+        request("tools/call", tool("echo", {"text": "x"}), 2),
+    ]
+    batch = client.post(calls, session_id, "2025-03-26", read=False)
+    assert events["started"].acquire(timeout=WAIT)
+    cancel = notification("notifications/cancelled", {"requestId": 1, "reason": "test"})
+    note = client.post(cancel, session_id, "2025-03-26")
+    assert note.status == 202
+    note.drop()
+    assert events["cancelled"].acquire(timeout=WAIT)
+    answered = Raw(batch)
+    assert answered.status == 200
+    answers = []
+    if answered.headers["content-type"].startswith("text/event-stream"):
+        while (event := answered.event()) is not None:
+            if event.get("data"):
+                answers.append(json.loads(event["data"]))
+    else:
+        answers.append(json.loads(answered.body()))
+    answered.drop()
+    assert len(answers) == 1 and isinstance(answers[0], list)
+    assert [(m["id"], m["error"]["code"]) for m in answers[0]] == [(2, -32000)]
 
 
 def test_a_request_past_the_share_without_inline_handlers_is_answered_server_busy(serve):

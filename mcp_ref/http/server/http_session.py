@@ -146,14 +146,16 @@ class HttpSession(Transport):
                     stream.answers.discard(request_id)
                     self.by_request.pop(request_id, None)
                 end = not stream.answers
+                if stream.refused and isinstance(message, list):
+                    # the whole batch's array (its one write: mcp_ref.batch), its refusals in it
+                    data = serialize([*message, *stream.refused])
+                    stream.refused = ()
                 # on its way: a close() meanwhile leaves the stream to this answer (_delivered)
                 delivering = stream
                 self._delivering[stream] = self._delivering.get(stream, 0) + 1
             elif stream is not None and stream.answers is not None and self.app.json_response:
                 # JSON-only replies: what is not the answer goes to the standalone stream
                 stream = None
-        if end and stream is not None and stream.refused and isinstance(message, list):
-            data = serialize([*message, *stream.refused])  # the whole batch's array
         try:
             self._deliver(stream, data, message, answers, end)
         finally:
@@ -274,9 +276,17 @@ class HttpSession(Transport):
                 return
             stream.answers.discard(request_id)
             done = not stream.answers
-        if done:
+            refused = stream.refused if done else ()
+            stream.refused = () if done else stream.refused
+        if not done:
+            return
+        if refused:
+            # a batch partly refused whose kept requests were all cancelled: its refusals are still
+            # its answer, one array (JSON-RPC 2.0 §6; a POSTed request is never left with no body)
+            self._deliver(stream, serialize(list(refused)), list(refused), None, True)
+        else:
             stream.end()
-            self.settle(stream)
+        self.settle(stream)
 
     @property
     def http_hooks(self) -> ServerHooks:
