@@ -55,6 +55,9 @@ class SessionOwner(Protocol):
     def answered(self, session_id: str) -> None:
         """A request of the session was answered now: it is idle from here (the table is touched)."""
 
+    def share_handlers(self, session: Any, items: list) -> tuple[list, list, Callable[[], None]]:
+        """The ``items`` within the client's share of the handler pool: kept, refused, release."""
+
 
 class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
@@ -265,6 +268,32 @@ class HttpSession(Transport):
                 stream.id,
                 stream.limit,
             )
+
+    def dispatch_within_share(self, message) -> None:
+        """Dispatch a 2024-11-05 message (or batch) on this session, within its client's share of
+        the handler pool (``HttpAppBase.share_handlers``), wherever it was POSTed (here, or on
+        another worker: ``SharedSessions``).  Past the share, a request is answered -32000 on the
+        stream: 2024-11-05 basic/transports §HTTP with SSE, "Server messages are sent as SSE
+        message events"; the POST is accepted (202), its client's session goes on.  A batch's
+        refusals take their requests' places in its one array (JSON-RPC 2.0 §6)."""
+        items = message if isinstance(message, list) else [message]
+        kept, refused, release = self.app.share_handlers(self, items)
+        connection = cast(Connection, self.connection)
+        try:
+            if isinstance(message, list):
+                from ...batch import Answered  # only for a batch
+
+                kept_here = {id(item) for item in kept}
+                refusals = iter(refused)
+                connection.dispatch(
+                    [item if id(item) in kept_here else Answered(next(refusals)) for item in items]
+                )
+            elif kept:
+                connection.dispatch(kept[0])
+            else:
+                self.write(serialize(refused[0]), refused[0])
+        finally:
+            release()
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""

@@ -9,10 +9,9 @@ import contextlib
 from typing import cast
 from urllib.parse import parse_qs
 
-from ...jsonrpc import Request, serialize
+from ...jsonrpc import Request
 from ..sse import KEEPALIVE, sse_event
 from .base import HttpAppBase
-from .host import Connection
 from .http_session import HttpSession
 from .replies import SSE_HEADERS, held
 from .status import BadRequest, NotFound, ServiceUnavailable
@@ -96,33 +95,6 @@ class LegacySse:
             app.session_table.touch(session_id)
             # Context.http
             session.notes.note([m.id for m in items if isinstance(m, Request)], environ)
-            dispatch_within_share(app, session, message)
+            session.dispatch_within_share(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]
-
-
-def dispatch_within_share(app: HttpAppBase, session: HttpSession, message) -> None:
-    """Dispatch a 2024-11-05 message (or batch) on ``session``, within its client's share of the
-    handler pool (``HttpAppBase.share_handlers``), wherever it was POSTed (here, or on another
-    worker: ``SharedSessions``).  Past the share, a request is answered -32000 on the stream:
-    2024-11-05 basic/transports §HTTP with SSE, "Server messages are sent as SSE message events";
-    the POST is accepted (202), its client's session goes on.  A batch's refusals take their
-    requests' places in its one array (JSON-RPC 2.0 §6)."""
-    items = message if isinstance(message, list) else [message]
-    kept, refused, release = app.share_handlers(session, items)
-    connection = cast(Connection, session.connection)
-    try:
-        if isinstance(message, list):
-            from ...batch import Answered  # only for a batch
-
-            kept_here = {id(item) for item in kept}
-            refusals = iter(refused)
-            connection.dispatch(
-                [item if id(item) in kept_here else Answered(next(refusals)) for item in items]
-            )
-        elif kept:
-            connection.dispatch(kept[0])
-        else:
-            session.write(serialize(refused[0]), refused[0])
-    finally:
-        release()

@@ -403,10 +403,8 @@ class SharedSessions:
                 return
             if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
                 if session.kind == "legacy" and owned_by(message, session.principal):
-                    from .legacy_sse import dispatch_within_share  # a 2024-11-05 session's
-
                     # within its client's share of the pool, as if POSTed here
-                    dispatch_within_share(cast(Any, self.app), session, item)
+                    session.dispatch_within_share(item)
             elif self.holds(connection, item) or _is_initialized(item):
                 connection.dispatch(item)
 
