@@ -105,7 +105,8 @@ class OutgoingRequests(Protocol):
 
     def write_deadline(self, message: Any) -> float | None:
         """The ``time.monotonic()`` until which a transport that must wait to write ``message`` (its
-        pipe is full) may wait: a request's own deadline; None: no limit."""
+        pipe is full) may wait: a request's own deadline, any other message's a short bound (asked
+        again after each part written); None: no limit."""
         ...
 
     def fail_request(self, request_id: jsonrpc.RequestId, error: Exception) -> None:
@@ -211,8 +212,9 @@ DEFAULT_MAX_INCOMING = 1024
 DEFAULT_MAX_CALLBACKS = 1024
 DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 
-#: Seconds that what close() still sends (cancellations, answers) may wait to be written, together:
-#: a peer that does not read its input must not hold up the end of the connection.
+#: Seconds that a message other than a request (a cancellation, an answer) may wait to be written
+#: without a byte going out, and that what close() still sends may wait, together: a peer that does
+#: not read its input must not hold up a caller, the reader, or the end of the connection.
 CLOSING_WRITES = 1.0
 
 #: Seconds the requests read before the end of input have, after it, to be answered (the peer may
@@ -549,10 +551,13 @@ class Session:
 
     def write_deadline(self, message) -> float | None:
         """How long a transport may wait to write ``message`` (see :class:`OutgoingRequests`): a
-        request's deadline; once closing, what close() still sends waits :data:`CLOSING_WRITES`."""
+        request's deadline; any other message (a cancellation, an answer) :data:`CLOSING_WRITES`
+        from now; once closing, what close() still sends, CLOSING_WRITES in all."""
         if self._closing:
             return self._close_began + CLOSING_WRITES
-        return self.request_deadline(message.id) if isinstance(message, Request) else None
+        if isinstance(message, Request):
+            return self.request_deadline(message.id)
+        return time.monotonic() + CLOSING_WRITES
 
     def fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed on this side (the transport says so): its caller gets ``error``."""

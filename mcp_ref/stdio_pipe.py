@@ -8,18 +8,22 @@ waits, with ``poll()``, for the write lock, for room in the pipe, or for the tra
 and never past the deadline the session gives for the message
 (:meth:`~mcp_ref.session.OutgoingRequests.write_deadline`): a request's own deadline, so its timeout
 holds even when the request cannot be sent (2025-11-25 basic/lifecycle §Timeouts: "implementations
-SHOULD establish timeouts for all sent requests"); while the session closes, a short bound, so what
-``close()`` still sends cannot hold up the shutdown of the server (basic/lifecycle §Shutdown).
+SHOULD establish timeouts for all sent requests"); any other message (a cancellation a caller sends
+as its request times out, an answer the reader thread sends) a short bound
+(:data:`~mcp_ref.session.CLOSING_WRITES`), asked again after each part written, so it ends a stall,
+not a slow reader's long line; while the session closes, a short bound in all, so what ``close()``
+still sends cannot hold up the shutdown of the server (basic/lifecycle §Shutdown).
 
 At the deadline a message of which nothing was written is not sent: a request raises
 :class:`~mcp_ref.errors.RequestTimeout`, any other message ``TimeoutError`` (the session's
-:class:`~mcp_ref.errors.ConnectionClosed`).  A message cut off part way leaves half a line in the
+:class:`~mcp_ref.errors.ConnectionClosed`; a cancellation or an answer is dropped, logged at DEBUG).  A message cut off part way leaves half a line in the
 stream, after which nothing can be written: the server's stdin is closed (it reads a broken last
 line, then the end of its input), and every later write fails.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import time
@@ -28,13 +32,14 @@ from typing import Any, cast
 from .errors import RequestTimeout
 from .jsonrpc import Request
 
+log = logging.getLogger("mcp_ref.session")  # its messages are the session's
+
 
 def write_waiting(transport: Any, line: bytes, message) -> None:
     """Write ``line`` to the server's stdin (``transport``, a
     :class:`~mcp_ref.stdio.SubprocessTransport`), waiting for the write lock and for room in the pipe,
     until the deadline of ``message`` (the object ``line`` encodes)."""
-    requests = transport.requests
-    deadline = None if requests is None else requests.write_deadline(message)
+    deadline = _deadline(transport, message)
     lock = transport.write_lock
     if not lock.acquire(timeout=_seconds_left(deadline, forever=-1)):
         _give_up(message, "another message is still being written")
@@ -52,11 +57,14 @@ def write_waiting(transport: Any, line: bytes, message) -> None:
             if transport.closing:
                 raise OSError("the connection is closed")
             try:
-                sent += os.write(fd, memoryview(line)[sent:])
+                written = os.write(fd, memoryview(line)[sent:])
             except BlockingIOError:  # no room at all
-                pass
+                written = 0
+            sent += written
             if sent == len(line):
                 return
+            if written and not isinstance(message, Request):  # a bound on a stall, not in all
+                deadline = _deadline(transport, message)
             left = _seconds_left(deadline, forever=None)
             if left == 0:
                 if sent:  # half a line: the stream cannot go on
@@ -67,6 +75,11 @@ def write_waiting(transport: Any, line: bytes, message) -> None:
         lock.release()
 
 
+def _deadline(transport: Any, message) -> float | None:
+    requests = transport.requests
+    return None if requests is None else requests.write_deadline(message)
+
+
 def _seconds_left(deadline: float | None, forever):
     """The seconds until ``deadline`` (0 once it has passed); ``forever`` when there is none."""
     return forever if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -75,4 +88,7 @@ def _seconds_left(deadline: float | None, forever):
 def _give_up(message, why: str):
     if isinstance(message, Request):
         raise RequestTimeout(f"{message.method}: not sent within its timeout: {why}")
+    # 2025-11-25 basic/utilities/cancellation §Error Handling: notifications are "fire and forget"
+    # (a cancellation may be lost); the session drops what it cannot send, an answer too.
+    log.debug("a %s was not written in time: %s", getattr(message, "method", "answer"), why)
     raise TimeoutError(f"a message could not be sent in time: {why}")

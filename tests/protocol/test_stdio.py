@@ -184,6 +184,41 @@ def test_close_ends_a_server_that_stopped_reading_while_a_write_waits():
             request.result()
 
 
+def _fill_pipe(transport) -> None:
+    """Fill the server's stdin pipe with whole, valid lines, each shorter than a cancellation, so
+    that not even a cancellation fits in what is left."""
+    line = b'{"jsonrpc":"2.0","method":"x/y"}\n'
+    with transport.write_lock:
+        while True:
+            try:
+                os.write(transport.fd, line)
+            except BlockingIOError:
+                return
+
+
+@pytest.mark.slow
+def test_a_timed_out_request_whose_cancellation_cannot_be_written_ends_its_wait():
+    # 2025-11-25 basic/lifecycle §Timeouts: "SHOULD establish timeouts for all sent requests"; a
+    # cancellation is a notification, "fire and forget" (basic/utilities/cancellation §Error
+    # Handling): one that cannot be written soon is dropped.  Each request is written, then the pipe fills: its timeout sends notifications/cancelled,
+    # which cannot be written; the callers get RequestTimeout all the same (not at close()).
+    client = Client.stdio(
+        DEAF, era="handshake", timeout=None, stderr="discard", shutdown_timeout=SHUTDOWN
+    )
+    transport = client.session.transport
+    pending = [client.session.send_request("tools/list", timeout=0.2) for _ in range(3)]
+    _fill_pipe(transport)
+
+    def wait(i):
+        with pytest.raises(RequestTimeout):
+            pending[i].result()
+
+    try:
+        run_threads(wait, len(pending))
+    finally:
+        run_threads(lambda _: client.close(), 1)
+
+
 @pytest.mark.slow
 def test_server_runs_in_its_own_process_group(connect):
     client = connect(DEMO)
