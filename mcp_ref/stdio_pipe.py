@@ -16,9 +16,14 @@ still sends cannot hold up the shutdown of the server (basic/lifecycle §Shutdow
 
 At the deadline a message of which nothing was written is not sent: a request raises
 :class:`~mcp_ref.errors.RequestTimeout`, any other message ``TimeoutError`` (the session's
-:class:`~mcp_ref.errors.ConnectionClosed`; a cancellation or an answer is dropped, logged at DEBUG).  A message cut off part way leaves half a line in the
-stream, after which nothing can be written: the server's stdin is closed (it reads a broken last
-line, then the end of its input), and every later write fails.
+:class:`~mcp_ref.errors.ConnectionClosed`; a cancellation or an answer is dropped, logged at DEBUG).  When ``close()`` begins, a message not begun is not
+sent, and a line begun is finished (a half line is no MCP message, basic/transports §stdio), for
+:data:`~mcp_ref.session.CLOSING_WRITES` at most.  A message cut off part way (at its deadline, or at
+that bound: the server has stopped reading) leaves half a line in the stream, after which nothing can
+be written: the server's stdin is closed, and every later write fails.  A server that still reads it
+then reads a last line without its newline, cut short, and the end of its input: the spec says
+nothing of a line the end of input cuts, and writing nothing more (neither the rest, nor a newline
+that would make the half line a message) is the only way left not to write what is not a message.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, cast
 
 from .errors import RequestTimeout
 from .jsonrpc import Request
+from .session import CLOSING_WRITES
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
@@ -53,9 +59,18 @@ def write_waiting(transport: Any, line: bytes, message) -> None:
         poller.register(fd, select.POLLOUT)
         poller.register(transport.wake[0], select.POLLIN)
         sent = 0
+        closing = False
         while True:
-            if transport.closing:
-                raise OSError("the connection is closed")
+            if transport.closing and not closing:  # close() has begun (and woke us)
+                if not sent:  # not begun: it is not sent
+                    raise OSError("the connection is closed")
+                # 2025-11-25 basic/transports §stdio: "The client MUST NOT write anything to the
+                # server's stdin that is not a valid MCP message": a line begun is finished, while
+                # the server reads, for CLOSING_WRITES at most (then close() closes stdin).
+                closing = True
+                poller.unregister(transport.wake[0])  # (it stays readable)
+                bound = time.monotonic() + CLOSING_WRITES
+                deadline = bound if deadline is None else min(deadline, bound)
             try:
                 written = os.write(fd, memoryview(line)[sent:])
             except BlockingIOError:  # no room at all
@@ -63,12 +78,14 @@ def write_waiting(transport: Any, line: bytes, message) -> None:
             sent += written
             if sent == len(line):
                 return
-            if written and not isinstance(message, Request):  # a bound on a stall, not in all
+            if written and not closing and not isinstance(message, Request):  # a stall's bound
                 deadline = _deadline(transport, message)
             left = _seconds_left(deadline, forever=None)
             if left == 0:
                 if sent:  # half a line: the stream cannot go on
                     transport.writer.close()
+                if closing:
+                    raise OSError("the connection is closed, the server not reading its input")
                 _give_up(message, "the server is not reading its input")
             poller.poll(None if left is None else max(1, int(left * 1000 + 0.5)))
     finally:

@@ -220,6 +220,33 @@ def test_a_timed_out_request_whose_cancellation_cannot_be_written_ends_its_wait(
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
+def test_close_finishes_a_line_begun_while_the_server_reads(tmp_path):
+    # 2025-11-25 basic/transports §stdio: "The client MUST NOT write anything to the server's stdin
+    # that is not a valid MCP message": a request longer than the pipe, half written when close()
+    # begins, is finished once the server reads again (here: only after close() has begun).
+    report = tmp_path / "report.json"
+    server = [sys.executable, str(SERVERS / "stdio_reads_on_signal.py"), str(report)]
+    client = Client.stdio(server, era="handshake", timeout=None, stderr="discard")
+    transport = client.session.transport
+    writers = Workers(lambda _: client.call_tool("echo", {"text": BIG}), 1).start()
+    _wait_pipe_full(transport)
+    closer = Workers(lambda _: client.close(), 1).start()
+    deadline = time.monotonic() + WAIT
+    while not transport.closing:  # no event tells it: close() has begun on its thread
+        assert time.monotonic() < deadline, "close() did not begin"
+        time.sleep(0.01)
+    os.kill(transport.process.pid, signal.SIGUSR1)  # now it reads
+    closer.join()
+    with pytest.raises(AssertionError, match="ConnectionClosed"):
+        writers.join()  # written in full; its answer never came: the connection closed
+    assert json.loads(report.read_text()) == {
+        "methods": ["initialize", "notifications/initialized", "tools/call"],
+        "rest": 0,
+    }
+
+
+@pytest.mark.slow
 def test_server_runs_in_its_own_process_group(connect):
     client = connect(DEMO)
     pid = client.session.transport.process.pid
