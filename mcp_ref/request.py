@@ -255,6 +255,11 @@ class PendingRequest(Future):
         self.on_progress = on_progress
         self.reset_on_progress = reset_on_progress
 
+    @property
+    def first_deadline(self) -> float | None:
+        """The earlier of ``deadline`` and ``hard_deadline`` (None: neither is set)."""
+        return min((d for d in (self.deadline, self.hard_deadline) if d is not None), default=None)
+
     def set_result(self, result: Any) -> bool:  # type: ignore[override]
         """Settle the request with its result; False if it was settled already."""
         try:
@@ -286,9 +291,7 @@ class PendingRequest(Future):
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
         """
         while True:
-            wait = self.deadline
-            if self.hard_deadline is not None:
-                wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
+            wait = self.first_deadline
             try:
                 return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
             except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10

@@ -551,12 +551,13 @@ class Session:
 
     def write_deadline(self, message) -> float | None:
         """How long a transport may wait to write ``message`` (see :class:`OutgoingRequests`): a
-        request's deadline; any other message (a cancellation, an answer) :data:`CLOSING_WRITES`
+        request's first deadline (its timeout, never reset: no progress comes before it is sent); any other message (a cancellation, an answer) :data:`CLOSING_WRITES`
         from now; once closing, what close() still sends, CLOSING_WRITES in all."""
         if self._closing:
             return self._close_began + CLOSING_WRITES
-        if isinstance(message, Request):
-            return self.request_deadline(message.id)
+        if isinstance(message, Request):  # no progress moves the timeout of one not yet sent
+            request = self._pending.get(message.id)
+            return None if request is None else request.first_deadline
         return time.monotonic() + CLOSING_WRITES
 
     def fail_request(self, request_id, error: Exception) -> None:

@@ -164,6 +164,23 @@ def test_a_request_the_server_never_reads_times_out():
 
 
 @pytest.mark.slow
+def test_a_request_whose_timeout_progress_resets_is_not_sent_past_its_first_timeout():
+    # No progress can come for a request not yet sent: its write waits its timeout, not the total
+    # cap that progress could have reached (here 60 s, past the test's bound).
+    client = Client.stdio(DEAF, era="handshake", stderr="discard", shutdown_timeout=SHUTDOWN)
+    options = {"timeout": 0.3, "reset_timeout_on_progress": True, "max_total_timeout": 60}
+
+    def call(_):
+        with pytest.raises(RequestTimeout, match="not sent within its timeout"):
+            client.call_tool("echo", {"text": BIG}, **options)
+
+    try:
+        run_threads(call, 1)
+    finally:
+        run_threads(lambda _: client.close(), 1)
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
 def test_close_ends_a_server_that_stopped_reading_while_a_write_waits():
     # 2025-11-25 basic/lifecycle §Shutdown (stdio): close its stdin, wait, SIGTERM, wait, SIGKILL;
