@@ -363,7 +363,7 @@ class HandlerPool:
             initializer=lambda: self.threads.add(threading.current_thread()),
         )
         self.lock = threading.Condition()  # drain() waits here for the held jobs, and every job
-        self.unfinished = 0  # jobs given to the executor and not ended yet
+        self.unfinished = 0  # jobs given to the executor and not ended (run, or dropped) yet
         # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
         self.held: deque[Job] | None = None
 
@@ -382,10 +382,11 @@ class HandlerPool:
     def _start(self, job: Job) -> bool:
         """Under ``lock``: give ``job`` to the executor; an ``initialize`` holds the jobs after it."""
         try:
-            self.executor.submit(self._work, job)
+            future = self.executor.submit(self._work, job)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
             return False
         self.unfinished += 1
+        future.add_done_callback(self._ended)  # also for a job stop() drops: it never runs
         if job[0].method == "initialize":
             self.held = deque()
         return True
@@ -397,7 +398,9 @@ class HandlerPool:
             log.exception("%s: a handler could not finish", self.name)
         if job[0].method == "initialize":
             self._release()
-        with self.lock:
+
+    def _ended(self, _job: Future) -> None:
+        with self.lock:  # (re-entrant: a job dropped ends under it, in stop())
             self.unfinished -= 1
             self.lock.notify_all()
 

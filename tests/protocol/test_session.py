@@ -663,3 +663,28 @@ def test_a_cancellation_holds_a_bounded_number_of_callbacks_and_only_cancellatio
         context.cancelled = threading.Event()
     context.cancelled = cancelled
     assert context.cancelled is cancelled
+
+
+def test_jobs_a_stopped_pool_never_runs_are_not_waited_for():
+    # close() stops the pool (queued jobs never run), then the end of input drains it: the jobs
+    # dropped must not count as unfinished, or drain() waits its whole grace for them.
+    from mcp_ref.jsonrpc import Request
+    from mcp_ref.request import HandlerPool
+
+    running, release = threading.Event(), threading.Event()
+    ran = []
+
+    def run(request, context, batch):
+        ran.append(request.id)
+        running.set()
+        assert release.wait(WAIT)
+
+    pool = HandlerPool("test", 1, run)
+    for request_id in range(4):  # one runs, three wait for the one thread
+        assert pool.submit((Request(request_id, "tools/call", {}), None, None))
+    assert running.wait(WAIT)
+    pool.stop()
+    release.set()
+    assert pool.drain(WAIT)  # at once once the one running has ended
+    assert ran == [0]
+    assert pool.unfinished == 0
