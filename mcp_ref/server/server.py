@@ -837,7 +837,9 @@ class Server:
 
         Logs go to stderr; ``print()`` in a handler is redirected to stderr so
         stdout carries only protocol messages.  On end of input, the requests
-        already received are answered before this returns; then the lifespan is exited.
+        already received have ``session.ENDING_GRACE`` (1 s) to be answered; then those still
+        running are cancelled and those not started never run.  A handler still running is waited
+        for, and an answer it still gives is sent.  Then this returns and the lifespan is exited.
         """
         from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
 

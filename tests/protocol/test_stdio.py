@@ -542,6 +542,34 @@ def test_a_server_whose_input_ends_cancels_what_still_runs_and_exits(raw_peer):
 
 
 @pytest.mark.slow
+def test_an_answer_a_handler_gives_after_the_end_of_input_cancelled_it_is_sent(raw_peer):
+    """The server, not the client, cancelled the request ENDING_GRACE after its input ended: a
+    handler that still answers (it waited for it anyway) has its answer sent.  2025-11-25
+    basic/utilities/cancellation's "SHOULD NOT send a response" is for the peer's cancellation."""
+    peer = raw_peer([sys.executable, str(SERVERS / "session_server.py")])
+    assert "result" in peer.initialize()
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "answers_all_the_same",
+                "arguments": {},
+                "_meta": {"progressToken": 1},
+            },
+        }
+    )
+    assert peer.recv()["method"] == "notifications/progress"  # the tool runs
+    peer.proc.stdin.close()
+    answer = peer.recv()
+    assert answer["id"] == 1
+    assert answer["result"]["content"] == [{"type": "text", "text": "finished all the same"}]
+    assert peer.proc.wait(WAIT) == 0
+    assert peer.recv() is None
+
+
+@pytest.mark.slow
 def test_embedded_newlines_are_escaped_and_round_trip(wire):
     raw: list[bytes] = []
 

@@ -50,6 +50,15 @@ def block(key: str, ctx: Context, seconds: float = 30.0) -> str:
 
 
 @server.tool()
+def answers_all_the_same(ctx: Context) -> str:
+    """Report progress 0 once it runs, wait for its cancellation (30 s at most), then answer
+    all the same."""
+    ctx.report_progress(0, message="waiting")
+    ctx.request.cancelled.wait(30)
+    return "finished all the same"
+
+
+@server.tool()
 def keeps_going(key: str, ctx: Context) -> str:
     """Ignore cancellation: report progress and log before and after it, then (handshake era) try
     to ask the client; record whether the progress was sent and whether the ask was refused."""
