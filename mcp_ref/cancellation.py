@@ -54,9 +54,16 @@ class Cancellation(threading.Event):
         with self._callbacks_lock, contextlib.suppress(ValueError):
             self._callbacks.remove(fn)
 
-    def set(self) -> None:
-        """Set the Event, then call each callback once (one that raises is logged)."""
+    #: True when the side serving the request cancelled it itself (at the end of its input), not
+    #: the peer: its answer, if the handler still gives one, is sent.
+    ours = False
+
+    def set(self, *, ours: bool = False) -> None:
+        """Set the Event (``ours``: see :attr:`ours`), then call each callback once (one that
+        raises is logged)."""
         with self._callbacks_lock:
+            if not self.is_set():
+                self.ours = ours
             super().set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
@@ -64,3 +71,18 @@ class Cancellation(threading.Event):
                 fn()
             except Exception:
                 log.exception("a cancellation callback failed")
+
+
+def cancel_at_end_of_input(pool: Any, contexts: list[Any]) -> None:
+    """``pool`` (a :class:`~mcp_ref.request.HandlerPool`) and ``contexts`` (the
+    :class:`~mcp_ref.request.RequestContext` of each request not ended): the requests read before the end of input had their grace (``session.ENDING_GRACE``):
+    those still running are cancelled, those waiting for a thread never run; then the handlers are
+    waited for, also one that ignores its cancellation, whose answer is still sent (the peer did
+    not cancel it: :attr:`Cancellation.ours`).
+
+    2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their standard
+    input is closed"."""
+    pool.stop()
+    for context in contexts:
+        context.cancelled.set(ours=True)
+    pool.executor.shutdown()

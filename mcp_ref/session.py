@@ -296,7 +296,6 @@ class Session:
     _closing = False  # close() called, or the connection is fully finished
     _close_began = 0.0  # when close() was called (time.monotonic())
     _input_ended = False  # the peer can no longer answer requests
-    _cut: set | frozenset = frozenset()  # the requests we cancelled at the end of input
     _closed_event: threading.Event | None = None  # made when someone waits for the end
     _ended = False
     #: False on a side that never writes a JSON-RPC response: a 2026-07-28 client (2026-07-28
@@ -646,14 +645,9 @@ class Session:
         self._fail_pending("the connection ended")
         self._end_all_deferred()
         if self._pool is not None and not self._pool.drain(ENDING_GRACE):
-            # 2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
-            # standard input is closed": past the grace, what runs is cancelled, what waits never runs
-            self._pool.stop()
-            self._cut = {c for c in list(self._incoming.values()) if not c.is_cancelled}
-            for context in self._cut:
-                context.cancelled.set()
-            # a handler that ignores its cancellation is waited for, and its answer sent
-            self._pool.executor.shutdown()
+            from .cancellation import cancel_at_end_of_input
+
+            cancel_at_end_of_input(self._pool, list(self._incoming.values()))
         self._end_callbacks(wait=True)
         try:
             self.transport.close()
@@ -825,9 +819,9 @@ class Session:
             )
         context.end()  # no progress after the answer, from a thread the handler left behind either
         self._leave(request.id, context)
-        if context.is_cancelled and context not in self._cut:
+        if context.is_cancelled and not context.cancelled.ours:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the
-            # cancelled request" (the peer's cancellation, not ours at the end of input: _cut).
+            # cancelled request" (the peer's cancellation, not ours at the end of input).
             reply = None
         self._reply(reply, batch)
         if reply is None:  # e.g. HTTP: end the stream that waited for this answer
