@@ -258,7 +258,8 @@ class PendingRequest(Future):
     @property
     def first_deadline(self) -> float | None:
         """The earlier of ``deadline`` and ``hard_deadline`` (None: neither is set)."""
-        return min((d for d in (self.deadline, self.hard_deadline) if d is not None), default=None)
+        deadline, hard = self.deadline, self.hard_deadline
+        return deadline if hard is None or (deadline is not None and deadline < hard) else hard
 
     def set_result(self, result: Any) -> bool:  # type: ignore[override]
         """Settle the request with its result; False if it was settled already."""

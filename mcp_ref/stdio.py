@@ -199,9 +199,10 @@ class SubprocessTransport(StreamTransport):
             try:
                 if self.writer.closed:
                     raise ValueError("the server's input is closed")
-                with contextlib.suppress(BlockingIOError):  # the pipe is full: wait below
-                    os.write(self.fd, line)  # all of it (POSIX: up to PIPE_BUF bytes at once)
-                    return
+                os.write(self.fd, line)  # all of it (POSIX: up to PIPE_BUF bytes at once)
+                return
+            except BlockingIOError:  # the pipe is full: wait below
+                pass
             finally:
                 self.write_lock.release()
         from .stdio_pipe import write_waiting
