@@ -566,6 +566,16 @@ def test_a_page_id_of_64_characters_is_taken_and_one_of_65_refused(inspect):
     inspector.post("cancel", {"call": "c" * 65}, status=400)
 
 
+#: The stdio loop of the bare servers below: each line a request, answered by ``result_of``.
+ANSWER_EACH_LINE = """
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        result = result_of(message["method"], message.get("params") or {})
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
 #: A bare JSON-RPC server over stdio (2025-11-25) with 10,001 tools, each with an outputSchema,
 #: listed 1,000 a page (our Server checks each registered tool's schemas: 10,001 take long).
 MANY_TOOLS_SERVER = """
@@ -594,13 +604,6 @@ def result_of(method, params):
     if method == "tools/call":
         return {"content": [{"type": "text", "text": "1"}], "structuredContent": {"result": 1}}
     return {}
-
-
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" in message and "method" in message:
-        result = result_of(message["method"], message.get("params") or {})
-        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 """
 
 
@@ -610,7 +613,7 @@ def test_the_10000th_tools_output_schema_is_kept_and_the_10001st_is_not(tmp_path
     import sys
 
     assert live.MAX_KNOWN_TOOLS == 10_000
-    (tmp_path / "many.py").write_text(MANY_TOOLS_SERVER)
+    (tmp_path / "many.py").write_text(MANY_TOOLS_SERVER + ANSWER_EACH_LINE)
     inspector = Inspector("--era", "handshake", "--", sys.executable, str(tmp_path / "many.py"))
     try:
         names: list[str] = []
@@ -652,13 +655,6 @@ def result_of(method, params):
     if method == "tools/call":
         return {"content": [{"type": "text", "text": "1"}], "structuredContent": {"n": 1}}
     return {}
-
-
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" in message and "method" in message:
-        result = result_of(message["method"], message.get("params") or {})
-        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
 """
 
 
@@ -672,7 +668,7 @@ def test_a_tools_output_schema_naming_a_url_is_checked_without_fetching_it(tmp_p
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
-    (tmp_path / "remote_ref.py").write_text(REMOTE_REF_SERVER)
+    (tmp_path / "remote_ref.py").write_text(REMOTE_REF_SERVER + ANSWER_EACH_LINE)
     inspector = Inspector(
         "--era", "handshake", "--", sys.executable, str(tmp_path / "remote_ref.py"), url
     )

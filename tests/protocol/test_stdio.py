@@ -519,24 +519,25 @@ def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
     assert peer.proc.wait(WAIT) == 0
 
 
+def input_ended_while_running(raw_peer, tool: str, arguments: dict):
+    """A session_server.py peer whose input ends while ``tool`` (called as request 1, with a
+    progress token) runs: its first progress report has been read."""
+    peer = raw_peer([sys.executable, str(SERVERS / "session_server.py")])
+    assert "result" in peer.initialize()
+    params = {"name": tool, "arguments": arguments, "_meta": {"progressToken": 1}}
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    assert peer.recv()["method"] == "notifications/progress"  # the tool runs
+    peer.proc.stdin.close()
+    return peer
+
+
 @pytest.mark.slow
 def test_a_server_whose_input_ends_cancels_what_still_runs_and_exits(raw_peer):
     """2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
     standard input is closed".  A request still running ENDING_GRACE after the end of input is
     cancelled (here a tool that waits 30 s for its cancellation): no answer, and the server exits
     by itself, long before the tool's 30 s (it waited for them)."""
-    peer = raw_peer([sys.executable, str(SERVERS / "session_server.py")])
-    assert "result" in peer.initialize()
-    peer.send_json(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "block", "arguments": {"key": "k"}, "_meta": {"progressToken": 1}},
-        }
-    )
-    assert peer.recv()["method"] == "notifications/progress"  # the tool runs
-    peer.proc.stdin.close()
+    peer = input_ended_while_running(raw_peer, "block", {"key": "k"})
     assert peer.proc.wait(WAIT) == 0
     assert peer.recv() is None  # nothing more: a cancelled request is not answered
 
@@ -546,22 +547,7 @@ def test_an_answer_a_handler_gives_after_the_end_of_input_cancelled_it_is_sent(r
     """The server, not the client, cancelled the request ENDING_GRACE after its input ended: a
     handler that still answers (it waited for it anyway) has its answer sent.  2025-11-25
     basic/utilities/cancellation's "SHOULD NOT send a response" is for the peer's cancellation."""
-    peer = raw_peer([sys.executable, str(SERVERS / "session_server.py")])
-    assert "result" in peer.initialize()
-    peer.send_json(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "answers_all_the_same",
-                "arguments": {},
-                "_meta": {"progressToken": 1},
-            },
-        }
-    )
-    assert peer.recv()["method"] == "notifications/progress"  # the tool runs
-    peer.proc.stdin.close()
+    peer = input_ended_while_running(raw_peer, "answers_all_the_same", {})
     answer = peer.recv()
     assert answer["id"] == 1
     assert answer["result"]["content"] == [{"type": "text", "text": "finished all the same"}]
