@@ -150,6 +150,18 @@ def test_a_session_ended_while_an_answer_is_on_its_way_still_delivers_it(serve, 
     assert client.ping(session_id) == 404
 
 
+def streams_server_with_echo(events: dict) -> Server:
+    """The test server of test_hardening_streams (its ``hold`` tool), with ``echo(text)`` too."""
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    return server
+
+
 # -- one client's sessions --------------------------------------------------------------------------
 
 
@@ -292,12 +304,7 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
     queue any number of slow calls: each past its share is answered -32000 Server busy on its
     stream, and another client's call is served at once (it used to wait behind them)."""
     events: dict = {}
-    server = streams_server(events)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Say it back."""
-        return text
+    server = streams_server_with_echo(events)
 
     srv = serve(server, handler_threads=8)
     greedy, other = LegacyOn(srv.port, "127.0.0.1"), LegacyOn(srv.port, "127.0.0.2")
@@ -371,12 +378,7 @@ def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
     takes over its request's place: it used to be counted twice until the whole batch was
     dispatched, and the third call was answered -32000 Server busy."""
     events: dict = {}
-    server = streams_server(events)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Say it back."""
-        return text
+    server = streams_server_with_echo(events)
 
     srv = serve(server, handler_threads=12, inline_handlers=False)
     client = Caller(srv.port)
@@ -432,12 +434,7 @@ def test_a_batch_whose_kept_requests_are_cancelled_still_gets_its_refusals(serve
     client cancels the first, which then has no answer.  The batch's POST still gets its one array,
     the refusal in it (it used to get 202 with no body, the refusal lost)."""
     events: dict = {}
-    server = streams_server(events)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Say it back."""
-        return text
+    server = streams_server_with_echo(events)
 
     srv = serve(server, max_handlers_per_client=1)
     client = Caller(srv.port)
@@ -471,12 +468,7 @@ def test_a_request_past_the_share_without_inline_handlers_is_answered_server_bus
     """inline_handlers=False: every request runs on the shared pool; one past its client's share
     is answered at once with -32000 (JSON), while another client is served."""
     events: dict = {}
-    server = streams_server(events)
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Say it back."""
-        return text
+    server = streams_server_with_echo(events)
 
     srv = serve(server, handler_threads=8, inline_handlers=False)
     client, other = Caller(srv.port), Caller(srv.port, "127.0.0.2")
