@@ -336,6 +336,12 @@ class InitializeResult(WireModel):
     meta: dict[str, Any] | None = None
     _nested = {"server_info": Implementation.from_wire}
 
+    def __post_init__(self) -> None:
+        # 2025-11-25 schema.ts: InitializeResult's "capabilities: ServerCapabilities", an object;
+        # any other value would surface later as a capability the server "did not declare".
+        if not isinstance(self.capabilities, dict):
+            raise TypeError("InitializeResult.capabilities must be an object")
+
 
 @dataclass(kw_only=True)
 class DiscoverResult(WireModel):

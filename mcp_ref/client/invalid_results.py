@@ -126,6 +126,8 @@ def _payload(cls: type[WireModel], value: dict, path: str) -> list[str]:
             continue
         build = cls._nested.get(name)
         nested = value[wire]
+        if str(spec.type).startswith("dict") and not isinstance(nested, (dict, type(None))):
+            found.append(f"{_where(path + '/' + wire)} is {_json_kind(nested)}, not an object")
         if build is None or nested is None:
             continue
         if str(spec.type).startswith("list"):

@@ -38,12 +38,13 @@ _JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _accepts(schema: dict, value: Any) -> bool:
-    """Cheap structural test used to pick a Union member when converting."""
+def _accepts(schema: dict, value: Any, other_keys: bool = False) -> bool:
+    """Cheap structural test used to pick a Union member when converting; with ``other_keys``, an
+    object may hold keys its schema does not name."""
     if "enum" in schema:
         return any(value == e and type(value) is type(e) for e in schema["enum"])
     if "anyOf" in schema:
-        return any(_accepts(s, value) for s in schema["anyOf"])
+        return any(_accepts(s, value, other_keys) for s in schema["anyOf"])
     t = schema.get("type")
     if t is None:
         return True
@@ -53,9 +54,8 @@ def _accepts(schema: dict, value: Any) -> bool:
         return False
     if t == "object" and "properties" in schema:
         props = schema["properties"]
-        return all(k in props for k in value) and all(
-            k in value for k in schema.get("required", ())
-        )
+        named = other_keys or all(k in props for k in value)
+        return named and all(k in value for k in schema.get("required", ()))
     return True
 
 
@@ -80,7 +80,9 @@ def enum_schema(values: list) -> dict:
 def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:
     """``(schema, converter)`` of ``Union[*args]`` (``Optional[T]`` too); a value goes to the first
     member that accepts it: its JSON type, then its converter and constraints (a member that refuses
-    it passes it on to the next; when all refuse, the first refusal is raised)."""
+    it passes it on to the next; when all refuse, the first refusal is raised).  An object no
+    member takes whole holds a key none names: the first member it fits but for that key says
+    which (a dataclass refuses it), so that it never reaches the tool as a bare dict."""
     members = [a for a in args if a is not _NONE]
     nullable = len(members) < len(args)
     analysed = [analyse(m, seen) for m in members]
@@ -116,6 +118,12 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
                 return c(v)
             except ValueError as exc:  # this member refuses it: the next may take it
                 refusal = refusal or exc
+        for s, c in analysed:
+            if refusal is None and c is not None and _accepts(s, v, other_keys=True):
+                try:
+                    return c(v)
+                except ValueError as exc:
+                    refusal = exc
         if refusal is not None:
             raise refusal
         return v

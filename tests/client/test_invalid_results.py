@@ -148,6 +148,19 @@ def test_a_server_info_that_is_not_an_object_is_named_by_its_json_key():
         connect("handshake", bad)
 
 
+@pytest.mark.parametrize(
+    "capabilities, kind", [([], "an array"), ("tools", "a string"), (1, "a number")]
+)
+def test_capabilities_that_are_not_an_object_are_an_invalid_result_out_of_connecting(
+    capabilities, kind
+):
+    info = {"name": "s", "version": "1"}
+    bad = text({"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": info})
+    with pytest.raises(InvalidResult) as caught:
+        connect("handshake", bad)
+    assert str(caught.value).endswith(f"(2025-11-25): /capabilities is {kind}, not an object")
+
+
 def test_the_2026_era_reports_a_malformed_tool_result_the_same_way():
     with connect("modern") as client:
         assert client.era == "modern"

@@ -91,6 +91,16 @@ def test_an_unknown_key_of_a_nested_dataclass_is_refused_too(peer):
     goes_on(peer)
 
 
+def test_an_unknown_key_is_refused_in_a_union_of_dataclasses_too(peer):
+    answer = call(peer, "shape", '{"s": {"x": 1, "y": 2, "z": 3}}')
+    assert error_text(answer) == 'Invalid arguments for tool shape: s: unexpected property "z"'
+    answer = call(peer, "shape", '{"s": {"r": 1, "z": 3}}')
+    assert error_text(answer).endswith('unexpected property "z"')
+    assert call(peer, "shape", '{"s": {"x": 1, "y": 2}}')["result"]["content"][0]["text"] == "Point"
+    assert call(peer, "shape", '{"s": {"r": 1}}')["result"]["content"][0]["text"] == "Circle"
+    goes_on(peer)
+
+
 def test_before_2025_11_25_an_unknown_dataclass_key_is_invalid_params(old_peer):
     answer = call(old_peer, "place", '{"p": {"x": 1, "y": 2, "z": 3}}')
     assert answer["error"]["code"] == -32602

@@ -26,6 +26,13 @@ class Point:
 
 
 @dataclasses.dataclass
+class Circle:
+    """A second dataclass, for a union of two."""
+
+    r: int
+
+
+@dataclasses.dataclass
 class Segment:
     """A dataclass holding dataclasses."""
 
@@ -45,6 +52,11 @@ def build() -> Server:
     def measure(segment: Segment | None = None) -> str:
         """Measure a segment (dataclasses inside a dataclass, in an Optional)."""
         return "none" if segment is None else f"{segment.end.x - segment.start.x}"
+
+    @server.tool()
+    def shape(s: Point | Circle) -> str:
+        """Name a shape (a union of two dataclasses)."""
+        return type(s).__name__
 
     @server.tool()
     def half(x: float, xs: list[float] | None = None) -> str:
