@@ -159,7 +159,13 @@ class UriTemplate:
         for value in values.values():
             if "." in value and any(segment in (".", "..") for segment in value.split("/")):
                 return None
-        return values if self.expand(**values) == uri else None
+        try:
+            canonical = self.expand(**values)
+        except UnicodeEncodeError:
+            # a lone surrogate (a JSON string may carry one, as \udcff) is no character: it has no
+            # UTF-8 octets to percent-encode (RFC 3986 §2.5), so no URI spells it
+            return None
+        return values if canonical == uri else None
 
     def __str__(self) -> str:
         """The template string."""

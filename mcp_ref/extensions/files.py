@@ -86,6 +86,18 @@ class FileTooLarge(ValueError):
         self.limit = limit
 
 
+def _has_a_uri(relative: str) -> bool:
+    """True when ``relative`` can be written in a URI.  RFC 3986 §2.5: "the data should first be
+    encoded as octets according to the UTF-8 character encoding" (RFC 3987 §3.1 likewise), so a
+    name that is not UTF-8 on disk (``bad\\xff.txt``, read by ``os.listdir`` as a lone surrogate,
+    PEP 383) has no URI: it is neither listed nor read as a resource."""
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _guess_mime(path: str) -> str:
     ext = os.path.splitext(path)[1].lower()
     return _MIME_OVERRIDES.get(ext) or mimetypes.guess_type(path)[0] or _DEFAULT_MIME
@@ -356,7 +368,9 @@ def file_root(
     ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
     ``follow_links``; a file over ``max_file_size`` answers
     -32602 with its size and the limit.  Files are listed under their
-    canonical URI (``a%20b.txt`` for ``a b.txt``).
+    canonical URI (``a%20b.txt`` for ``a b.txt``); a file whose name is not
+    UTF-8 has none (:func:`_has_a_uri`): it is left out of the listing and no
+    URI reads it.
     """
     files = FileRoot(
         root,
@@ -392,6 +406,8 @@ def file_root(
 
     def list_files():
         for relative in files.list():
+            if not _has_a_uri(relative):
+                continue  # a name that is not UTF-8: no URI reads it, and the rest is still listed
             # listed under the spelling a read must use (a space as %20): the one authorize judges
             uri = template.expand(path=relative)
             if template.match_canonical(uri) == {
@@ -404,9 +420,14 @@ def file_root(
         "description": f"Files under {files.root}",
     }
     entry = build_resource(read_file, template.template, given)
-    # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
-    # for resources/subscribe and the listen streams too, not only when read
-    entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
+
+    def names_a_file(variables: dict[str, str]) -> bool:
+        # a path the root would refuse ("./a", "a//b", "a/", ".env") or one no URI can spell names
+        # no resource at all: not found for resources/subscribe and the listen streams too
+        path = variables.get("path", "")
+        return files.is_canonical(path) and _has_a_uri(path)
+
+    entry.accepts = names_a_file
     return template.template, entry, list_files
 
 
@@ -418,7 +439,8 @@ class FileRootExtension(Extension):
     Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
     paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
     path through a symbolic link inside the root unless ``follow_links`` (a second name for a
-    file, which an ``authorize`` policy would judge by that name: one name per file).  A file over
+    file, which an ``authorize`` policy would judge by that name: one name per file).  A file
+    whose name is not UTF-8 has no URI: it is not listed and no URI reads it.  A file over
     ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
     It registers, in :meth:`setup`, one resource template reading a file and the listing of the
     files; :attr:`template` is the URI template registered.

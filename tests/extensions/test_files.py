@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_ref import ResourceNotFound
 from mcp_ref.extensions.files import FileRoot, PathOutsideRoot, is_text
 
 
@@ -180,6 +181,42 @@ def test_symlink_inside_root_followed_when_asked(tree):
     assert fr.read("alias.txt") == (b"alpha", "text/plain")
     assert fr.resolve("alias.txt") == (tree / "docs" / "a.txt").resolve()
     assert "alias.txt" in fr.list()
+
+
+def _not_utf8_name(directory: Path) -> None:
+    """Write ``bad\\xff.txt`` (a name that is not UTF-8) in ``directory``, or skip where the file
+    system refuses such a name (macOS, Windows)."""
+    try:
+        with open(os.path.join(os.fsencode(directory), b"bad\xff.txt"), "wb") as out:
+            out.write(b"not utf-8")
+    except (OSError, UnicodeError) as exc:
+        pytest.skip(f"this file system refuses a name that is not UTF-8: {exc}")
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_is_listed(tree, era):
+    """One file named ``bad\\xff.txt`` under a file root has no URI (RFC 3986 §2.5: characters are
+    written as their UTF-8 octets): a real stdio server leaves it out of resources/list and lists
+    everything else, its static resources included, and no URI reads it."""
+    import sys
+
+    from conftest import SERVERS, WAIT
+
+    from mcp_ref import Client
+
+    _not_utf8_name(tree / "docs")
+    assert "docs/bad\udcff.txt" in FileRoot(tree).list()  # the Python API still lists it
+    server = [sys.executable, str(SERVERS / "feature_resources.py"), str(tree)]
+    with Client.stdio(server, era=era, timeout=WAIT, stderr="discard") as client:
+        prefix = tree.resolve().as_uri() + "/"
+        listed = [resource.uri for resource in client.list_resources()]
+        files = [uri[len(prefix) :] for uri in listed if uri.startswith(prefix)]
+        assert files == ["docs/a.txt", "docs/deep/b.json", "docs/image.bin", "readme.md"]
+        assert "feature://text" in listed
+        for uri in (prefix + "docs/bad%FF.txt", prefix + "docs/bad\udcff.txt"):
+            with pytest.raises(ResourceNotFound):
+                client.read_resource(uri)
+        assert client.read_resource(prefix + "docs/a.txt").contents[0].text == "alpha"
 
 
 @pytest.fixture

@@ -92,6 +92,16 @@ def test_match_repeated_variable_must_agree():
     assert t.match("x://1/2") is None
 
 
+@pytest.mark.parametrize("template", ["u://{x}", "u://{+x}"])
+def test_match_canonical_has_no_spelling_for_a_lone_surrogate(template):
+    # a JSON string may carry "\\udcff": no character, so no URI spells it (RFC 3986 §2.5), and
+    # the match is None rather than an exception escaping to the caller
+    t = UriTemplate(template)
+    assert t.match_canonical("u://a\udcffb") is None
+    assert t.match_canonical("u://a%FFb") is None  # not UTF-8 either: read as U+FFFD, another name
+    assert t.match_canonical("u://a%C3%BCb") == {"x": "aüb"}
+
+
 @pytest.mark.parametrize(
     "values",
     [{"a": "hello world", "p": "dir/sub file.txt"}, {"a": "ünï/?#&", "p": "x/%/y"}],
