@@ -140,7 +140,9 @@ class FileRoot:
     private`` would be a second name for every file under ``private/``, and a
     policy that hides ``private/`` judges the name it is given.  With
     ``follow_links`` a link that stays inside the root is served under its own
-    name (the operator made that second name); one leading outside never is.
+    name (the operator made that second name); one leading outside never is, nor,
+    unless ``allow_hidden``, one leading to a hidden path (``notes.txt -> .env``,
+    ``repo -> .git``: the real path is judged too).
     """
 
     __slots__ = (
@@ -192,6 +194,12 @@ class FileRoot:
 
     def _inside(self, real: str) -> bool:
         return real == self._real or real.startswith(self._prefix)
+
+    def _hidden(self, real: str) -> bool:
+        """True when ``real`` (a path inside the root) has, below the root, a component starting
+        with ``.``: a hidden file or directory."""
+        below = os.path.relpath(real, self._real)
+        return below != os.curdir and any(part.startswith(".") for part in below.split(os.sep))
 
     def _check_relative(self, relative: str) -> list[str]:
         """Return the path's components, or raise PathOutsideRoot if unsafe."""
@@ -249,6 +257,10 @@ class FileRoot:
             # One name per file: the path goes through a symbolic link (``pub -> private``), a second
             # name that whoever judged this path (``authorize``) never saw.  Not followed.
             raise PathOutsideRoot(f"path {relative!r} goes through a symbolic link")
+        if real != named and not self.allow_hidden and self._hidden(real):
+            # A plain name linking to a hidden one (``notes.txt -> .env``, ``repo -> .git``) is
+            # judged by where it leads: read() then opens that real path, with no hidden name in it.
+            raise PathOutsideRoot(f"path {relative!r} leads to a hidden path")
         try:
             mode = os.stat(real).st_mode
         except FileNotFoundError:
@@ -325,7 +337,7 @@ class FileRoot:
 
         Hidden (dot) files and directories are skipped (unless ``allow_hidden``), symlinked directories
         are not descended into, and symlinks are listed only with ``follow_links``, when they resolve
-        to a regular file inside the root.
+        to a regular file inside the root (and not hidden, unless ``allow_hidden``).
         """
         found: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self._real):
@@ -439,7 +451,8 @@ class FileRootExtension(Extension):
     Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
     paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
     path through a symbolic link inside the root unless ``follow_links`` (a second name for a
-    file, which an ``authorize`` policy would judge by that name: one name per file).  A file
+    file, which an ``authorize`` policy would judge by that name: one name per file).  With
+    ``follow_links``, a link to a hidden path (``notes.txt -> .env``) is refused as hidden.  A file
     whose name is not UTF-8 has no URI: it is not listed and no URI reads it.  A file over
     ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
     It registers, in :meth:`setup`, one resource template reading a file and the listing of the

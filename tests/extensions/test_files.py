@@ -183,6 +183,53 @@ def test_symlink_inside_root_followed_when_asked(tree):
     assert "alias.txt" in fr.list()
 
 
+def test_a_link_to_a_hidden_path_is_hidden_even_with_follow_links(tree):
+    """A plain name linking to a hidden file (``notes.txt -> .secret``) or into a hidden directory
+    (``repo -> .hidden``) is judged by where it leads: hidden, so refused and never listed unless
+    ``allow_hidden``, as ``.secret`` and ``.hidden/c.txt`` themselves are."""
+    _symlink(tree / ".secret", tree / "notes.txt")
+    _symlink(tree / ".hidden", tree / "repo", is_dir=True)
+    fr = FileRoot(tree, follow_links=True)
+    for path in (".secret", ".hidden/c.txt", "notes.txt", "repo/c.txt"):
+        with pytest.raises(PathOutsideRoot, match="hidden"):
+            fr.read(path)
+        with pytest.raises(PathOutsideRoot, match="hidden"):
+            fr.resolve(path)
+    assert "notes.txt" not in fr.list()
+    assert fr.read("docs/a.txt") == (b"alpha", "text/plain")  # a link to a plain path still serves
+    open_to_all = FileRoot(tree, follow_links=True, allow_hidden=True)
+    assert open_to_all.read("notes.txt") == (b"no", "text/plain")
+    assert open_to_all.read("repo/c.txt") == (b"no", "text/plain")
+    assert "notes.txt" in open_to_all.list()
+
+
+def test_a_file_root_server_answers_not_found_for_a_link_to_a_hidden_path(tree):
+    """The same through resources/read and resources/list of a server that follows links."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+
+    _symlink(tree / ".secret", tree / "notes.txt")
+    _symlink(tree / ".hidden", tree / "repo", is_dir=True)
+    _symlink(tree / "docs" / "a.txt", tree / "alias.txt")
+    server = Server("files")
+    server.add_file_root(str(tree), uri_prefix="files://", follow_links=True)
+    with Client.in_memory(server, timeout=WAIT) as client:
+        for path in ("notes.txt", "repo/c.txt"):
+            with pytest.raises(ResourceNotFound) as refused:
+                client.read_resource("files://" + path)
+            assert refused.value.message == f"Resource not found: files://{path}"
+        listed = [resource.uri for resource in client.list_resources()]
+        assert client.read_resource("files://alias.txt").contents[0].text == "alpha"
+    assert listed == [
+        "files://alias.txt",
+        "files://docs/a.txt",
+        "files://docs/deep/b.json",
+        "files://docs/image.bin",
+        "files://readme.md",
+    ]
+
+
 def _not_utf8_name(directory: Path) -> None:
     """Write ``bad\\xff.txt`` (a name that is not UTF-8) in ``directory``, or skip where the file
     system refuses such a name (macOS, Windows)."""
