@@ -118,16 +118,17 @@ class SseParser:
         if not self._started:
             if not chunk:
                 return []
-            if len(chunk) < len(_BOM) and _BOM.startswith(chunk) and not self._partial:
-                self._partial.append(chunk)  # may be the start of a BOM: decide with more bytes
-                self._partial_size += len(chunk)
+            # §9.2.6: "One leading U+FEFF BYTE ORDER MARK character must be ignored".  Its three
+            # bytes may come in as many chunks: the bytes so far are held (in ``_partial``) while
+            # they are a BOM's beginning, and the decision is taken on them all, not on the last.
+            head = b"".join(self._partial) + chunk
+            self._partial, self._partial_size = [], 0
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                self._partial.append(head)
+                self._partial_size = len(head)
                 return []
-            if self._partial:
-                chunk = b"".join(self._partial) + chunk
-                self._partial, self._partial_size = [], 0
             self._started = True
-            # §9.2.6: "One leading U+FEFF BYTE ORDER MARK character must be ignored"
-            chunk = chunk.removeprefix(_BOM)
+            chunk = head.removeprefix(_BOM)
         if self._after_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the LF of a CRLF split between two chunks
         self._after_cr = False
