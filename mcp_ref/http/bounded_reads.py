@@ -48,6 +48,25 @@ def carrying(transport: Any, request_id: Hashable) -> Iterator[None]:
         sending.request = (None, None)
 
 
+#: The keys a transport's GET streams are watched under (:func:`watching`; a JSON-RPC id is never a
+#: tuple): the 2024-11-05 HTTP+SSE stream.
+LEGACY_STREAM = ("HTTP+SSE GET",)
+
+
+@contextlib.contextmanager
+def watching(transport: Any, key: Hashable) -> Iterator[None]:
+    """:func:`carrying` for a thread of ``transport``'s own that reads a GET stream: while the block
+    runs, the socket of each of its exchanges is watched under ``key`` (closing the transport shuts
+    it down, :meth:`~mcp_ref.http.in_flight.InFlight.close`, even while it still waits for the
+    answer's status line and headers, which no read timeout bounds on a stream); ``key`` is
+    forgotten at the end."""
+    with carrying(transport, key):
+        try:
+            yield
+        finally:
+            transport.in_flight.finished(key)
+
+
 def sent_request() -> tuple[Any, RequestId | None]:
     """``(transport, request id)`` of the request this thread is sending (:data:`sending`);
     ``(None, None)`` on a thread that sends none."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import AuthorizationError
-from .bounded_reads import Cursor, HttpTransportError, Inbox, abort
+from .bounded_reads import LEGACY_STREAM, Cursor, HttpTransportError, Inbox, abort, watching
 from .not_reached import (
     advice,
     content_kind,
@@ -66,6 +66,13 @@ class LegacySseClient:
         tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
 
         def run() -> None:
+            # Watched (as a request's POST is): close() shuts the GET's socket down even while it
+            # waits for headers that never come (no read timeout bounds a stream); start_legacy has
+            # given up on it by then, and its thread and connection would otherwise stay for ever.
+            with watching(self, LEGACY_STREAM):
+                listen()
+
+        def listen() -> None:
             import requests
 
             response = None

@@ -6,6 +6,9 @@ validated against the negotiated revision's schema."""
 from __future__ import annotations
 
 import json
+import queue
+import socket
+import threading
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
@@ -387,3 +390,88 @@ def test_a_full_standalone_stream_of_streamable_http_drops_a_notification_with_a
         session.id in app.sessions and not session.closed
     )  # it carries no answers: the session goes on
     app.close()
+
+
+class HeadlessGets:
+    """A TCP server on 127.0.0.1 (port 0) that reads each request but never answers a GET: no
+    status line, no headers, its connection held open (kept in :attr:`held`).  A POST is answered
+    405, as a server of the old transport answers it at the URL of its stream (an ``auto`` client
+    falls back to HTTP+SSE)."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/sse"
+        self.held: queue.Queue[socket.socket] = queue.Queue()
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            self.connections.append(connection)
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        connection.settimeout(WAIT)
+        reader = connection.makefile("rb")
+        while True:
+            head = [reader.readline(65536)]
+            while head[-1] not in (b"\r\n", b"\n", b""):
+                head.append(reader.readline(65536))
+            if head[0].startswith(b"GET "):
+                self.held.put(connection)  # never answered
+                return
+            if not head[0].startswith(b"POST "):
+                return  # the client closed it
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            reader.read(length)
+            connection.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.connections:
+            connection.close()
+
+
+def ended_by_the_client(connection: socket.socket) -> bool:
+    """Whether the client closes ``connection`` within WAIT (what it sent is read and dropped)."""
+    connection.settimeout(WAIT)
+    try:
+        while connection.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:  # reset: ended too
+        pass
+    return True
+
+
+@pytest.mark.parametrize("transport", ["sse", "auto"])
+def test_a_get_that_never_gets_its_headers_leaves_no_thread_nor_connection(transport):
+    """A server that accepts the GET and never answers it: the client gives up after
+    connect_timeout (ServerUnreachable), and its close() ends the GET's thread and connection
+    (they were left waiting for the headers for ever, one more on every attempt)."""
+    from mcp_ref import Client, ServerUnreachable
+
+    server = HeadlessGets()
+    try:
+        before = set(threading.enumerate())
+        with pytest.raises(ServerUnreachable, match="no answer"):
+            Client.http(server.url, transport=transport, connect_timeout=0.5)
+        assert ended_by_the_client(server.held.get(timeout=WAIT))
+        for thread in set(threading.enumerate()) - before:
+            if thread.name == "mcp-sse-listen":
+                thread.join(WAIT)
+                assert not thread.is_alive()
+    finally:
+        server.close()
