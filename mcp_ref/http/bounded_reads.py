@@ -49,7 +49,8 @@ def carrying(transport: Any, request_id: Hashable) -> Iterator[None]:
 
 
 #: The keys a transport's GET streams are watched under (:func:`watching`; a JSON-RPC id is never a
-#: tuple): the 2024-11-05 HTTP+SSE stream.
+#: tuple): Streamable HTTP's standalone stream, and the 2024-11-05 HTTP+SSE stream.
+LISTEN_STREAM = ("GET",)
 LEGACY_STREAM = ("HTTP+SSE GET",)
 
 

@@ -57,6 +57,7 @@ from ..session import OutgoingRequests, Transport
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from .bounded_reads import (
     DEFAULT_RETRY_MS,
+    LISTEN_STREAM,
     MAX_CHUNK_LINE,
     MAX_ERROR_BODY,
     MAX_EVENT_ID,
@@ -83,6 +84,7 @@ from .bounded_reads import (
     stream_chunks,
     timed_out,
     unanswered,
+    watching,
 )
 from .headers import modern_request_headers
 from .in_flight import GivenUp, InFlight
@@ -879,19 +881,21 @@ class HttpClientTransport(LegacySseClient, Transport):
         while not self._closed.is_set():
             seen = cursor.events
             try:
-                try:
-                    response = self._get_stream(cursor, None)
-                finally:
-                    answered.set()
-                if not response.ok:
-                    response.close()
-                    # 405: "the server does not offer an SSE stream at this endpoint"; 404: the
-                    # session is gone, and a new one opens its own stream
-                    if response.status_code in (404, 405):
-                        return
-                else:
-                    for _ in self._relay(response, cursor):
-                        pass
+                # watched: close() shuts its socket down, even before headers that never come
+                with watching(self, LISTEN_STREAM):
+                    try:
+                        response = self._get_stream(cursor, None)
+                    finally:
+                        answered.set()
+                    if not response.ok:
+                        response.close()
+                        # 405: "the server does not offer an SSE stream at this endpoint"; 404:
+                        # the session is gone, and a new one opens its own stream
+                        if response.status_code in (404, 405):
+                            return
+                    else:
+                        for _ in self._relay(response, cursor):
+                            pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", failed_because(exc))
             except (AuthorizationError, CrossOriginRefused) as exc:  # not authorized, or redirected

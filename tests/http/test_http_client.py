@@ -1256,9 +1256,9 @@ class HeldStreamServer:
     """A Streamable HTTP server (a real socket on 127.0.0.1) whose GET stream ends its connection
     (HTTP/1.0, or HTTP/1.1 with ``Connection: close``) and stays open until :meth:`stop`: the
     kind of answer whose connection forgets its socket, which closing the client must still
-    shut down."""
+    shut down.  ``headless``: the GET is never answered at all (no status line, no headers)."""
 
-    def __init__(self, protocol: str, tls: ssl.SSLContext | None = None):
+    def __init__(self, protocol: str, tls: ssl.SSLContext | None = None, headless: bool = False):
         import http.server
 
         self.get_started = threading.Event()
@@ -1287,6 +1287,10 @@ class HeldStreamServer:
                 self.answer(200, json.dumps(answer).encode(), "application/json")
 
             def do_GET(self):
+                if headless:
+                    owner.get_started.set()
+                    owner.released.wait(WAIT * 3)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -1382,6 +1386,32 @@ def test_closing_does_not_wait_for_a_stream_that_ends_its_connection(
         assert client.session.closed.is_set()
         assert not server.released.is_set()  # the server still holds the stream
         assert proxy is None or proxy.tunnels >= 1  # the client really went through the proxy
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        server.stop()
+
+
+@pytest.mark.parametrize(("scheme", "route"), PATHS, ids=PATH_IDS)
+def test_closing_ends_a_get_stream_that_never_got_its_headers(tmp_path, monkeypatch, scheme, route):
+    # The standalone GET stream has no read timeout (it lasts as long as the server keeps it), and
+    # its thread left close() behind while it waited for the headers: closing the client left it
+    # and its connection waiting for as long as the server held the GET (here, past the test).
+    pki = Pki(tmp_path)
+    tls = server_tls(pki)
+    server = HeldStreamServer("HTTP/1.1", tls if scheme == "https" else None, headless=True)
+    proxy = route_through(monkeypatch, route, tls)  # read once, as the client is made
+    try:
+        # initialized() waits connect_timeout for the GET's answer, then goes on without it
+        client = Client.http(
+            server.url, era="handshake", timeout=WAIT, verify=pki.ca_path, connect_timeout=0.5
+        )
+        assert server.get_started.wait(WAIT), "the client opened its GET stream"
+        listener = client.session.transport._listener
+        client.close()
+        listener.join(WAIT)
+        assert not listener.is_alive(), "the GET's thread still waits for its headers"
+        assert not server.released.is_set()  # the server still holds the GET
     finally:
         if proxy is not None:
             proxy.stop()
