@@ -19,7 +19,8 @@ This module is that layer, the same in both eras and on every transport:
 
 Where each rule is applied:
 
-- listings: :func:`mcp_ref.server.listing.list_page` filters before it paginates;
+- listings: :func:`mcp_ref.server.listing.list_page` filters before it paginates (a listed
+  resource under the template serving it too: :meth:`Policy.filter_listing`);
 - direct access: ``tools/call``, ``resources/read``, ``prompts/get``, ``completion/complete``,
   ``resources/subscribe`` and ``subscriptions/listen`` look items up through
   :meth:`Policy.visible` (a hidden item is the same "not found" as a missing one);
@@ -312,11 +313,45 @@ class Policy(Extension):
         return True
 
     def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
-        """The items of a listing ``principal`` may see (all of them without ``authorize``)."""
+        """The items of a listing ``principal`` may see (all of them without ``authorize``).
+
+        A listed resource is judged as a read of it is (:meth:`resource_allowed`): one a template
+        serves (a file root's files) is listed only if ``authorize`` allows that template too, so
+        denying a template hides every URI it serves from ``resources/list`` as well.  2025-11-25
+        server/resources §Security Considerations: "Access controls SHOULD be implemented for
+        sensitive resources"; "Resource permissions SHOULD be checked before operations" (a
+        listing is one: it names the resources).
+        """
         if self.authorize is None or principal is None:
             return items
+        if kind == "resources" and self.server is not None:
+            return self._filter_resources(principal, items)
         action, key = LISTING_ACTIONS[kind], LISTING_NAMES[kind]
         return [item for item in items if self.allows(principal, action, item.get(key, ""))]
+
+    def _filter_resources(self, principal: Principal, items: list) -> list:
+        """The listed resources ``principal`` may read: each under the template that serves it
+        (``Server.find_resource``, as a read finds it), then under its URI.  Each template is
+        asked once per listing, however many files it lists; a URI is not asked about at all once
+        its template is denied (a listing answers nothing about a single name, so it need not cost
+        the same for each)."""
+        templates: dict[str, bool] = {}  # a template's verdict, asked once per listing
+        shown = []
+        for item in items:
+            uri = item.get("uri", "")
+            found = self.server.find_resource(uri)
+            if found is not None and found[0].template is not None:
+                template = found[0].listing["uriTemplate"]
+                allowed = templates.get(template)
+                if allowed is None:
+                    allowed = templates[template] = self.allows(
+                        principal, "resources/read", template
+                    )
+                if not allowed:
+                    continue
+            if self.allows(principal, "resources/read", uri):
+                shown.append(item)
+        return shown
 
     def visible_item(self, principal: Principal | None, item: tuple, request: dict | None = None):
         """The entry of an :func:`item_of` answer if ``principal`` may use it, else None (asked

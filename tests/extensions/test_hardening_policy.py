@@ -371,6 +371,29 @@ def test_one_question_per_request_behind_oauth_too(tmp_path, era, serve):
         assert questions(recorder, "open_tool") == [("tools/call", "<name>")]
 
 
+def test_a_listing_asks_about_each_template_once_however_many_files_it_serves(tmp_path):
+    """``resources/list`` judges a file as a read does (its template, then its URI), at the cost
+    of one question per template: a file root of many files hidden by its template costs one."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    for n in range(50):
+        (root / f"f{n}.txt").write_text("x")
+    recorder = Recorder(lambda name: name == "vault://{+path}")
+    server = Server("listing-cost", authorize=recorder, page_size=1000)
+    assert server.add_file_root(str(root), uri_prefix="vault://") == "vault://{+path}"
+    server.add_file_root(str(root), uri_prefix="open://")
+    server.add_resource(lambda: "open", "mem://open", name="open")
+    with Client.in_memory(server, era="handshake", timeout=WAIT) as client:
+        recorder.take()
+        listed = [resource.uri for resource in client.list_resources()]
+        asked = recorder.take()
+    assert listed == ["mem://open", *sorted(f"open://f{n}.txt" for n in range(50))]
+    assert asked.count(("resources/read", "vault://{+path}")) == 1
+    assert asked.count(("resources/read", "open://{+path}")) == 1
+    assert not [name for _, name in asked if name.startswith("vault://f")]  # nothing more to ask
+    assert len(asked) == 2 + 1 + 50  # the templates, then each URI listed
+
+
 # -- the file root itself ------------------------------------------------------------------------
 
 

@@ -357,6 +357,30 @@ def test_what_a_principal_sees_and_may_call_follows_its_token(protected, era):
         assert alice.call_tool("limited").content[0].text == "done"
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_hidden_template_leaves_the_files_it_serves_out_of_resources_list(protected, era):
+    """``authorize`` denies the vault file root's template (``vault://{+path}``), never a file's
+    URI: a hidden template hides every URI it serves, from ``resources/list`` as from a read."""
+    with (
+        Client.http(protected, era=era, auth=bearer("alice-token"), timeout=WAIT) as alice,
+        Client.http(protected, era=era, auth=bearer("bob-token"), timeout=WAIT) as bob,
+    ):
+        for caller, admin in ((alice, True), (bob, False)):
+            listed = {r.uri for page in every_page(caller.list_resources_page) for r in page}
+            templates = {
+                t.uri_template
+                for page in every_page(caller.list_resource_templates_page)
+                for t in page
+            }
+            assert ("vault://plan.txt" in listed) is admin
+            assert ("vault://{+path}" in templates) is admin
+            assert "files://public.txt" in listed  # the other file root is listed to both
+        assert alice.read_resource("vault://plan.txt").contents[0].text == "the plan\n"
+        with pytest.raises(McpError) as refused:
+            bob.read_resource("vault://plan.txt")
+        assert "Resource not found" in refused.value.message
+
+
 def test_a_hidden_scoped_tool_is_not_found_not_forbidden_over_raw_http(protected):
     headers = {
         "Accept": "application/json, text/event-stream",

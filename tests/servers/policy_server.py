@@ -5,8 +5,9 @@
 ``policy_server.py storm``    ``build_storm()``: resources/updated coalesced to one per 0.3 s
 
 Its policy: an item whose name or URI contains ``secret`` is for principals holding the ``admin``
-scope only (a token's; stdio and plain HTTP callers have none); the prompt ``greet`` may be got
-but not completed.  The rate limits run on a clock the ``advance`` tool moves, so a test crosses a
+scope only (a token's; stdio and plain HTTP callers have none), and so are two templates, with
+every URI they serve: ``mem://vault/{key}`` and the ``vault://`` file root; the prompt ``greet``
+may be got but not completed.  The rate limits run on a clock the ``advance`` tool moves, so a test crosses a
 window without waiting for it.
 """
 
@@ -19,6 +20,10 @@ from pathlib import Path
 from mcp_ref import Context, Server
 
 FILES = Path(__file__).parent / "policy_files"
+#: A second file root, hidden as a whole: authorize denies its template, never a file's URI.
+VAULT = Path(__file__).parent / "policy_vault"
+#: The templates hidden from all but admins (each hides every URI it serves).
+HIDDEN_TEMPLATES = ("mem://vault/{key}", "vault://{+path}")
 
 
 class TestClock:
@@ -38,8 +43,8 @@ class TestClock:
 
 
 def authorize(principal, action, name) -> bool:
-    """Secret items (and the vault template) for admins only; ``greet`` cannot be completed."""
-    if "secret" in name or name == "mem://vault/{key}":
+    """Secret items (and the vault templates) for admins only; ``greet`` cannot be completed."""
+    if "secret" in name or name in HIDDEN_TEMPLATES:
         return "admin" in principal.scopes
     if action == "completion/complete" and name == "greet":
         return False
@@ -121,6 +126,7 @@ def _common(server: Server) -> Server:
     server.add_file_root(
         str(FILES), uri_prefix="files://"
     )  # secret.txt is hidden, public.txt is not
+    server.add_file_root(str(VAULT), uri_prefix="vault://")  # hidden by its template: plan.txt too
 
     server.add_prompt(lambda who: f"hello {who}", name="greet")
     server.add_prompt(lambda topic: f"about {topic}", name="summary")
