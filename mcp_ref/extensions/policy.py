@@ -224,7 +224,8 @@ class Policy(Extension):
         asked = self._asked
         if getattr(asked, "request", None) is not request:
             asked.request, asked.verdicts = request, {}
-        key = (principal.id, principal.scopes, action, name)
+        # all a verdict depends on: the caller's id, scopes and claims (Principal.verdict_key)
+        key = (principal.verdict_key, action, name)
         verdict = asked.verdicts.get(key)
         if verdict is None:
             verdict = asked.verdicts[key] = self._ask(principal, action, name)

@@ -8,9 +8,10 @@ server that uses no policy never loads one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -58,6 +59,24 @@ class Principal:
     def authenticated(self) -> bool:
         """True when the request carried a verified token."""
         return self.auth is not None
+
+    @cached_property
+    def verdict_key(self) -> Hashable:
+        """Everything about this caller an ``authorize(principal, action, name)`` can read, as one
+        hashable value: its ``id``, ``scopes``, ``claims`` and the rest of ``auth`` (an expiry, an
+        audience).  Principals with equal keys are one caller to a policy, so a verdict about one
+        holds for the other: caches of verdicts are keyed by it.  The ``id`` alone is not enough:
+        two sessions of one user share it, yet their tokens may grant different scopes or claims.
+
+        Claims are compared by their JSON text (keys sorted; a value JSON cannot write, by its
+        ``repr``), ``auth`` by its ``repr`` (an :class:`AccessInfo`'s leaves its claims out).  Claims
+        no JSON text can be made of give this principal a key of its own.
+        """
+        try:
+            claims: object = json.dumps(self.claims, sort_keys=True, default=repr)
+        except (TypeError, ValueError):  # keys of mixed types, a cycle
+            claims = object()  # equal to no other: its verdicts are its own
+        return (self.id, self.scopes, claims, repr(self.auth))
 
     def has_scopes(self, scopes: Iterable[str]) -> bool:
         """True when every one of ``scopes`` was granted."""

@@ -12,7 +12,7 @@ serving (what it registers at its start is announced to no one), or its first re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from .stores import Bus, MemoryBus
@@ -102,8 +102,9 @@ class Changes:
         """This process's listeners of item ``name`` of ``kind``: ``(connections, which streams)``.
 
         With ``authorize``, only callers who may see that item: a caller whose own listing did not
-        change is not told that something changed, which would tell it a hidden item exists.
-        Without it, everyone (``which`` None).
+        change is not told that something changed, which would tell it a hidden item exists
+        (2025-11-25 server/tools §List Changed Notification: "When the list of available tools
+        changes", the list being the caller's own).  Without it, everyone (``which`` None).
         """
         gate, connections = self.server.gate, self.server.connections()
         if not gate.restricts:
@@ -111,12 +112,18 @@ class Changes:
         from ..server.seams import LISTING_ACTIONS
 
         action = LISTING_ACTIONS[kind]
-        verdicts: dict[str, bool] = {}
+        # One question per caller, not per connection or stream: by everything the verdict can
+        # depend on (Principal.verdict_key), not the id alone.  Two sessions of one user share an
+        # id but may hold different scopes: keyed by the id, whichever was asked first decided for
+        # both, telling one of a tool it cannot see or keeping the other from hearing of one it can.
+        verdicts: dict[Hashable, bool] = {}
 
         def concerned(principal) -> bool:
-            if principal.id not in verdicts:
-                verdicts[principal.id] = gate.allows(principal, action, name)
-            return verdicts[principal.id]
+            key = principal.verdict_key
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = gate.allows(principal, action, name)
+            return verdict
 
         hub = self.streams()
         streams = set(

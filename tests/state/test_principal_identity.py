@@ -154,3 +154,27 @@ def test_a_stream_holders_key_is_the_callers_identity():
     key = client_of({"mcp_ref.oauth": ALICE, "REMOTE_ADDR": "10.0.0.1"})
     assert key == principal_id(same_caller_again(ALICE)) and through_json(key) == key
     assert client_of({"REMOTE_ADDR": "10.0.0.1"}) == "http-client:10.0.0.1"
+
+
+def test_the_verdict_key_holds_everything_a_policy_can_read_of_the_caller():
+    def caller(scopes=("read",), claims=None, expires_at=None) -> Principal:
+        auth = AccessInfo("c", "alice", scopes, expires_at=expires_at, claims=claims or {})
+        return Principal.of(auth, "")
+
+    # one id (one user): yet scopes, claims or the token's expiry may judge two of its sessions apart
+    key = caller().verdict_key
+    assert caller(scopes=("read", "admin")).verdict_key != key
+    assert caller(claims={"role": "admin"}).verdict_key != key
+    assert caller(expires_at=1.0).verdict_key != key
+    # the same caller again, on its next request (a new Principal, claims in another order): one key
+    assert (
+        caller(claims={"a": [1, {"b": 2}], "c": 3}).verdict_key
+        == caller(claims={"c": 3, "a": [1, {"b": 2}]}).verdict_key
+    )
+    assert Principal.of(None, "stdio").verdict_key == Principal("stdio").verdict_key
+    # claims JSON cannot write: a key of its own, equal to no other caller's
+    odd = caller(claims={1: "x", "1": "y"})
+    assert (
+        odd.verdict_key == odd.verdict_key
+        and odd.verdict_key != caller(claims={1: "x", "1": "y"}).verdict_key
+    )
