@@ -56,7 +56,8 @@ class ResourceTable:
     def __init__(self) -> None:
         self.resources: dict[str, RegisteredResource] = {}
         self.templates: list[RegisteredResource] = []
-        self.lists: list[Callable[[], Iterable[dict]]] = []
+        #: The functions listing the resources a template serves, by its URI template.
+        self.lists: dict[str, Callable[[], Iterable[dict]]] = {}
 
     def __len__(self) -> int:
         """How many resources and templates it holds (none: the server offers no resources)."""
@@ -67,9 +68,12 @@ class ResourceTable:
     ) -> str:
         """Keep ``entry`` (replacing, with a UserWarning, one at the same URI or template); its URI."""
         uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
-        # listed before it is announced: a client listing at once sees them
+        # listed before it is announced: a client listing at once sees them; a template registered
+        # again lists what the new one lists, and nothing of the one it replaces
         if list_items is not None:
-            self.lists.append(list_items)
+            self.lists[uri] = list_items
+        else:
+            self.lists.pop(uri, None)
         if entry.template is not None:
             kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]
             replaced = len(kept) < len(self.templates)
@@ -79,7 +83,9 @@ class ResourceTable:
         return uri
 
     def remove(self, uri: str) -> None:
-        """Forget the resource or template at ``uri`` (nothing if there is none)."""
+        """Forget the resource or template at ``uri`` (nothing if there is none), and the listing of
+        the files a template served."""
+        self.lists.pop(uri, None)
         if self.resources.pop(uri, None) is None:
             self.templates = [t for t in self.templates if t.listing["uriTemplate"] != uri]
 
@@ -108,7 +114,7 @@ class ResourceTable:
         if kind == "templates":
             return [t.listing for t in list(self.templates)]
         items = [r.listing for r in list(self.resources.values())]
-        for provider in list(self.lists):
+        for provider in list(self.lists.values()):
             items.extend(provider())
         return items
 

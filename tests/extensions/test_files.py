@@ -369,3 +369,27 @@ def test_fifo_not_read(tmp_path):
 )
 def test_is_text(data, mime, expected):
     assert is_text(data, mime) is expected
+
+
+def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
+    """``remove_resource(template)`` forgets the files the template served, not only the template;
+    the same root registered twice is listed once."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+
+    server = Server("files")
+    server.add_resource(lambda: "todo", "notes://todo", name="todo")
+    template = server.add_file_root(str(tree), uri_prefix="files://")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        files = [
+            resource.uri for resource in client.list_resources() if resource.uri != "notes://todo"
+        ]
+        assert files and all(uri.startswith("files://") for uri in files)
+        server.remove_resource(template)
+        assert [resource.uri for resource in client.list_resources()] == ["notes://todo"]
+        assert server.add_file_root(str(tree), uri_prefix="files://") == template
+        with pytest.warns(UserWarning, match="registration replaces it"):
+            assert server.add_file_root(str(tree), uri_prefix="files://") == template
+        listed = [resource.uri for resource in client.list_resources()]
+    assert listed == ["notes://todo", *files]
