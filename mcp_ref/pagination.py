@@ -118,7 +118,7 @@ def follow_cursors(
     fetch: Callable[[str | None], dict], method: str, max_pages: int = DEFAULT_MAX_PAGES
 ) -> Iterator[dict]:
     """The client's side: the results of ``fetch(cursor)`` page after page, starting with None and
-    following each page's ``nextCursor`` until a page has none.
+    following each page's ``nextCursor`` until a page has none (an empty string is a cursor too).
 
     A server decides its cursors (2025-11-25 utilities/pagination: clients "MUST treat cursors
     as opaque tokens"), so a broken or hostile one could hand out new ones forever: past
@@ -137,7 +137,13 @@ def follow_cursors(
         pages += 1
         yield result
         cursor = result.get("nextCursor")
-        if cursor is None or cursor == "":
+        if cursor is None:
+            # 2026-07-28 server/utilities/pagination §Implementation Guidelines: clients MUST NOT
+            # make "any determination based on cursor value other than whether a non-null value
+            # was provided (e.g. an empty string is a valid cursor and thus MUST NOT be treated
+            # as the end of results)".  Earlier revisions say the same in their words: the end
+            # is a "missing nextCursor", and a present one means "there may be more results"
+            # (schema, nextCursor).  A server answering "" for ever repeats it: refused below.
             return
         if not isinstance(cursor, str):
             raise McpError(f"{method}: the server's nextCursor is not a string")

@@ -85,7 +85,9 @@ class KnownTools:
         connection = self.connection
 
         def fetch(cursor: str | None) -> dict:
-            result = connection.request("tools/list", {"cursor": cursor} if cursor else None)
+            result = connection.request(
+                "tools/list", {"cursor": cursor} if cursor is not None else None
+            )
             try:  # as connection.built does (which this module, imported by it, cannot import)
                 page = Page.listing(result, "tools", Tool)
             except TypeError as exc:

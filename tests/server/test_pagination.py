@@ -1,10 +1,12 @@
 import base64
 import re
 import sys
+from types import SimpleNamespace
 
 import pytest
 from conftest import SERVERS
 
+from mcp_ref import McpError
 from mcp_ref.pagination import InvalidCursor, Paginator
 
 
@@ -124,6 +126,7 @@ def test_empty_secret_rejected():
 # -- the client following pages, over real stdio ---------------------------------------------------
 UNTESTED_TEMPLATES = [sys.executable, str(SERVERS / "untested_server.py"), "templates"]
 REPEAT_CURSOR = [sys.executable, str(SERVERS / "untested_raw_server.py"), "repeat-cursor"]
+EMPTY_CURSOR = [sys.executable, str(SERVERS / "untested_raw_server.py"), "empty-cursor"]
 
 
 def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
@@ -134,6 +137,58 @@ def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
         client.list_tools()
     assert [m.get("params") for m in wire.sent("tools/list")] == [None, {"cursor": "same-cursor"}]
     client.ping()  # the connection is fine
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_client_follows_an_empty_cursor(connect, wire, era):
+    # 2026-07-28 server/utilities/pagination: "an empty string is a valid cursor and thus MUST NOT
+    # be treated as the end of results"; earlier revisions end the results at a missing nextCursor.
+    client = connect(EMPTY_CURSOR, era=era)
+    assert client.connection.modern == (era == "modern")
+    assert [tool.name for tool in client.list_tools()] == ["first", "second"]
+    cursors = [(m.get("params") or {}).get("cursor", None) for m in wire.sent("tools/list")]
+    assert cursors == [None, ""]
+    page = client.list_tools_page()
+    assert page.next_cursor == ""
+    assert [tool.name for tool in client.list_tools_page(page.next_cursor).items] == ["second"]
+
+
+def test_client_refuses_an_empty_cursor_given_for_ever(connect, wire):
+    client = connect([*EMPTY_CURSOR, "forever"], era="handshake")
+    with pytest.raises(McpError, match="repeated a pagination cursor"):
+        client.list_tools()
+    assert [m.get("params") for m in wire.sent("tools/list")] == [None, {"cursor": ""}]
+    client.ping()  # the connection is fine
+
+
+def test_tool_relisting_after_a_header_mismatch_follows_an_empty_cursor():
+    # The -32020 retry lists the tools again (mcp_ref.client.tool_headers) through the same pages.
+    from mcp_ref.client.tool_headers import KnownTools
+
+    regional = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    }
+    pages = {
+        None: {"tools": [{"name": "first", "inputSchema": {"type": "object"}}], "nextCursor": ""},
+        "": {"tools": [{"name": "regional", "inputSchema": regional}]},
+    }
+    sent = []
+
+    class Connection:
+        protocol_version = "2026-07-28"
+        client = SimpleNamespace(max_pages=10)
+
+        def request(self, method, params=None):
+            sent.append((method, params))
+            return pages[(params or {}).get("cursor")]
+
+        def usable_tools(self, tools):
+            return known.usable(tools)
+
+    known = KnownTools(Connection())
+    assert known.learn("tools/call", {"name": "regional"})
+    assert sent == [("tools/list", None), ("tools/list", {"cursor": ""})]
 
 
 @pytest.mark.slow

@@ -8,6 +8,10 @@ python untested_raw_server.py repeat-cursor
     Answers initialize (tools only) and ping; every tools/list result carries the
     same nextCursor.  After five tools/list it stops answering them, so a client that
     keeps following the cursor times out instead of looping forever.
+python untested_raw_server.py empty-cursor [forever]
+    Answers initialize and server/discover (2026-07-28) with tools only, and ping.  The first
+    tools/list page holds the tool "first" and ``nextCursor: ""``; the page at cursor ``""``
+    holds "second" and no nextCursor.  With ``forever``, every page's nextCursor is ``""``.
 python untested_raw_server.py batch-ping
     Answers initialize (tools only) at the version asked for.  On
     notifications/initialized it sends the client a JSON-RPC batch of two pings
@@ -17,6 +21,10 @@ python untested_raw_server.py batch-ping
 
 import json
 import sys
+
+MODERN = "2026-07-28"
+MODERN_VERSION = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 def send(message) -> None:
@@ -70,6 +78,36 @@ def repeat_cursor() -> None:
             )
 
 
+def empty_cursor(forever: bool) -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method, params = message.get("method"), message.get("params") or {}
+        modern = MODERN_VERSION in (params.get("_meta") or {})
+        if method == "initialize":
+            send(initialize_result(message))
+            continue
+        if method == "server/discover":
+            result = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}}
+            result["_meta"] = {SERVER_INFO: {"name": "untested-raw", "version": "0"}}
+        elif method == "ping":
+            result = {}
+        elif method == "tools/list" and (forever or "cursor" not in params):
+            result = {"tools": [{"name": "first", "inputSchema": {"type": "object"}}]}
+            result["nextCursor"] = ""
+        elif method == "tools/list" and params["cursor"] == "":
+            result = {"tools": [{"name": "second", "inputSchema": {"type": "object"}}]}
+        else:
+            if "id" in message:
+                error = {"code": -32602, "message": "unknown cursor"}
+                send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            continue
+        if modern:
+            result.update(resultType="complete", ttlMs=0, cacheScope="private")
+        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
 def batch_ping() -> None:
     answer = None
     waiting: list = []  # ids of tools/call requests that arrived before the answer to the batch
@@ -110,6 +148,8 @@ if __name__ == "__main__":
         silent_init(sys.argv[2])
     elif mode == "repeat-cursor":
         repeat_cursor()
+    elif mode == "empty-cursor":
+        empty_cursor(sys.argv[2:] == ["forever"])
     elif mode == "batch-ping":
         batch_ping()
     else:
