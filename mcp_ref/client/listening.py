@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
+from ..errors import CapabilityError, McpError, MCPRefError, RequestCancelled, RequestTimeout
 from .callbacks import notify_callbacks
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ MAX_REOPENS = 5
 REOPEN_DELAY = 0.5
 
 NotificationCallback = Callable[[str, dict], None]
+#: What the server (or the connection to it) may do to a request the client sends on its own
+#: behalf while closing: an error answer, no answer in time, a connection gone.
+PEER_FAILURES = (MCPRefError, OSError)
 
 
 def build_filter(
@@ -117,6 +121,8 @@ class Subscription:
         self.acknowledged: dict | None = None
         self.id = None
         self.on_notification = on_notification
+        #: Handshake era: the resource URIs subscribed at the server on this stream's behalf.
+        self.held: set[str] = set()
         self.ended_gracefully = False
         #: The error that ended the stream (None while open, after close(), or a graceful end).
         self.error: Exception | None = None
@@ -137,7 +143,9 @@ class Subscription:
 
     def close(self) -> None:
         """End the stream: cancel the listen request (stdio: ``notifications/cancelled``; HTTP:
-        the response stream is closed).  Idempotent."""
+        the response stream is closed); in the handshake era, unsubscribe the URIs nothing else
+        wants, waiting at most one request timeout for them all.  Idempotent; what the server
+        does meanwhile (an error, no answer, a lost connection) is logged, never raised."""
         self._closing = True
         if self._pending is not None:
             self._pending.cancel("the client closed the subscription")
@@ -403,20 +411,38 @@ class Streams:
             )
             return stream
         agreed = honoured(wanted, connection.client.server_capabilities)
+        uris = agreed.get("resourceSubscriptions", ())
         with self._lock:
             subscribed = self.subscribed_uris()
             self._local.append(stream)
-        for uri in agreed.get("resourceSubscriptions", ()):
-            if uri not in subscribed:
-                connection.request("resources/subscribe", {"uri": uri})
+            stream.held.update(uri for uri in uris if uri in subscribed)
+        try:
+            for uri in uris:
+                if uri in subscribed:
+                    continue
+                with self._lock:
+                    stream.held.add(uri)  # from now on: a subscribe may reach the server
+                try:
+                    connection.request("resources/subscribe", {"uri": uri})
+                except McpError:
+                    with self._lock:
+                        stream.held.discard(uri)  # refused: the server holds nothing for it
+                    raise
+        except BaseException:
+            # A listen that fails leaves nothing behind: no stream, no subscription made for it.
+            stream._closing = True
+            stream._end(None)
+            self.forget_local(stream)
+            raise
         stream.deliver(ACKNOWLEDGED, {"notifications": agreed})
         return stream
 
     def subscribed_uris(self) -> set:
-        """The URIs subscribed on a handshake-era server: the client's own and its open streams'."""
+        """The URIs subscribed on a handshake-era server: the client's own and its open streams'
+        (called with the lock held)."""
         uris = set(self.feed.uris)
         for stream in self._local:
-            uris.update((stream.acknowledged or {}).get("resourceSubscriptions", ()))
+            uris.update(stream.held)
         return uris
 
     def forget(self, request_id) -> None:
@@ -425,18 +451,43 @@ class Streams:
             self._by_id.pop(request_id, None)
 
     def forget_local(self, stream: Subscription) -> None:
-        """A handshake-era stream was closed: unsubscribe the URIs nothing else wants."""
+        """A handshake-era stream was closed (or failed to open): unsubscribe the URIs it holds
+        that nothing else wants.  Never raises for the server's failures (:meth:`unsubscribe_all`)."""
         with self._lock:
             if stream not in self._local:
                 return
             self._local.remove(stream)
             still = self.subscribed_uris()
-        for uri in (stream.acknowledged or {}).get("resourceSubscriptions", ()):
-            if uri not in still and not self.connection.session.is_closed:
-                try:
-                    self.connection.request("resources/unsubscribe", {"uri": uri})
-                except (McpError, ConnectionError) as exc:
-                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+            unwanted = sorted(stream.held - still)
+        self.unsubscribe_all(unwanted)
+
+    def unsubscribe_all(self, uris: list[str]) -> None:
+        """``resources/unsubscribe`` for each of ``uris``: all sent at once, then waited for until
+        one deadline, a request timeout from now (the client's requests are futures: no thread is
+        needed).  One the server refuses, does not answer in time (it is then sent
+        ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the server's
+        failure, and the caller is closing."""
+        connection = self.connection
+        timeout = connection.session.default_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        sent = []
+        for uri in uris:
+            if connection.session.is_closed:
+                break  # the server forgot every subscription of the session already
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                request = connection.send_request(
+                    "resources/unsubscribe", {"uri": uri}, timeout=left
+                )
+            except PEER_FAILURES as exc:
+                log.debug("resources/unsubscribe %s was not sent: %s", uri, exc)
+                continue
+            sent.append((uri, request))
+        for uri, request in sent:
+            try:
+                request.result()  # its deadline is the shared one
+            except PEER_FAILURES as exc:
+                log.debug("resources/unsubscribe %s failed: %s", uri, exc)
 
     def deliver(self, subscription, method: str, params: dict) -> None:
         """A notification of the modern stream ``subscription`` (its ``subscriptionId``)."""

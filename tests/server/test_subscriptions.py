@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 
 import pytest
 import requests
-from conftest import WAIT, InMemory, WireChecker, client_over, schema_errors
+from conftest import SERVERS, WAIT, InMemory, WireChecker, client_over, schema_errors
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import SERVER, VERSION, meta
 
-from mcp_ref import Client, Server
+from mcp_ref import Client, ResourceNotFound, Server
 
 MODERN = InMemory("modern_server")
 ACK = "notifications/subscriptions/acknowledged"
@@ -505,3 +506,47 @@ def test_a_stream_the_server_ends_says_so(transport, serve):
         assert stream.wait_closed(WAIT)
         assert stream.ended_gracefully and stream.error is None
     watch.wire.assert_valid()
+
+
+# -- the handshake era's subscriptions behind Client.listen --------------------------------------
+
+STALLS_UNSUBSCRIBE = [sys.executable, str(SERVERS / "untested_raw_server.py"), "stall-unsubscribe"]
+
+
+def resource_params(wire: WireChecker, method: str) -> list[str]:
+    return [message["params"]["uri"] for message in wire.sent(method)]
+
+
+def test_a_listen_that_fails_leaves_nothing_behind(connect, wire):
+    updated = Events()
+    client = connect(SERVER, era="handshake", on_resource_updated=updated)
+    with pytest.raises(ResourceNotFound):
+        client.listen(resource_uris=["test://stable", "test://unknown"])
+    assert resource_params(wire, "resources/subscribe") == ["test://stable", "test://unknown"]
+    assert resource_params(wire, "resources/unsubscribe") == ["test://stable"]
+    assert client.connection.streams.subscribed_uris() == set()
+    client.subscribe("test://fresh")
+    client.call_tool("touch", {"uri": "test://stable"})  # no one's: no update
+    client.call_tool("touch", {"uri": "test://fresh"})
+    assert updated.next() == "test://fresh"
+
+
+def test_closing_a_stream_the_server_never_unsubscribes_does_not_raise(connect, wire):
+    # Subscription.close() is idempotent and ends the stream whatever the server does: the
+    # unsubscribes are sent together and waited for until one request timeout, then given up
+    # (notifications/cancelled), logged and not raised.
+    client = connect(STALLS_UNSUBSCRIBE, era="handshake", timeout=1.0)
+    uris = [f"test://r{i}" for i in range(4)]
+    stream = client.listen(resource_uris=uris)
+    with stream:
+        pass
+    assert stream.closed
+    sent = wire.sent()
+    unsubscribes = [m for m in sent if m.get("method") == "resources/unsubscribe"]
+    cancels = [m for m in sent if m.get("method") == "notifications/cancelled"]
+    assert sorted(m["params"]["uri"] for m in unsubscribes) == uris
+    assert [m["params"]["requestId"] for m in cancels] == [m["id"] for m in unsubscribes]
+    assert sent.index(unsubscribes[-1]) < sent.index(cancels[0])  # all sent before any wait
+    stream.close()
+    assert len(wire.sent("resources/unsubscribe")) == 4
+    client.ping()

@@ -12,6 +12,9 @@ python untested_raw_server.py empty-cursor [forever]
     Answers initialize and server/discover (2026-07-28) with tools only, and ping.  The first
     tools/list page holds the tool "first" and ``nextCursor: ""``; the page at cursor ``""``
     holds "second" and no nextCursor.  With ``forever``, every page's nextCursor is ``""``.
+python untested_raw_server.py stall-unsubscribe
+    Answers initialize (resources with subscribe) and every other request with an empty
+    result, but never resources/unsubscribe.
 python untested_raw_server.py batch-ping
     Answers initialize (tools only) at the version asked for.  On
     notifications/initialized it sends the client a JSON-RPC batch of two pings
@@ -108,6 +111,20 @@ def empty_cursor(forever: bool) -> None:
         send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
+def stall_unsubscribe() -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method = message.get("method")
+        if method == "initialize":
+            answer = initialize_result(message)
+            answer["result"]["capabilities"] = {"resources": {"subscribe": True}}
+            send(answer)
+        elif method != "resources/unsubscribe" and method is not None and "id" in message:
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+
 def batch_ping() -> None:
     answer = None
     waiting: list = []  # ids of tools/call requests that arrived before the answer to the batch
@@ -150,6 +167,8 @@ if __name__ == "__main__":
         repeat_cursor()
     elif mode == "empty-cursor":
         empty_cursor(sys.argv[2:] == ["forever"])
+    elif mode == "stall-unsubscribe":
+        stall_unsubscribe()
     elif mode == "batch-ping":
         batch_ping()
     else:
