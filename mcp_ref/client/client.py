@@ -610,7 +610,9 @@ class Client:
         self.connection.streams.subscribe(uri)
 
     def unsubscribe(self, uri: str) -> None:
-        """Stop updates about ``uri`` (2026-07-28: the callbacks' stream is re-opened without it)."""
+        """Stop updates about ``uri`` to ``on_resource_updated`` (handshake era:
+        ``resources/unsubscribe``, unless an open :meth:`listen` stream still wants ``uri``;
+        2026-07-28: the callbacks' stream is re-opened without it)."""
         self._require("resources", "resources/unsubscribe")
         self.connection.streams.unsubscribe(uri)
 

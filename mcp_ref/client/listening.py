@@ -377,12 +377,16 @@ class Streams:
             raise
 
     def unsubscribe(self, uri: str) -> None:
-        """``Client.unsubscribe``: no more updates about ``uri``."""
+        """``Client.unsubscribe``: no more updates about ``uri`` to the callbacks.  Handshake era:
+        ``resources/unsubscribe``, unless an open listen stream still wants ``uri`` (a session
+        has one subscription to a resource at the server, whoever on the client asked for it)."""
         connection, feed = self.connection, self.feed
-        feed.uris.discard(uri)
+        with self._lock:
+            feed.uris.discard(uri)
+            still_wanted = uri in self.subscribed_uris()
         if connection.modern:
             feed.update(connection.session.default_timeout)
-        else:
+        elif not still_wanted:
             connection.request("resources/unsubscribe", {"uri": uri})
 
     def open(

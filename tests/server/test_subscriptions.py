@@ -517,6 +517,29 @@ def resource_params(wire: WireChecker, method: str) -> list[str]:
     return [message["params"]["uri"] for message in wire.sent(method)]
 
 
+def test_unsubscribe_keeps_what_a_listen_stream_still_wants(connect, wire):
+    # A session holds one subscription to a resource at a handshake-era server, whoever on the
+    # client asked for it: client.unsubscribe(uri) must not cut off a listen stream on uri.
+    got, updated = Events(), Events()
+    client = connect(SERVER, era="handshake", on_resource_updated=updated)
+    with client.listen(resource_uris=["test://stable"], on_notification=got) as stream:
+        client.subscribe("test://stable")
+        client.unsubscribe("test://stable")
+        assert resource_params(wire, "resources/unsubscribe") == []
+        client.call_tool("touch", {"uri": "test://stable"})
+        method, params = got.next()
+        assert (method, params["uri"]) == ("notifications/resources/updated", "test://stable")
+        assert updated.next() == "test://stable"  # the session's updates reach the callback too
+    assert stream.closed  # and now nothing wants it
+    assert resource_params(wire, "resources/unsubscribe") == ["test://stable"]
+    client.subscribe("test://fresh")
+    with client.listen(resource_uris=["test://fresh"]):
+        pass  # the client's own subscription outlives the stream
+    assert resource_params(wire, "resources/unsubscribe") == ["test://stable"]
+    client.call_tool("touch", {"uri": "test://fresh"})
+    assert updated.next() == "test://fresh"
+
+
 def test_a_listen_that_fails_leaves_nothing_behind(connect, wire):
     updated = Events()
     client = connect(SERVER, era="handshake", on_resource_updated=updated)
