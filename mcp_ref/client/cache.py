@@ -21,11 +21,14 @@ fresh, so ``client.list_tools()`` twice in a row asks the server once.
   kept as ``"public"`` ones are (§Cache Scope Field: private responses "MAY be
   reused for the same authorization context").
 * Bounded: at most ``max_entries`` results, the least recently used dropped first.
+* Each caller its own: a result is kept as its JSON text and each answer is parsed from it
+  afresh, so no caller — not even the one whose request filled the cache — holds an object
+  another gets (a JSON result survives the round trip unchanged, and it costs less than a deep
+  copy on the way in and another on each way out).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
@@ -55,7 +58,7 @@ class ResultCache:
         self.max_entries = max_entries
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple, tuple[float, dict]] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[float, str]] = OrderedDict()
         #: Answers served from the cache, and requests that had to go to the server (for tests and tuning).
         self.hits = 0
         self.misses = 0
@@ -83,12 +86,13 @@ class ResultCache:
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
-            result = entry[1]
+            text = entry[1]
         # each caller its own: a caller changing its result changes no other's
-        return copy.deepcopy(result)
+        return json.loads(text)
 
     def put(self, key: tuple | None, result: dict) -> None:
-        """Keep ``result`` for as long as its ``ttlMs`` says (not at all for 0, absent or negative)."""
+        """Keep a copy of ``result`` (its JSON text: the caller keeps ``result`` itself) for as long
+        as its ``ttlMs`` says (not at all for 0, absent or negative)."""
         ttl = result.get("ttlMs")
         if (
             key is None
@@ -98,8 +102,9 @@ class ResultCache:
             or ttl <= 0
         ):
             return
+        text = json.dumps(result)
         with self._lock:
-            self._entries[key] = (self._clock() + ttl / 1000, result)
+            self._entries[key] = (self._clock() + ttl / 1000, text)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

@@ -461,6 +461,19 @@ def test_fresh_results_come_from_the_cache_until_a_change_invalidates_them(conne
     assert [m["params"]["uri"] for m in wire.sent("resources/read")][-1] == "test://stable"
 
 
+def test_the_caller_whose_request_filled_the_cache_gets_its_own_result(connect, wire):
+    # mcp_ref.client.cache: each caller its own result, the first one too.
+    client = connect([sys.executable, str(SERVERS / "modern_server.py")])
+    first = client.request("tools/list")  # the server says ttlMs 60000
+    names = [tool["name"] for tool in first["tools"]]
+    first["tools"].pop()
+    first["ttlMs"] = 0
+    second = client.request("tools/list")
+    assert [tool["name"] for tool in second["tools"]] == names and second["ttlMs"] == 60_000
+    assert [tool.name for tool in client.list_tools()] == names
+    assert len(wire.sent("tools/list")) == 1 and client.cache.hits == 2
+
+
 def test_a_result_reached_through_input_required_is_not_cached(connect, wire):
     client = connect(MODERN, elicitation_handler=name_answer)
     for _ in range(2):  # the server says ttlMs 60000, but the result came through a retry
