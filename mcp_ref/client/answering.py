@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from .. import lifecycle
 from ..errors import InvalidParams, MethodNotFound
@@ -67,9 +69,55 @@ def create_message(connection: Connection, context: RequestContext, params: dict
 # -- elicitation (2025-06-18 and later, client/elicitation): answering ``elicitation/create`` ------
 
 
+#: What no URL holds (RFC 3986 §2: no space, control character or backslash), nor characters that
+#: hide part of one from the user who must examine it (zero-width, line separators, bidi controls).
+_NOT_IN_A_URL = re.compile(r"[\x00-\x20\x7f-\x9f\\\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def check_elicitation(params: dict) -> None:
+    """Refuse with -32602 an ``elicitation/create`` that does not have the spec's shape, before the
+    user's handler (or an ``approve`` hook) sees it.
+
+    2025-11-25 client/elicitation: ``message`` is a string; a form-mode ``requestedSchema`` is an
+    object, its ``properties`` an object; in URL mode "The url parameter **MUST** contain a valid
+    URL" and §Safe URL Handling asks clients to handle URLs carefully: here an ``http`` or
+    ``https`` URL with a host (the spec asks servers for HTTPS outside development, so plain
+    ``http`` passes), nothing that could run script (``javascript:``) or open a local file.
+    """
+    if not isinstance(params.get("message"), str):
+        raise InvalidParams("Invalid params: elicitation/create needs a string message")
+    mode = params.get("mode")
+    if mode == "url":
+        if not is_web_url(params.get("url")):
+            raise InvalidParams(
+                "Invalid params: a URL-mode elicitation needs a url, an http or https URL"
+            )
+        return
+    schema = params.get("requestedSchema")
+    if schema is not None and (
+        not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict)
+    ):
+        raise InvalidParams(
+            "Invalid params: requestedSchema must be an object whose properties is an object"
+        )
+
+
+def is_web_url(url: object) -> bool:
+    """Whether ``url`` is a well-formed ``http``/``https`` URL with a host (a valid port, if any)."""
+    if not isinstance(url, str) or _NOT_IN_A_URL.search(url):
+        return False
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number from 0 to 65535 is a ValueError
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
 def elicit(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
+    check_elicitation(params)  # again: an approve hook may have edited the params
     try:
         request = ElicitParams.from_wire(params)
     except (TypeError, KeyError) as exc:
@@ -191,6 +239,8 @@ def answer_request(
     connection.lifecycle.check_receive(method)
     if handler is None:
         check_offered(connection, method)
+        if method == "elicitation/create":
+            check_elicitation(params)  # before an extension shows it to the user or makes a task
         handler = HANDLERS[method]
     call = IncomingRequest(connection, context, method, params)
 

@@ -412,6 +412,74 @@ def test_a_form_only_client_refuses_url_elicitation(connect, wire):
     assert seen == []
 
 
+UNTESTED_STDIO = [sys.executable, str(SERVERS / "untested_server.py")]
+A_GOOD_URL_ASK = {
+    "mode": "url",
+    "message": "m",
+    "url": "https://example.com/x",
+    "elicitationId": "e",
+}
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"message": "m", "requestedSchema": ["x"]},
+        {"message": "m", "requestedSchema": {"type": "object", "properties": ["a"]}},
+        {"message": {"x": 1}, "requestedSchema": {"type": "object", "properties": {}}},
+        {"requestedSchema": {"type": "object", "properties": {}}},
+        {"message": "m", "mode": "url", "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": 5, "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": "javascript:alert(1)", "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": "file:///etc/passwd", "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": "https://", "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": "https://a.example:99999/", "elicitationId": "e"},
+        {"message": "m", "mode": "url", "url": "https://a.example/ x", "elicitationId": "e"},
+        {
+            "message": "m",
+            "mode": "url",
+            "url": "https://a.example/\u202egnp.exe",
+            "elicitationId": "e",
+        },
+    ],
+    ids=[
+        "schema-array",
+        "properties-array",
+        "message-object",
+        "no-message",
+        "url-mode-without-url",
+        "url-number",
+        "javascript-url",
+        "file-url",
+        "url-without-host",
+        "url-port-out-of-range",
+        "url-with-space",
+        "url-with-bidi-override",
+    ],
+)
+def test_malformed_elicitation_params_are_invalid_params(connect, wire, caplog, params):
+    # 2025-11-25 client/elicitation: message is a string, requestedSchema an object (properties an
+    # object); "The url parameter MUST contain a valid URL".  Refused before the user is asked.
+    seen: list = []
+    client = connect(
+        UNTESTED_STDIO,
+        elicitation_handler=lambda p: seen.append(p) or {"action": "decline"},
+        elicitation_modes=("form", "url"),
+    )
+    with caplog.at_level("DEBUG", logger="mcp_ref"):
+        answer = sent_anyway(client, "elicitation/create", params)
+    assert answer["error"] == -32602 and answer["message"].startswith("Invalid params: ")
+    assert seen == []  # the handler never ran
+    assert not [record for record in caplog.records if record.exc_info]  # no traceback logged
+    assert sent_anyway(client, "elicitation/create", A_GOOD_URL_ASK) == {
+        "result": {"action": "decline"}
+    }
+    assert [p.url for p in seen] == ["https://example.com/x"]
+    # The request the server sent on purpose may break the schema; nothing else may.
+    assert all(error.startswith("ElicitRequest") for error in wire.errors), wire.errors
+    wire.errors.clear()
+
+
 def test_a_url_only_client_is_not_sent_a_form(connect, wire):
     client = connect(
         UNTESTED,

@@ -20,6 +20,7 @@ from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fix
 from mcp_ref import (
     Client,
     Context,
+    InvalidParams,
     LimitExceeded,
     McpError,
     RequestCancelled,
@@ -428,6 +429,30 @@ def test_http_cancel_closes_the_requests_stream(serve, http_client):
         "server/discover",
         "tools/call",
     ]
+
+
+def test_a_malformed_elicitation_among_input_requests_is_refused_before_anyone_sees_it(
+    connect, wire
+):
+    # 2026-07-28 client/elicitation: "The url parameter MUST contain a valid URL".  The answering
+    # code is the handshake era's: neither the approve hook nor the handler is shown the request.
+    seen, shown = [], []
+    client = connect(
+        [sys.executable, str(SERVERS / "untested_server.py")],
+        elicitation_handler=lambda p: seen.append(p) or {"action": "decline"},
+        elicitation_modes=("form", "url"),
+        approve=lambda request: shown.append(request) or True,
+    )
+    assert client.era == "modern"
+    arguments = {"url": "javascript:alert(1)", "elicitation_id": "e"}
+    with pytest.raises(InvalidParams, match="needs a url, an http or https URL"):
+        client.call_tool("elicit_url", arguments)
+    assert seen == [] and shown == []
+    arguments["url"] = "https://example.com/sign-in"
+    assert client.call_tool("elicit_url", arguments).text == "decline"
+    assert [p.url for p in seen] == ["https://example.com/sign-in"] and len(shown) == 1
+    assert all(error.startswith("InputRequiredResult") for error in wire.errors), wire.errors
+    wire.errors.clear()
 
 
 # -- the cache (2026-07-28 server/utilities/caching) -------------------------------------------------

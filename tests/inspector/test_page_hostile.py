@@ -77,11 +77,15 @@ def test_a_hostile_servers_markup_stays_text(driver, tmp_path):
         page.tab("tools")
         page.result("asked: accept")
 
+        # A javascript: URL never reaches the page: the client refuses the elicitation (-32602)
+        # before any handler sees it, and the server's tool fails with that refusal.
         page.call_tool("visit")
+        page.text_in("#tool-error", "a URL-mode elicitation needs a url, an http or https URL")
+        assert not page.all(".ask")
+        page.call_tool("visit_page")
         page.tab("client")
-        page.text_in(".ask .url", "javascript:window.__pwned=6")
-        page.text_in(".ask button.open", "Not an http(s) URL")
-        assert not page.css(".ask button.open").is_enabled()
+        page.text_in(".ask .ask-message", "Visit <img src=x")
+        page.text_in(".ask .url", '"><img/src=x/id="pwned-url"')
         page.click(".ask button.decline")
         page.tab("tools")
         page.result("visited: decline")
