@@ -15,7 +15,7 @@ This module is that layer, the same in both eras and on every transport:
 * :class:`Policy` — ``Server(authorize=..., rate_limit=..., max_subscribed_resources=...,
   resource_update_interval=...)``: access control (items a principal may not use are left out of
   its listings, and addressing one answers exactly as if it did not exist), rate limits (token
-  buckets per principal, and per principal per item), and the subscription bounds.
+  buckets per caller, and per caller per item: ``Principal.limit_id``), and the subscription bounds.
 
 Where each rule is applied:
 
@@ -370,15 +370,18 @@ class Policy(Extension):
         """Raise :class:`LimitExceeded` if subscribing to ``uris`` too would take ``principal`` past
         ``max_subscribed_resources`` distinct resources, over all its handshake-era connections and
         2026-07-28 listen streams (a resource on two streams counts once, so a client re-opening
-        its stream with one more URI needs room for one).  Call it holding :attr:`subscription_lock`."""
+        its stream with one more URI needs room for one).  Counted per :attr:`~Principal.limit_id`:
+        all the HTTP sessions of a client without a token together.  Call it holding
+        :attr:`subscription_lock`."""
         cap = self.max_subscribed_resources
         if cap is None or not uris:
             return
+        caller = principal.limit_id
         held: set = set()
         for connection in server.connections():
-            if connection.subscriptions and connection.principal.id == principal.id:
+            if connection.subscriptions and connection.principal.limit_id == caller:
                 held |= connection.subscriptions
-        held |= server.subscriptions.resources_of(principal.id)
+        held |= server.subscriptions.resources_of(caller)
         total = len(held | set(uris))
         if total > cap:
             self._warn(
@@ -404,11 +407,14 @@ class Policy(Extension):
         First the server's limit per principal, then the limit of the item the request names
         (a tool, resource or template, prompt; only one the principal may see: a hidden item's
         limit would tell it exists).  Every request counts, a 2026-07-28 ``input_required`` retry
-        included: each round runs the handler again.
+        included: each round runs the handler again.  The buckets are the principal's
+        :attr:`~Principal.limit_id`'s: a caller without a token is its client, not its HTTP session,
+        so a new session does not start them afresh.
         """
+        caller = principal.limit_id
         limits: list[tuple[Any, RateLimit]] = []
         if self.rate_limit is not None:
-            limits.append(((principal.id, None), self.rate_limit))
+            limits.append(((caller, None), self.rate_limit))
         entry = action = None
         if self.item_limits:
             item = item_of(server, method, params)
@@ -419,7 +425,7 @@ class Policy(Extension):
                 own = limit_of(entry)
                 if own is not None:
                     action = item[0]
-                    limits.append(((principal.id, action, entry_key(entry)), own))
+                    limits.append(((caller, action, entry_key(entry)), own))
         if not limits:
             return
         refused, wait = self.limiter.take_all(limits)  # the server's first: one call of the store
@@ -435,13 +441,14 @@ class Policy(Extension):
         )
 
     def _warn(self, principal: Principal, message: str) -> None:
-        """Log a refusal: a warning at most once a minute per principal, the rest at debug level,
-        so a client hammering a limit cannot flood the log."""
-        level = logging.DEBUG if self._warnings.take(principal.id, _WARNINGS) else logging.WARNING
-        log.log(level, "%s, from %s", message, principal.id)
+        """Log a refusal: a warning at most once a minute per caller (:attr:`~Principal.limit_id`),
+        the rest at debug level, so a client hammering a limit cannot flood the log."""
+        caller = principal.limit_id  # one per client, however many sessions it opens
+        level = logging.DEBUG if self._warnings.take(caller, _WARNINGS) else logging.WARNING
+        log.log(level, "%s, from %s", message, caller)
 
 
-#: At most one warning per principal per minute about its refusals (Policy._warn).
+#: At most one warning per caller per minute about its refusals (Policy._warn).
 _WARNINGS = RateLimit(1, 60.0)
 
 

@@ -103,7 +103,7 @@ DEFAULT_WORKERS = 16
 #: Tasks that may wait for input at once (each keeps its thread, not its run slot), and for how long (seconds).
 DEFAULT_MAX_WAITING = 64
 DEFAULT_INPUT_TIMEOUT = 5 * 60.0
-#: Unfinished tasks one caller (``Principal.id``) may have at once.
+#: Unfinished tasks one caller (``Principal.limit_id``) may have at once.
 DEFAULT_MAX_TASKS_PER_PRINCIPAL = 16
 #: Input requests one task may have outstanding at once, and keys it may hand out over its life.
 MAX_OUTSTANDING = 64

@@ -236,7 +236,9 @@ def begin(
     (§Result Retrieval: "as soon as possible after accepting the task").  ``arguments`` None: they
     were invalid, and ``run`` gives the isError result the task fails with."""
     store = store_of(connection.server)
-    task = store.create(owner_of(connection), connection.principal.id, ttl_ms=ttl_ms, era=VERSION)
+    # counted against the client beyond its session (Principal.limit_id): a new session is free
+    counted_as = connection.principal.limit_id
+    task = store.create(owner_of(connection), counted_as, ttl_ms=ttl_ms, era=VERSION)
     caller = TaskCaller(connection, task, store)
     task_context = RequestContext(caller, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = (

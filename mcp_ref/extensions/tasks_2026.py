@@ -183,8 +183,8 @@ def begin(
     server = connection.server
     store = store_of(server)
     # SEP-2663 §Security Implications ("Auth binding"): the task is its verified caller's; and every
-    # caller, token or not, is counted against max_tasks_per_principal.
-    task = store.create(connection.owner, connection.principal.id)
+    # caller, token or not, is counted against max_tasks_per_principal (Principal.limit_id).
+    task = store.create(connection.owner, connection.principal.limit_id)
     inputs = state_of(context).inputs
     before = dict(inputs.answers) if inputs is not None else {}
     # a modern request (MAY_START is only set on one with an envelope); no log messages from a task

@@ -264,7 +264,9 @@ class ServerConnection:
         self.client_info: dict = {}
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
-        self._serial = next(_SERIALS)  # numbered now: two first looks at `principal` agree
+        #: Its number: ``connection-<n>`` names its caller when nothing better does (numbered now:
+        #: two first looks at :attr:`principal` agree).
+        self.serial = next(_SERIALS)
         #: Ids of requests an HTTP middleware step already admitted before dispatch (an extension's:
         #: counted once, not again by its ``intercept_request``).  See :meth:`mark_admitted`.
         self.admitted: dict = {}
@@ -282,6 +284,9 @@ class ServerConnection:
     #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
     #: ``http-client:<address>``); None: ``connection-<n>``.  See :attr:`principal`.
     peer: str | None = None
+    #: Who the caller is beyond this session, when the transport knows (an HTTP session's
+    #: ``http-client:<address>``): what its per-caller limits count against (``Principal.limit_id``).
+    client: str | None = None
     _principal: Principal | None = None
 
     @property
@@ -290,11 +295,9 @@ class ServerConnection:
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:
-            from .principal import Principal  # a plain stdio server never asks who calls
+            from .principal import principal_of  # a plain stdio server never asks who calls
 
-            principal = self._principal = Principal.of(
-                self.auth, self.peer or f"connection-{self._serial}"
-            )
+            principal = self._principal = principal_of(self)
         return principal
 
     @property

@@ -47,13 +47,17 @@ class Principal:
     stdio process or other connection (``stdio``, ``connection-<n>``), else, for a stateless HTTP
     request with no token, the peer's address (``http-client:<address>``: behind a proxy all its
     clients share one, so authenticate them to tell them apart).  ``scopes`` and ``claims`` come
-    from the token (empty without one); ``auth`` is the verifier's whole answer.
+    from the token (empty without one); ``auth`` is the verifier's whole answer.  ``client`` is who
+    the caller is beyond one session when no token names it (an HTTP session's
+    ``http-client:<address>``; None elsewhere): what its per-caller limits count against
+    (:attr:`limit_id`).
     """
 
     id: str
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     auth: AccessInfo | None = field(default=None, compare=False, hash=False, repr=False)
+    client: str | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def authenticated(self) -> bool:
@@ -78,18 +82,40 @@ class Principal:
             claims = object()  # equal to no other: its verdicts are its own
         return (self.id, self.scopes, claims, repr(self.auth))
 
+    @property
+    def limit_id(self) -> str:
+        """Whom this caller's per-caller limits count against: the server's and its items' rate
+        limits, ``max_subscribed_resources`` and a task store's ``max_tasks_per_principal``.
+
+        :attr:`id` when a token names the caller; else the client beyond the session
+        (:attr:`client`), when the transport knows one.  A new HTTP session is free to open, so
+        limits kept per session would start afresh with each, and 2025-11-25 server/tools §Security
+        Considerations says servers MUST "Rate limit tool invocations" (docs/policy.md: "how often
+        each caller may call").  The session's :attr:`id` still names the caller everywhere else
+        (the tasks it owns, ``ctx.principal.id``).
+        """
+        return self.client if self.auth is None and self.client is not None else self.id
+
     def has_scopes(self, scopes: Iterable[str]) -> bool:
         """True when every one of ``scopes`` was granted."""
         return all(scope in self.scopes for scope in scopes)
 
     @classmethod
-    def of(cls, auth: AccessInfo | None, peer: str) -> Principal:
-        """The principal of a connection: its token's, or its transport's ``peer`` id."""
+    def of(cls, auth: AccessInfo | None, peer: str, client: str | None = None) -> Principal:
+        """The principal of a connection: its token's, or its transport's ``peer`` id (and
+        ``client``, who it is beyond the session: :attr:`limit_id`)."""
         # the same few peers again and again (a stateless HTTP POST asks each time)
         if auth is None:
-            return _of_peer(peer) if cls is Principal else cls(peer)
+            return _of_peer(peer, client) if cls is Principal else cls(peer, client=client)
         claims = getattr(auth, "claims", None) or {}
         return cls(principal_id(auth), frozenset(auth.scopes), claims, auth)
+
+
+def principal_of(connection: Any) -> Principal:
+    """The principal of a server connection (``ServerConnection.principal``): its token's, else its
+    transport's ``peer`` id (``connection-<serial>`` without one) and ``client``."""
+    peer = connection.peer or f"connection-{connection.serial}"
+    return Principal.of(connection.auth, peer, connection.client)
 
 
 def principal_id(auth: Any) -> str:
@@ -110,5 +136,5 @@ def principal_id_of(auth: Any) -> str | None:
 
 # bounded: past it the least recently seen peer is made again when it returns
 @lru_cache(maxsize=256)
-def _of_peer(peer: str) -> Principal:
-    return Principal(peer)
+def _of_peer(peer: str, client: str | None) -> Principal:
+    return Principal(peer, client=client)

@@ -238,7 +238,7 @@ def unsubscribe(connection: Caller, context: RequestContext, params: dict) -> di
     connection.subscriptions.discard(uri)
     server = connection.server
     if server.subscription_cap() is not None:
-        server.subscriptions.let_go(connection.principal.id, server, {uri})
+        server.subscriptions.let_go(connection.principal.limit_id, server, {uri})
     return {}
 
 

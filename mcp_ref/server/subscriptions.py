@@ -63,7 +63,8 @@ MAX_RESOURCE_URIS = 1024
 MAX_URI_LENGTH = 8192
 #: The counters' key of the open listen streams (``max_subscriptions``).
 STREAMS = "listen-streams"
-#: The held sets' key of the resources one principal subscribes to: this, then its id.
+#: The held sets' key of the resources one caller subscribes to: this, then its
+#: ``Principal.limit_id`` (a client without a token: all its HTTP sessions together).
 SUBSCRIBED = "subscribed:"
 
 
@@ -254,10 +255,11 @@ class Subscriptions:
             streams = list(self._open.values())
         return streams if which is None else [s for s in streams if which(s)]
 
-    def resources_of(self, principal_id: str) -> set:
-        """The resources the open streams of one principal name (``max_subscribed_resources``)."""
+    def resources_of(self, limit_id: str) -> set:
+        """The resources the open streams of one caller name (``max_subscribed_resources``: its
+        ``Principal.limit_id``)."""
         streams = self.streams(
-            lambda s: bool(s.filter.uris) and s.connection.principal.id == principal_id
+            lambda s: bool(s.filter.uris) and s.connection.principal.limit_id == limit_id
         )
         return set().union(*(stream.filter.uris for stream in streams))
 
@@ -295,22 +297,22 @@ class Subscriptions:
                     self._held, self._held_asked = held, True
         return self._held
 
-    def resources_here(self, server: Any, principal_id: str | None = None) -> dict[str, set[str]]:
+    def resources_here(self, server: Any, limit_id: str | None = None) -> dict[str, set[str]]:
         """What this process's open connections (``resources/subscribe``) and listen streams hold,
-        by held-set key (:data:`SUBSCRIBED` and the principal's id; only ``principal_id``'s, when
-        given): the truth the shared held sets are told."""
+        by held-set key (:data:`SUBSCRIBED` and the caller's ``Principal.limit_id``; only
+        ``limit_id``'s, when given): the truth the shared held sets are told."""
         held = [
-            (c.principal.id, c.subscriptions)
+            (c.principal.limit_id, c.subscriptions)
             for c in server.connections()
             if c.subscriptions and not c.session.is_closed
         ]
         held += [
-            (s.connection.principal.id, s.filter.uris)
+            (s.connection.principal.limit_id, s.filter.uris)
             for s in self.streams(lambda s: bool(s.filter.uris))
         ]
         table: dict[str, set[str]] = {}
         for who, uris in held:
-            if principal_id is None or who == principal_id:
+            if limit_id is None or who == limit_id:
                 table.setdefault(SUBSCRIBED + who, set()).update(uris)
         return table
 
@@ -330,11 +332,12 @@ class Subscriptions:
             cap.check_subscriptions(principal, server, uris)
             return
         limit = cap.max_subscribed_resources
-        added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
+        key = SUBSCRIBED + principal.limit_id
+        added, count = held.hold(key, uris, limit)
         # a connection here may have ended without a word: say the truth, then ask again
         if not added:
             held.hold_only(self.resources_here(server))
-            added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
+            added, count = held.hold(key, uris, limit)
         if not added:
             raise LimitExceeded(
                 f"Too many subscriptions: at most {limit} resources per caller ({count} held); "
@@ -343,18 +346,18 @@ class Subscriptions:
             )
 
     def let_go(
-        self, principal_id: str, server: Any, uris: Collection[str], *, locked: bool = False
+        self, limit_id: str, server: Any, uris: Collection[str], *, locked: bool = False
     ) -> None:
-        """``uris`` of ``principal_id`` that no connection or stream of this process holds any more
-        leave the shared held sets (nothing to do without them).  ``locked``: the caller holds
-        ``subscription_lock`` already."""
+        """``uris`` of the caller ``limit_id`` (its ``Principal.limit_id``) that no connection or
+        stream of this process holds any more leave the shared held sets (nothing to do without
+        them).  ``locked``: the caller holds ``subscription_lock`` already."""
         held = self._held
         if held is None or not uris:
             return
         cap = server.subscription_cap()
         with contextlib.nullcontext() if locked or cap is None else cap.subscription_lock:
-            key = SUBSCRIBED + principal_id
-            gone = set(uris) - self.resources_here(server, principal_id).get(key, set())
+            key = SUBSCRIBED + limit_id
+            gone = set(uris) - self.resources_here(server, limit_id).get(key, set())
             if gone:
                 held.release(key, gone)
 
@@ -372,7 +375,7 @@ class Subscriptions:
         for stream in streams:
             if stream.filter.uris:
                 connection = stream.connection
-                self.let_go(connection.principal.id, connection.server, stream.filter.uris)
+                self.let_go(connection.principal.limit_id, connection.server, stream.filter.uris)
 
 
 def _say_held(hub_ref: weakref.ref, server_ref: weakref.ref) -> Callable[[], None]:
@@ -451,7 +454,7 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
                 hub.check_resources(cap, connection.principal, server, agreed.uris)
                 opened = hub.open(subscription)
                 if not opened:
-                    hub.let_go(connection.principal.id, server, agreed.uris, locked=True)
+                    hub.let_go(connection.principal.limit_id, server, agreed.uris, locked=True)
         if not opened:
             raise ServerBusy(
                 f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "

@@ -556,6 +556,46 @@ def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):
     ]  # no initialize: no fallback to the handshake
 
 
+@pytest.mark.parametrize("transport", ["streamable", "sse"])
+def test_a_new_http_session_does_not_reset_an_unauthenticated_callers_limits(transport, serve):
+    """A handshake-era HTTP client without a token is its session (``ctx.principal.id``), but its
+    limits count against the client that opens the sessions (its address, ``Principal.limit_id``),
+    as a 2026-07-28 client's do: a new session is free to open, and used to start the server's
+    and the tool's limits afresh (2025-11-25 server/tools §Security Considerations: servers MUST
+    "Rate limit tool invocations")."""
+    served = serve(POLICY.build())
+    url = served.mcp if transport == "streamable" else served.sse
+    ran, refused, ids = 0, 0, set()
+    for _ in range(3):  # limited: 3 a minute per caller
+        with Client.http(url, era="handshake", transport=transport, timeout=WAIT) as client:
+            ids.add(client.call_tool("whoami").structured_content["id"])
+            for _ in range(2):
+                try:
+                    assert client.call_tool("limited").content[0].text == "done"
+                    ran += 1
+                except LimitExceeded as exc:
+                    assert exc.data["limit"] == "3/60s"
+                    refused += 1
+    assert (ran, refused) == (3, 3)
+    assert len(ids) == 3 and all(i.startswith("http-session:") for i in ids)  # ids are per session
+
+
+@pytest.mark.parametrize("transport", ["streamable", "sse"])
+def test_a_new_http_session_does_not_reset_the_server_limit(transport, serve):
+    """The server's own limit (5 a minute per caller) likewise: once one session has spent it, the
+    next session of the same client is refused at its ``initialize``."""
+    served = serve(InMemory("policy_server", "build_global").build())
+    url = served.mcp if transport == "streamable" else served.sse
+    with Client.http(url, era="handshake", transport=transport, timeout=WAIT) as client:
+        for _ in range(4):  # initialize was the first
+            client.call_tool("alpha")
+        with pytest.raises(LimitExceeded):
+            client.call_tool("alpha")
+    with pytest.raises(LimitExceeded) as refused:
+        Client.http(url, era="handshake", transport=transport, timeout=WAIT)
+    assert refused.value.data["limit"] == "5/60s"
+
+
 # -- subscriptions ----------------------------------------------------------------------------------
 
 
@@ -581,6 +621,25 @@ def test_subscriptions_are_capped_per_caller(transport, era, serve):
             assert server.subscriptions.wait_at_most(1, WAIT)
         client.subscribe("mem://public/4")
         assert client.call_tool("alpha").content[0].text == "alpha"
+
+
+def test_the_subscription_cap_holds_over_the_sessions_of_one_client(serve):
+    """``max_subscribed_resources`` counts every session of a client without a token together
+    (``Principal.limit_id``): a second session cannot take another 3 resources."""
+    url = serve(POLICY.build()).mcp
+    with (
+        Client.http(url, era="handshake", timeout=WAIT) as first,
+        Client.http(url, era="handshake", timeout=WAIT) as second,
+    ):
+        for n in (1, 2):
+            first.subscribe(f"mem://public/{n}")
+        second.subscribe("mem://public/2")  # held by the first session already: no room needed
+        second.subscribe("mem://public/3")
+        with pytest.raises(LimitExceeded) as refused:
+            second.subscribe("mem://public/4")
+        assert refused.value.data["limit"] == 3
+        first.unsubscribe("mem://public/1")
+        second.subscribe("mem://public/4")
 
 
 @pytest.mark.parametrize("era", ERAS)

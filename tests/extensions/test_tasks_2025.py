@@ -424,6 +424,32 @@ def test_a_task_belongs_to_the_verified_principal_else_to_the_session():
     )
 
 
+def test_the_cap_of_tasks_per_caller_holds_over_the_sessions_of_one_client(serve):
+    """A caller without a token owns its tasks by its HTTP session, but ``max_tasks_per_principal``
+    counts them by the client opening the sessions (``Principal.limit_id``, its address): a new
+    session is free to open, and used to bring a fresh allowance of tasks with it."""
+    from mcp_ref import LimitExceeded
+    from mcp_ref.extensions.tasks import TaskStore
+
+    server = TASKS.build()
+    server.tasks = TaskStore(max_tasks_per_principal=1)
+    url = serve(server).mcp
+    with (
+        Client.http(url, era="handshake", timeout=WAIT) as first,
+        Client.http(url, era="handshake", timeout=WAIT) as second,
+    ):
+        assert first.protocol_version == second.protocol_version == VERSION
+        task_id = create(first, "forever")["taskId"]
+        with pytest.raises(LimitExceeded) as refused:
+            second.request("tools/call", {"name": "forever", "arguments": {}, "task": {}})
+        assert refused.value.data == {"limit": 1}
+        # still the first session's own: the other session cannot see it
+        assert code_of(lambda: second.request("tasks/get", {"taskId": task_id})) == -32602
+        first.request("tasks/cancel", {"taskId": task_id})
+        poll(first, task_id, lambda t: t["status"] == "cancelled")
+        second.request("tasks/cancel", {"taskId": create(second, "forever")["taskId"]})
+
+
 def test_over_stateless_http_tasks_work_unlisted(serve):
     http = Http(serve(TASKS.build(), stateless=True).mcp)
     init = http.ask(

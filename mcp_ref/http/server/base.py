@@ -321,10 +321,15 @@ class HttpAppBase:
         """A new session belongs to the principal that created it (its client and user).
 
         Without a token the caller is the session (``http-session:`` and a digest of its id: the id
-        itself is a credential, kept out of logs), or, stateless, the peer's address."""
+        itself is a credential, kept out of logs), or, stateless, the peer's address.  Its
+        per-caller limits count against the client that opened it (``session.client``, the peer's
+        address: ``Principal.limit_id``), as a stateless request's do: a new session is free to
+        open, and must not start the rate limits afresh (2025-11-25 server/tools §Security
+        Considerations: servers MUST "Rate limit tool invocations")."""
         session.principal = environ.get("mcp_ref.oauth")
         connection = cast(Connection, session.connection)  # bound before it is called
         connection.auth = session.principal
+        connection.client = session.client
         connection.peer = (
             peer_of(environ)
             if session.id is None

@@ -19,6 +19,8 @@ class Connection(Protocol):
     auth: Any
     #: The caller as the transport knows it without a token (``http-session:...``, ``http-client:...``).
     peer: str | None
+    #: Who the caller is beyond its session (``http-client:...``): what its limits count against.
+    client: str | None
 
     @property
     def transport(self) -> Any:
