@@ -596,6 +596,64 @@ def test_a_new_http_session_does_not_reset_the_server_limit(transport, serve):
     assert refused.value.data["limit"] == "5/60s"
 
 
+#: A server whose limited items are named with a caller's values: a customer's number and a token
+#: in a resource's URI, an order's number in a URI its template serves.  It logs everything.
+LOGGED_SERVER = """
+import logging, sys
+from mcp_ref import Server
+
+logging.basicConfig(stream=sys.stderr, level=logging.DEBUG, format="%(levelname)s %(message)s")
+server = Server("logged")
+
+@server.resource("db://customers/4711?token=abc", rate_limit="1/minute")
+def customer() -> str:
+    return "row"
+
+@server.resource("db://orders/{number}", rate_limit="1/minute")
+def order(number: str) -> str:
+    return number
+
+@server.tool(rate_limit="1/minute")
+def lookup(customer: str) -> str:
+    return customer
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_refusal_is_logged_with_the_kind_of_item_and_the_limit_never_its_uri(era, tmp_path):
+    """spec_notes/policy.md: a refusal's log names the caller and the limit, "never a token, a
+    session id, the token's claims, an argument or a resource's URI" (a URI may carry a caller's
+    values).  The first refusal is a warning, the next ones debug lines: none names the item."""
+    script = tmp_path / "logged_server.py"
+    script.write_text(LOGGED_SERVER)
+    customer, order = "db://customers/4711?token=abc", "db://orders/secret-9"
+    with Client.stdio(
+        [sys.executable, str(script)], era=era, stderr="capture", timeout=WAIT
+    ) as client:
+        client.read_resource(customer)
+        client.read_resource(order)
+        with pytest.raises(LimitExceeded) as refused:
+            client.read_resource(customer)
+        assert customer in refused.value.message  # the client is told which item of its own
+        with pytest.raises(LimitExceeded):
+            client.read_resource(order)
+        client.call_tool("lookup", {"customer": "4711"})
+        with pytest.raises(LimitExceeded) as refused:
+            client.call_tool("lookup", {"customer": "4711"})
+        assert "lookup" in refused.value.message
+    lines = client.session.transport.stderr_lines
+    assert [line for line in lines if "rate limit" in line] == [
+        "WARNING rate limit 1/60s on a resource: refused resources/read, from stdio",
+        "DEBUG rate limit 1/60s on a resource: refused resources/read, from stdio",
+        "DEBUG rate limit 1/60s on a tool: refused tools/call, from stdio",
+    ]
+    assert not [
+        line for line in lines if "4711" in line or "secret-9" in line or "token=abc" in line
+    ]
+
+
 # -- subscriptions ----------------------------------------------------------------------------------
 
 

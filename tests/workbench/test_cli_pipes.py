@@ -228,7 +228,7 @@ def test_log_level_of_serve_demo_is_the_servers_own_log():
         return [line for line in client.session.transport.stderr_lines if "rate limit" in line]
 
     assert refusals() == [
-        "mcp-ref: WARNING: rate limit 3/60s on roll_dice: refused tools/call, from stdio"
+        "mcp-ref: WARNING: rate limit 3/60s on a tool: refused tools/call, from stdio"
     ]
     assert refusals("--log-level", "error") == []
     # spec_notes/settings.md: without --log-level, MCP_REF_LOG_LEVEL sets it, as for Server.run()
@@ -559,7 +559,7 @@ def test_the_demo_prints_in_order_points_at_its_code_and_notes_its_sections(tmp_
     assert proc.returncode == 0, out
     lines = out.splitlines()
     refused = lines.index(
-        "   server stderr: rate limit 3/60s on roll_dice: refused tools/call, from stdio"
+        "   server stderr: rate limit 3/60s on a tool: refused tools/call, from stdio"
     )
     policy = next(
         i
