@@ -29,13 +29,18 @@ RESOURCE_NOT_FOUND = -32002
 REQUEST_REFUSED = -1
 # MCP 2025-11-25 client/elicitation §URL Elicitation Required Error.
 URL_ELICITATION_REQUIRED = -32042
-# JSON-RPC 2.0 §5.1: -32000 to -32099 are "Reserved for implementation-defined server-errors".
+# mcp_ref's own codes, in every era, lie outside the JSON-RPC reserved range.  MCP 2026-07-28
+# basic/index §Error Codes: "-32000 to -32019 — legacy ... new implementations SHOULD NOT use codes
+# from this sub-range at all", and "New error codes for purposes not defined by this specification
+# SHOULD be allocated outside the JSON-RPC reserved range (-32768 to -32000)"; -32020 to -32099 are
+# the specification's.  -31000 and up keep the last digits of the codes mcp_ref used before
+# (-32000, -32005), which it still reads as the same errors when a peer sends them (_BY_CODE: an
+# older mcp_ref, and other servers, use them).
 # mcp_ref's: the connection already holds as many requests as it takes (Session.max_incoming).
-SERVER_BUSY = -32000
+SERVER_BUSY = -31000
 # mcp_ref's: a limit refused the request (a rate limit, or a cap such as subscriptions per caller);
-# ``data.retryAfter`` says in how many seconds a rate-limited request may be sent again.  (-32005 is
-# "Limit exceeded" in other JSON-RPC APIs too, e.g. Ethereum's EIP-1474.)
-LIMIT_EXCEEDED = -32005
+# ``data.retryAfter`` says in how many seconds a rate-limited request may be sent again.
+LIMIT_EXCEEDED = -31005
 # MCP 2026-07-28 basic/index §Error Codes: -32020 to -32099 are reserved for the MCP specification.
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
@@ -144,13 +149,15 @@ class UrlElicitationRequired(McpError):
 
 
 class ServerBusy(McpError):
-    """-32000 (mcp_ref's): the peer holds as many requests as it takes on this connection; retry later."""
+    """-31000 (mcp_ref's): the peer holds as many requests as it takes on this connection; retry
+    later.  Received as -32000 too (what mcp_ref, and other implementations, sent before)."""
 
     code = SERVER_BUSY
 
 
 class LimitExceeded(McpError):
-    """-32005 (mcp_ref's): a limit refused the request.
+    """-31005 (mcp_ref's): a limit refused the request (received as -32005 too: what mcp_ref, and
+    other JSON-RPC APIs such as Ethereum's EIP-1474, sent before).
 
     ``data`` is ``{"limit": "100/60s", "retryAfter": 0.6}`` for a rate limit (retry after that many
     seconds; over HTTP the status is 429 with a ``Retry-After`` header), or ``{"limit": 50}`` for a cap
@@ -254,8 +261,12 @@ class UnsupportedProtocolVersionError(McpError):
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-#: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``.
-_BY_CODE = {cls.code: cls for cls in McpError.__subclasses__()}
+#: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``; and the
+#: legacy codes mcp_ref sent before for ServerBusy and LimitExceeded (see SERVER_BUSY), still
+#: received from older peers.
+_BY_CODE = {-32000: ServerBusy, -32005: LimitExceeded} | {
+    cls.code: cls for cls in McpError.__subclasses__()
+}
 
 
 class ConnectionClosed(MCPRefError, ConnectionError):

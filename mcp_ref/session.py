@@ -202,7 +202,7 @@ class Transport:
 
 DEFAULT_TIMEOUT = 60.0
 #: Incoming requests one connection holds at once (running or waiting for a handler thread). Past it a
-#: request is answered at once with -32000 (:class:`~mcp_ref.errors.ServerBusy`), never queued without bound.
+#: request is answered at once with -31000 (:class:`~mcp_ref.errors.ServerBusy`), never queued without bound.
 DEFAULT_MAX_INCOMING = 1024
 
 #: User callbacks for the peer's notifications (progress, log messages, list changes) waiting at
@@ -237,7 +237,7 @@ class Session:
     its own; ``max_workers`` bounds concurrently running incoming handlers, and
     ``max_incoming`` the incoming requests held at once (running or queued for a
     handler), and separately the queued ones cancelled before a thread took them: past
-    either a request is refused with -32000 (``ServerBusy``).
+    either a request is refused with -31000 (``ServerBusy``).
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
     written and ``trace("<--", data)`` for every message read.  ``executor``
     runs the handlers instead of a pool of the session's own.  ``max_callbacks`` and

@@ -51,14 +51,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
 from ..errors import (
-    HEADER_MISMATCH,
-    LIMIT_EXCEEDED,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityError,
     HeaderMismatchError,
     LimitExceeded,
     McpError,
+    MissingRequiredClientCapabilityError,
     RequestCancelled,
     RequestTimeout,
     ResponseStreamLost,
@@ -91,11 +88,12 @@ MAX_INPUT_ROUNDS = 16
 #: Times a request whose HTTP response stream broke is re-issued before the caller gets the error.
 MAX_REISSUES = 2
 
-#: Errors only a modern server sends (basic/versioning §Backward Compatibility: "a recognized modern
-#: JSON-RPC error ... identifies a modern server").
-MODERN_ERROR_CODES = frozenset(
-    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
+#: Answers to the probe raised as they are, never taken for a legacy server's: the errors only a
+#: modern server sends (basic/versioning §Backward Compatibility: "a recognized modern JSON-RPC
+#: error ... identifies a modern server"; UnsupportedProtocolVersionError is handled first), and a
+#: refusal over a limit, which says nothing of the era (received as mcp_ref's code or the legacy
+#: -32005: ``errors._BY_CODE``).
+PROBE_REFUSALS = (HeaderMismatchError, MissingRequiredClientCapabilityError, LimitExceeded)
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset(
@@ -669,7 +667,7 @@ def probe(
             version, retried = choice, True
             continue
         except McpError as exc:
-            if exc.code in MODERN_ERROR_CODES or exc.code == LIMIT_EXCEEDED:
+            if isinstance(exc, PROBE_REFUSALS):
                 raise  # a modern refusal; and a rate-limited probe says nothing of the era: try later
             raise LegacyServer(None) from exc
         except RequestTimeout:

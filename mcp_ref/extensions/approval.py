@@ -11,7 +11,7 @@ answer them); the shorthand puts the limit before the hook:
 
 1. the rate limit (:class:`ServerRequestLimit`): at most ``server_request_limit`` of them (the
    three methods share one bucket per client); one over it is refused with
-   :class:`~mcp_ref.errors.LimitExceeded` (-32005) and logged.  2025-11-25 client/sampling §Security Considerations: "Clients **SHOULD** implement rate
+   :class:`~mcp_ref.errors.LimitExceeded` (-31005) and logged.  2025-11-25 client/sampling §Security Considerations: "Clients **SHOULD** implement rate
    limiting"; 2025-11-25 client/elicitation §Security Considerations likewise (2026-07-28 keeps the
    sentence for sampling, drops it for elicitation; one limit covers all three here).
 2. the hook (:class:`Approval`): ``approve(request)`` — or ``approve(request, context)`` when it takes two arguments —

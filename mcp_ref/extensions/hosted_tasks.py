@@ -19,7 +19,7 @@ builds; ``client.hosted_tasks`` finds it.
   are -32601, as for a client without ``tasks=True``.
 * **Accepting** (:meth:`HostedTasks.intercept_request`, around answering a sampling or elicitation
   request): the request passes the usual checks first — the lifecycle, the capability offered (a
-  handler; else -32601), the client's ``server_request_limit`` (over it: -32005, no task is made;
+  handler; else -32601), the client's ``server_request_limit`` (over it: -31005, no task is made;
   the shorthand puts the limit before this extension) and a well-formed ``task`` (an object whose
   ``ttl`` is a non-negative integer; else -32602).  Then a task is made (status
   ``working``, §Task Status Lifecycle 1), its work queued on the store's workers, and
@@ -45,8 +45,8 @@ Bounds, each with its policy (§Resource Management asks receivers to enforce an
 * ``max_tasks`` (:data:`MAX_TASKS`) tasks kept at once, working or finished, in a
   :class:`~mcp_ref.extensions.tasks.TaskStore` in memory (the server's store).  A new task first
   drops expired ones, then the oldest finished one (a cancelled task "MAY" be deleted "at any time",
-  §Task Cancellation 4); if every task is still working the request is refused with -32000
-  (:class:`~mcp_ref.errors.ServerBusy`, a JSON-RPC implementation-defined server error,
+  §Task Cancellation 4); if every task is still working the request is refused with -31000
+  (:class:`~mcp_ref.errors.ServerBusy`, mcp_ref's own code, outside the JSON-RPC reserved range,
   ``data.maxTasks``) and no task is made.
 * ``max_running`` (:data:`MAX_RUNNING`) handlers run at once, on the daemon threads of a
   :class:`~mcp_ref.extensions.task_pool.TaskPool`; later tasks wait, ``working``, in its queue (bounded
@@ -58,10 +58,10 @@ Bounds, each with its policy (§Resource Management asks receivers to enforce an
   operation of the store, so no thread is needed for it.
 * ``tasks/result`` waits on one of the connection's handler threads (never the reader), so at most
   ``max_result_waiters`` (:data:`MAX_RESULT_WAITERS`, well under the session's 32 handler threads,
-  so ``tasks/get`` is always served) wait at once; one more is refused with -32000.  A wait ends
+  so ``tasks/get`` is always served) wait at once; one more is refused with -31000.  A wait ends
   when the task is terminal, when it expires (-32602), when the server cancels the ``tasks/result``
   request, when the connection ends, or after
-  :data:`~mcp_ref.extensions.tasks_2025.RESULT_WAIT` seconds (-32000: poll and ask again).
+  :data:`~mcp_ref.extensions.tasks_2025.RESULT_WAIT` seconds (-31000: poll and ask again).
 
 Task ids are 128 random bits (``secrets``).  §Task Isolation: a client-hosted task
 belongs to the one connection (so the one server) that made it, and only that connection's requests

@@ -6,7 +6,7 @@ so, so the pool never has more than ``workers + max_waiting`` threads (daemon th
 task never keeps the process alive; an idle one ends after :data:`IDLE_SECONDS`).  A task whose
 answers came waits for a free run slot before it goes on, ahead of tasks not yet started.  Work
 not yet started waits in a :class:`~mcp_ref.state.stores.TaskQueue` by its task id (bounded: full,
-a new task is refused with -32000); the work itself, a function of this process, stays here.
+a new task is refused with -31000); the work itself, a function of this process, stays here.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class TaskPool:
 
     def run(self, work: Callable[[], None], task_id: str | None = None) -> None:
         """Run ``work`` (of task ``task_id``) on a task thread, once a run slot is free.  Waiting work
-        is queued by its task id in :attr:`queue`; ServerBusy (-32000) when the queue is full."""
+        is queued by its task id in :attr:`queue`; ServerBusy (-31000) when the queue is full."""
         key = task_id if task_id is not None else f"work-{next(self._numbers)}"
         with self._cond:
             if not self.queue.push(key):
@@ -125,7 +125,7 @@ class TaskPool:
     @contextmanager
     def waiting_for_input(self) -> Iterator[None]:
         """Around a task's wait for input (on its own thread): its run slot is given to another task
-        while it waits, and taken back after (once one is free).  ServerBusy (-32000) when
+        while it waits, and taken back after (once one is free).  ServerBusy (-31000) when
         ``max_waiting`` tasks wait already: the task does not wait (nor hold a slot while it waits)."""
         if not getattr(self._local, "slot", False):
             yield  # not on this store's worker (no slot to give up)

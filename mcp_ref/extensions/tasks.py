@@ -26,14 +26,14 @@ How a tool becomes a task (the server decides, per request):
 Inside the task an ask (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``)
 parks the task in ``input_required`` with the ask in ``inputRequests``; the
 handler's thread waits until ``tasks/update`` brings every answer, the task is
-cancelled, its ``input_timeout`` passes (the task fails, -32005, saying so) or
+cancelled, its ``input_timeout`` passes (the task fails, -31005, saying so) or
 its time to live runs out.  ``ctx.report_progress`` sets the task's
 ``statusMessage``; log messages are not sent (SEP-2663: progress and log
 notifications "are not supported on tasks").
 
 :class:`TaskStore` (``server.tasks``) holds the tasks and runs them: at most ``max_tasks`` (past it
-the oldest finished one is forgotten; if none has finished, a new task is refused with -32000), at
-most ``max_tasks_per_principal`` unfinished ones per caller (past it, -32005), each kept ``ttl_ms``
+the oldest finished one is forgotten; if none has finished, a new task is refused with -31000), at
+most ``max_tasks_per_principal`` unfinished ones per caller (past it, -31005), each kept ``ttl_ms``
 after its creation; at most ``workers`` run at once and ``max_waiting`` wait for input, each at most
 ``input_timeout`` seconds (the threads: :mod:`mcp_ref.extensions.task_pool`).
 
@@ -319,7 +319,7 @@ class Task:
         """Park in ``input_required`` until ``tasks/update`` answered every ask; their answers, read.
 
         ``deadline`` (monotonic) is the task's time to live; ``input_timeout`` (seconds) bounds this
-        wait: past it the asks are withdrawn and LimitExceeded (-32005) says so.
+        wait: past it the asks are withdrawn and LimitExceeded (-31005) says so.
 
         SEP-2663 §Task Update Requests: "Each request key in inputRequests MUST be unique over the
         lifetime of a single task": a key already used gets a number.
@@ -458,7 +458,7 @@ class TaskStore(TaskPool):
 
     The state seams (:mod:`mcp_ref.state.stores`): ``records`` holds the tasks' records (default in
     memory); ``queue`` the ids of tasks waiting for a run slot (default: in memory, at most
-    ``max_tasks``; full, a new task is refused with -32000); ``bus``, when several processes share
+    ``max_tasks``; full, a new task is refused with -31000); ``bus``, when several processes share
     ``records``, carries ``tasks/update`` and ``tasks/cancel`` to the process running the task
     (channel ``tasks/<id>``).
     """
@@ -522,8 +522,8 @@ class TaskStore(TaskPool):
         ``ttl_ms``: its own time to live (default: the store's); ``fields``: more of its record.
 
         Findable at once (SEP-2663: the server "MUST NOT return CreateTaskResult until the task is
-        durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
-        unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist.  Counting and
+        durably created").  LimitExceeded (-31005) when ``caller`` has ``max_tasks_per_principal``
+        unfinished tasks; ServerBusy (-31000) when ``max_tasks`` unfinished tasks exist.  Counting and
         adding are one atomic call of the records."""
         self._forget_expired()
         ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms

@@ -27,8 +27,8 @@ True at once.
   ``workers``, ``max_waiting``, ``input_timeout``); a requested ``ttl`` is capped by the store's
   ``ttl_ms`` and raised to :data:`MIN_TTL_MS`; at most :data:`MAX_RESULT_WAITERS` ``tasks/result``
   requests wait at once per store, :data:`MAX_RESULT_WAITERS_PER_CONNECTION` per connection (one more:
-  -32000), each at most :data:`RESULT_WAIT` seconds (then
-  -32000, saying the task goes on: poll ``tasks/get`` and ask again).
+  -31000), each at most :data:`RESULT_WAIT` seconds (then
+  -31000, saying the task goes on: poll ``tasks/get`` and ask again).
 * **Outcome.**  A result ends the task ``completed``, or ``failed`` when it has ``isError: true``
   (§Task Execution Errors); ``tasks/result`` answers exactly that result, with
   ``_meta["io.modelcontextprotocol/related-task"]``.  A JSON-RPC error ends it ``failed``, and
@@ -449,7 +449,7 @@ class TaskCaller:
 
 class Waiters:
     """The ``tasks/result`` requests waiting in this process, by task: at most ``limit`` at once
-    (one more is refused, -32000).  The latest of a task's is where its messages go."""
+    (one more is refused, -31000).  The latest of a task's is where its messages go."""
 
     def __init__(
         self,
@@ -632,7 +632,7 @@ class TaskReceiver(Extension):
 
 def _ended(task: Any, records: Any, context: RequestContext, deadline: float) -> dict:
     """The task's record once terminal; -32602 if it expires meanwhile (its handler is told to stop),
-    -32000 past ``deadline``."""
+    -31000 past ``deadline``."""
     with task.lock:  # its handler (in this process) wakes it as the record changes
         while True:
             record = records.get(task.id)

@@ -92,7 +92,7 @@ MAX_LINGERING = 64
 #: How long a refused connection is kept open for its client to read the 503.
 LINGER_SECONDS = 2.0
 
-_REFUSAL_BODY = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Server busy: too many open connections; retry later"}}'
+_REFUSAL_BODY = b'{"jsonrpc":"2.0","id":null,"error":{"code":-31000,"message":"Server busy: too many open connections; retry later"}}'
 REFUSAL = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
     b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_REFUSAL_BODY), _REFUSAL_BODY)

@@ -31,7 +31,7 @@ connection (its state is the process's), so those requests go to the watcher, si
 the target speaks 2026 (its questions come in the answers of their own request), taking turns
 when it speaks the handshake era (its requests name no request of the client's).  At most
 ``max_back_connections`` in all and ``max_forwarded`` forwarded requests in flight (parked ones
-included): past either, the request is refused with -32000 ("server busy").
+included): past either, the request is refused with -31000 ("server busy").
 
 The parts: :mod:`~mcp_ref.proxy.server` (the front, :class:`ProxyServer`),
 :mod:`~mcp_ref.proxy.forward` (one forwarded request and the target's questions),

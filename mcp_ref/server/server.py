@@ -67,12 +67,12 @@ class Server:
     whether shared caches may keep it (``"public"``) or only the caller's
     (``"private"``, the default: safe when answers differ per user).
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
-    (past it a listen is refused with -32000, "Server busy").
+    (past it a listen is refused with -31000, "Server busy").
 
     ``extensions``: what plugs into the server (:class:`~mcp_ref.extension.Extension`; more
     with :meth:`add_extension`).  Shorthand building the project's own (:mod:`.shorthand`):
     ``authorize(principal, action, name) -> bool`` (what a principal may not use is unlisted and
-    "not found"), ``rate_limit`` (``"100/minute"`` per principal; over it -32005, HTTP 429),
+    "not found"), ``rate_limit`` (``"100/minute"`` per principal; over it -31005, HTTP 429),
     ``max_subscribed_resources`` (per principal, default 1,000; None: no cap) and
     ``resource_update_interval`` (seconds: updates of a resource coalesced) make the
     :class:`~mcp_ref.extensions.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default

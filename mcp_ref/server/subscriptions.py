@@ -14,7 +14,7 @@ The pieces:
   agrees to the part it supports (the acknowledgment says which).
 * :class:`Subscriptions` — one per :class:`~mcp_ref.server.Server`: the open
   streams, bounded (``max_subscriptions``; past it a listen is refused with
-  -32000 ``ServerBusy``).  :meth:`Subscriptions.publish` is how the server's
+  -31000 ``ServerBusy``).  :meth:`Subscriptions.publish` is how the server's
   change announcements reach them.
 * :func:`listen` — the request handler.  It acknowledges, registers the
   stream, and *defers* the request (:meth:`mcp_ref.session.RequestContext.defer`):

@@ -260,7 +260,7 @@ def build_server() -> Server:
 
     @server.tool(rate_limit="3/minute")
     def roll_dice(sides: int = 6) -> int:
-        """Roll a die: at most 3 times a minute per caller (the fourth is refused, -32005 with retryAfter)."""
+        """Roll a die: at most 3 times a minute per caller (the fourth is refused, -31005 with retryAfter)."""
         return random.randint(1, max(1, sides))
 
     @server.tool

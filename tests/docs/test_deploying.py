@@ -155,7 +155,7 @@ def test_scale_out_commands_share_one_state_on_redis(tmp_path):
             assert not _call(url, "roll_dice", {}).is_error
         with pytest.raises(McpError) as refused:
             _call(url, "roll_dice", {})
-        assert refused.value.code == -32005
+        assert refused.value.code == -31005
         keys = redis.Redis(port=redis_port).keys("*")
         assert keys and all(b"demo" in key for key in keys), keys
         base = f"http://127.0.0.1:{protected_port}"

@@ -347,7 +347,7 @@ def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(
         assert (
             len(admitted) == 3 and len(hook.seen) == 3
         )  # exactly the limit; the hook sees only those
-        assert {e["code"] for e in refused} == {-32005} and len(refused) == 5
+        assert {e["code"] for e in refused} == {-31005} and len(refused) == 5
         assert {e["data"]["limit"] for e in refused} == {"3/60s"}
         assert all(e["data"]["retryAfter"] > 0 for e in refused)
 
@@ -368,7 +368,7 @@ def test_the_limit_is_logged_with_the_method_and_limit_never_the_params(client, 
             == "model saw: my secret words (max 32)"
         )
         error = tool(c, "sample", text="my secret words")["error"]
-    assert error["code"] == -32005 and error["data"]["limit"] == "1/60s"
+    assert error["code"] == -31005 and error["data"]["limit"] == "1/60s"
     assert error["message"].startswith(
         "Rate limit exceeded: server requests to this client allows 1 per 60 s"
     )
@@ -385,7 +385,7 @@ def test_the_three_methods_share_one_bucket(client):
     assert tool(c, "roots") == {"roots": [ROOT]}
     with pytest.raises(LimitExceeded) as caught:
         c.call_tool("sample", {"text": "hi"})
-    assert caught.value.code == -32005 and caught.value.retry_after == 30.0
+    assert caught.value.code == -31005 and caught.value.retry_after == 30.0
 
 
 @pytest.mark.slow

@@ -347,7 +347,7 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
     assert server.tasks.threads <= 2 + 4 and server.tasks.waiting == 4  # workers + max_waiting
     # past max_waiting a task that asks for input fails at once, with a clear error
     refused = poll(carol, start(carol, "park"), lambda t: t["status"] in ("failed", "completed"))
-    assert refused["status"] == "failed" and refused["error"]["code"] == -32000
+    assert refused["status"] == "failed" and refused["error"]["code"] == -31000
     assert "waiting for input" in refused["error"]["message"]
     # the parked tasks are still theirs to answer, and finish
     for n, task_id in enumerate(waiting):
@@ -371,7 +371,7 @@ def test_a_task_waits_for_input_only_input_timeout_seconds(serve):
     alice = Caller(url, "alice-token")
     task_id = start(alice, "park")
     state = poll(alice, task_id, lambda t: t["status"] not in ("working", "input_required"))
-    assert state["status"] == "failed" and state["error"]["code"] == -32005
+    assert state["status"] == "failed" and state["error"]["code"] == -31005
     assert (
         "no input came within 0.3 s" in state["statusMessage"]
         and "tasks/update" in state["statusMessage"]
@@ -386,7 +386,7 @@ def test_tasks_are_capped_per_principal(serve):
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
     first, _second = parked(alice), parked(alice)
     over = alice.call("park")
-    assert over["error"]["code"] == -32005 and over["error"]["data"] == {"limit": 2}
+    assert over["error"]["code"] == -31005 and over["error"]["data"] == {"limit": 2}
     assert "at most 2 unfinished tasks per caller" in over["error"]["message"]
     # another principal is not affected
     done = poll(bob, start(bob, "quick"), lambda t: t["status"] == "completed")

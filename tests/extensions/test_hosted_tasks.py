@@ -366,7 +366,7 @@ def test_the_server_request_limit_refuses_before_any_task_is_made(peer, wire):
     (over, listed) = ask(
         client, ("elicitation/create", {**ELICIT, "task": {}}), ("tasks/list", None)
     )
-    assert error_code(over) == -32005  # LimitExceeded, answered at once
+    assert error_code(over) == -31005  # LimitExceeded, answered at once
     assert [t["taskId"] for t in listed["result"]["tasks"]] == [task["taskId"]]
 
 
@@ -379,13 +379,13 @@ def test_without_a_handler_a_task_augmented_request_is_method_not_found(peer, wi
 # -- bounds ------------------------------------------------------------------------------------------
 
 
-def test_a_full_store_refuses_with_32000_and_a_cancelled_task_makes_room(peer, wire):
+def test_a_full_store_refuses_with_31000_and_a_cancelled_task_makes_room(peer, wire):
     gate = Gate()
     client, _ = peer(tasks=True, elicitation_handler=gate.until_cancelled)
     client.hosted_tasks.max_tasks = 2
     first, _second = create(client), create(client)
     (full,) = ask(client, ("elicitation/create", {**ELICIT, "task": {}}))
-    assert error_code(full) == -32000 and full["error"]["data"] == {"maxTasks": 2}
+    assert error_code(full) == -31000 and full["error"]["data"] == {"maxTasks": 2}
     (cancelled,) = ask(client, ("tasks/cancel", {"taskId": first["taskId"]}))
     assert cancelled["result"]["status"] == "cancelled"
     third = create(client)  # §Task Cancellation 4: a cancelled task MAY be deleted at any time
@@ -402,7 +402,7 @@ def test_waiting_tasks_result_requests_are_bounded(peer, wire):
     tid = {"taskId": task["taskId"]}
     refused = tap.when(
         lambda d, m: (
-            d == "-->" and isinstance(m.get("error"), dict) and m["error"]["code"] == -32000
+            d == "-->" and isinstance(m.get("error"), dict) and m["error"]["code"] == -31000
         )
     )
     with ThreadPoolExecutor(1) as pool:
@@ -411,7 +411,7 @@ def test_waiting_tasks_result_requests_are_bounded(peer, wire):
         gate.release.set()
         answers = pending.result(WAIT)
     # The two requests are served on two handler threads, so either may be the one that waits.
-    refused_ones = [a for a in answers if a.get("error", {}).get("code") == -32000]
+    refused_ones = [a for a in answers if a.get("error", {}).get("code") == -31000]
     accepted = [a for a in answers if a.get("result", {}).get("action") == "accept"]
     assert len(refused_ones) == 1 and len(accepted) == 1, answers
 

@@ -469,7 +469,7 @@ def test_a_tool_limit_holds_under_concurrent_callers_and_resets_after_its_window
     assert len(refusals) == 5
     for refusal in refusals:
         assert (
-            refusal.code == -32005 and 0 < refusal.retry_after <= 20.001
+            refusal.code == -31005 and 0 < refusal.retry_after <= 20.001
         )  # 3 a minute: one every 20 s
         assert refusal.data["limit"] == "3/60s"
     assert client.call_tool("alpha").content[0].text == "alpha"  # other tools are not limited by it
@@ -517,7 +517,7 @@ def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):
     retry_after = refused.headers["Retry-After"]
     assert retry_after.isdigit() and int(retry_after) == 12  # 5 a minute: a token every 12 s
     body = refused.json()
-    assert body["id"] == 6 and body["error"]["code"] == -32005
+    assert body["id"] == 6 and body["error"]["code"] == -31005
     assert (
         math.ceil(body["error"]["data"]["retryAfter"]) == 12
         and body["error"]["data"]["limit"] == "5/60s"
@@ -670,7 +670,7 @@ def test_subscriptions_are_capped_per_caller(transport, era, serve):
             client.subscribe(f"mem://public/{n}")
         with pytest.raises(LimitExceeded) as refused:
             client.subscribe("mem://public/4")
-        assert refused.value.code == -32005 and refused.value.data["limit"] == 3
+        assert refused.value.code == -31005 and refused.value.data["limit"] == 3
         client.subscribe("mem://public/2")  # already held: no room needed
         client.unsubscribe("mem://public/1")
         if transport == "http" and era == "modern":
@@ -703,7 +703,7 @@ def test_the_subscription_cap_holds_over_the_sessions_of_one_client(serve):
 @pytest.mark.parametrize("era", ERAS)
 def test_subscriptions_have_a_default_cap_per_caller(era):
     """Issue 32, item 10: with no ``max_subscribed_resources`` given, one caller may hold
-    DEFAULT_MAX_SUBSCRIBED_RESOURCES (1,000) resources at once; the next is refused with -32005 and
+    DEFAULT_MAX_SUBSCRIBED_RESOURCES (1,000) resources at once; the next is refused with -31005 and
     ``data.limit`` (a session's record, which a shared state keeps and rereads, stays bounded);
     unsubscribing makes room.  ``None`` still means no cap."""
     from mcp_ref import Server
@@ -730,7 +730,7 @@ def test_subscriptions_have_a_default_cap_per_caller(era):
                 client.subscribe(uris[DEFAULT])
             client.unsubscribe(uris[0])
             client.subscribe(uris[DEFAULT])
-        assert refused.value.code == -32005 and refused.value.data["limit"] == DEFAULT
+        assert refused.value.code == -31005 and refused.value.data["limit"] == DEFAULT
         assert "Too many subscriptions" in refused.value.message
     assert Server("uncapped", max_subscribed_resources=None).subscription_cap() is None
 

@@ -328,7 +328,7 @@ def test_the_store_is_bounded_and_tasks_belong_to_their_creator():
     assert other.value.code == -32602
     with pytest.raises(McpError) as busy:
         store.create("alice")  # the only task has not finished
-    assert busy.value.code == -32000 and busy.value.data == {"maxTasks": 1}
+    assert busy.value.code == -31000 and busy.value.data == {"maxTasks": 1}
     task.finish("completed", result={"content": []})
     assert store.create("alice").id != task.id  # a finished task makes room
     with pytest.raises(ValueError):

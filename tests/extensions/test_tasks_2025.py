@@ -481,12 +481,12 @@ def test_tasks_result_waits_are_bounded(legacy, monkeypatch):
     task = create(client, "forever")
     with pytest.raises(McpError) as caught:
         client.request("tasks/result", {"taskId": task["taskId"]})
-    assert caught.value.code == -32000 and "still working" in caught.value.message
+    assert caught.value.code == -31000 and "still working" in caught.value.message
 
 
 def test_one_connections_waiting_tasks_results_are_bounded_and_polling_goes_on(legacy):
     """Each waiting tasks/result holds a handler thread of its connection: past
-    MAX_RESULT_WAITERS_PER_CONNECTION one more is refused (-32000), so tasks/get and tasks/cancel
+    MAX_RESULT_WAITERS_PER_CONNECTION one more is refused (-31000), so tasks/get and tasks/cancel
     are still answered; another connection may still wait."""
     server = TASKS.build()
     client, _ = legacy(server)
@@ -498,7 +498,7 @@ def test_one_connections_waiting_tasks_results_are_bounded_and_polling_goes_on(l
     for task_id in tasks[:cap]:
         waiting.append(client.session.send_request("tasks/result", {"taskId": task_id}))
         assert waiters.latest(task_id, WAIT) is not None  # it waits now
-    assert code_of(lambda: client.request("tasks/result", {"taskId": tasks[cap]})) == -32000
+    assert code_of(lambda: client.request("tasks/result", {"taskId": tasks[cap]})) == -31000
     assert (
         client.request("tasks/get", {"taskId": tasks[0]})["status"] == "working"
     )  # polling is served

@@ -284,7 +284,7 @@ def from_another_client(port: int) -> socket.socket:
 
 
 @pytest.mark.parametrize(
-    "path, status, code", [("/mcp", 429, -32005), ("/nowhere", 404, -32600)], ids=["429", "404"]
+    "path, status, code", [("/mcp", 429, -31005), ("/nowhere", 404, -32600)], ids=["429", "404"]
 )
 def test_error_answers_to_trickled_bodies_close_so_one_client_cannot_take_every_slot(
     serve, path, status, code

@@ -344,7 +344,7 @@ def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
         refused = tool_call(srv.port, "hold", 10 + n, **greedy)
         assert refused.status == 429 and refused.headers["retry-after"] == "1"
         error = json.loads(refused.body())["error"]
-        assert error["code"] == -32005 and error["data"] == {"limit": SHARE}
+        assert error["code"] == -31005 and error["data"] == {"limit": SHARE}
         assert error["message"].startswith(
             "Too many requests in flight: one client may have 2 at once"
         )

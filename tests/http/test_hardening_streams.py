@@ -464,14 +464,14 @@ def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(s
     error = json.loads(refused.body())
     assert (
         error["id"] == 4
-        and error["error"]["code"] == -32005
+        and error["error"]["code"] == -31005
         and error["error"]["data"] == {"limit": 3}
     )
     assert "Too many open streams" in error["error"]["message"]
     refused.drop()
     session = initialize(srv.port)  # a GET stream counts against the same client
     get = standalone_get(srv.port, session)
-    assert get.status == 429 and json.loads(get.body())["error"]["code"] == -32005
+    assert get.status == 429 and json.loads(get.body())["error"]["code"] == -31005
     get.drop()
     legacy = raw_http(srv.port, "GET", "/sse", {"Accept": "text/event-stream"})
     assert legacy.status == 429

@@ -112,7 +112,7 @@ def test_a_session_deleted_under_a_running_request_answers_it_with_an_error(
     assert session.delete().status_code == 200
     answer = call.answer()
     assert answer["id"] == call.request_id
-    assert answer["error"]["code"] == -32000
+    assert answer["error"]["code"] == -31000
     assert answer["error"]["message"].startswith("Session ended before this request was answered")
     assert events["cancelled"].acquire(timeout=WAIT)
     assert session.call("ping")[1].status_code == 404
@@ -243,7 +243,7 @@ def test_one_client_cannot_fill_the_session_table_its_oldest_idle_session_makes_
 
 def test_a_client_whose_sessions_are_all_in_use_gets_429(serve):
     """A session with a request in progress is not idle: when each of a client's sessions is in
-    use, its new one is refused with 429 and Retry-After, -32005 with data.limit."""
+    use, its new one is refused with 429 and Retry-After, -31005 with data.limit."""
     events: dict = {}
     srv = serve(streams_server(events), max_sessions=20)  # 2 a client
     client = Caller(srv.port)
@@ -254,7 +254,7 @@ def test_a_client_whose_sessions_are_all_in_use_gets_429(serve):
         assert events["started"].acquire(timeout=WAIT)
     raw, body = client.initialize()
     assert raw.status == 429 and raw.headers["retry-after"] == "5"
-    assert body["error"]["code"] == -32005 and body["error"]["data"] == {"limit": 2}
+    assert body["error"]["code"] == -31005 and body["error"]["data"] == {"limit": 2}
     assert body["error"]["message"].startswith("Too many sessions: one client may hold 2")
     assert Caller(srv.port, "127.0.0.2").session()  # another client is served
     events["release"].set()
@@ -301,7 +301,7 @@ class LegacyOn:
 def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve):
     """handler_threads=8: a client may have a quarter, 2, running or waiting (the default
     max_handlers_per_client).  A 2024-11-05 client's POSTs are answered 202 at once, so it could
-    queue any number of slow calls: each past its share is answered -32000 Server busy on its
+    queue any number of slow calls: each past its share is answered -31000 Server busy on its
     stream, and another client's call is served at once (it used to wait behind them)."""
     events: dict = {}
     server = streams_server_with_echo(events)
@@ -315,7 +315,7 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
     refused = [greedy.stream.message() for _ in range(8)]
     assert sorted(m["id"] for m in refused) == list(range(2, 10))
     for message in refused:
-        assert message["error"]["code"] == -32000 and message["error"]["data"] == {"limit": 2}
+        assert message["error"]["code"] == -31000 and message["error"]["data"] == {"limit": 2}
     assert srv.app.handlers_held("http-client:127.0.0.1") == 2
     other.post(request("tools/call", tool("echo", {"text": "served"}), "e"))
     answer = other.stream.message()
@@ -331,7 +331,7 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
 
 def test_a_2024_11_05_batch_past_the_share_is_answered_in_one_array(serve):
     """handler_threads=8 (a share of 2): a 2024-11-05 batch of 4 calls has 2 refused.  JSON-RPC 2.0
-    §6: the batch gets one array, the refusals (-32000) in it beside the answers; they used to come
+    §6: the batch gets one array, the refusals (-31000) in it beside the answers; they used to come
     first as an array of their own."""
     server = Server("legacy-batch")
 
@@ -354,7 +354,7 @@ def test_a_2024_11_05_batch_past_the_share_is_answered_in_one_array(serve):
 
 def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_array(serve):
     """2025-03-26 batches run on the shared pool: those of its requests past the client's share
-    (2: handler_threads=8) are answered -32000 in the batch's one array; ping is answered at
+    (2: handler_threads=8) are answered -31000 in the batch's one array; ping is answered at
     once, never queued, so it takes no place."""
     srv = serve(handler_threads=8)
     client = Caller(srv.port)
@@ -367,7 +367,7 @@ def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_
     raw.drop()
     assert sorted(answers) == [1, 2, 3, 4]
     assert [answers[n]["result"]["content"][0]["text"] for n in (1, 2)] == ["1", "2"]
-    assert answers[3]["error"]["code"] == -32000 and answers[3]["error"]["data"] == {"limit": 2}
+    assert answers[3]["error"]["code"] == -31000 and answers[3]["error"]["data"] == {"limit": 2}
     assert answers[4]["result"] == {}
     assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
 
@@ -376,7 +376,7 @@ def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
     """handler_threads=12 (a share of 3): a 2025-03-26 batch of 2 calls holds 2 places; while it is
     being dispatched (held between its two submissions), the client's third call fits.  Each job
     takes over its request's place: it used to be counted twice until the whole batch was
-    dispatched, and the third call was answered -32000 Server busy."""
+    dispatched, and the third call was answered -31000 Server busy."""
     events: dict = {}
     server = streams_server_with_echo(events)
 
@@ -461,12 +461,12 @@ def test_a_batch_whose_kept_requests_are_cancelled_still_gets_its_refusals(serve
         answers.append(json.loads(answered.body()))
     answered.drop()
     assert len(answers) == 1 and isinstance(answers[0], list)
-    assert [(m["id"], m["error"]["code"]) for m in answers[0]] == [(2, -32000)]
+    assert [(m["id"], m["error"]["code"]) for m in answers[0]] == [(2, -31000)]
 
 
 def test_a_request_past_the_share_without_inline_handlers_is_answered_server_busy(serve):
     """inline_handlers=False: every request runs on the shared pool; one past its client's share
-    is answered at once with -32000 (JSON), while another client is served."""
+    is answered at once with -31000 (JSON), while another client is served."""
     events: dict = {}
     server = streams_server_with_echo(events)
 
@@ -481,7 +481,7 @@ def test_a_request_past_the_share_without_inline_handlers_is_answered_server_bus
     raw = client.post(request("tools/call", tool("echo", {"text": "x"}), 3), session_id)
     busy = json.loads(raw.body())
     raw.drop()
-    assert raw.status == 200 and busy["id"] == 3 and busy["error"]["code"] == -32000
+    assert raw.status == 200 and busy["id"] == 3 and busy["error"]["code"] == -31000
     served = other.post(request("tools/call", tool("echo", {"text": "y"}), 4), other.session())
     assert json.loads(served.body())["result"]["content"][0]["text"] == "y"
     served.drop()

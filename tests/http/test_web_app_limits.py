@@ -156,7 +156,7 @@ def test_a_mounted_app_keeps_its_streams_to_half_the_threads_and_the_site_answer
         for stream in refused:
             assert stream.status == 503 and stream.headers["retry-after"] == "5", stream.headers
             error = stream.json()["error"]
-            assert error["code"] == -32005 and error["data"] == {"limit": SHARE}, error
+            assert error["code"] == -31005 and error["data"] == {"limit": SHARE}, error
             assert f"half of this worker's {THREADS} threads" in error["message"]
         # the rest of the site, and the app's own calls, still have threads
         assert requests.get(url + "/", timeout=TIMEOUT).text.startswith("hello")
@@ -241,7 +241,7 @@ def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve, option, 
         first = client.listen(tools=True)
         with pytest.raises(McpError, match=f"1: {why}") as refused:
             client.listen(tools=True)
-        assert refused.value.code == -32005 and refused.value.data["limit"] == 1
+        assert refused.value.code == -31005 and refused.value.data["limit"] == 1
         assert client.call_tool("echo", {"text": "still"}).content[0].text == "still"
         assert first.acknowledged is not None and not first.closed
         first.close()

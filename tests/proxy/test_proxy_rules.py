@@ -356,7 +356,7 @@ def test_a_proxy_refuses_items_of_its_own():
 
 
 def test_forwarded_requests_are_bounded():
-    # max_forwarded=1: while one tools/call is in flight, the next is told to retry (-32000).
+    # max_forwarded=1: while one tools/call is in flight, the next is told to retry (-31000).
     with (
         served("modern", max_forwarded=1) as (_, url),
         Client.http(url, era="modern", timeout=WAIT) as client,

@@ -362,7 +362,7 @@ def test_listen_streams_are_bounded_per_server(serve):
     assert is_ack_of(first.next(), first)
     refused = server.listen(toolsListChanged=True)
     answer = refused.next()
-    assert answer["error"]["code"] == -32000 and answer["error"]["data"] == {"maxSubscriptions": 1}
+    assert answer["error"]["code"] == -31000 and answer["error"]["data"] == {"maxSubscriptions": 1}
     first.cancel()
     assert built.subscriptions.wait_at_most(0, WAIT)
     again = server.listen(toolsListChanged=True)

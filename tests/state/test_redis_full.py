@@ -3,7 +3,7 @@
 ``OutOfMemoryError``, or, before Redis 7, a script error naming it).  The server answers as it does
 when Redis is unreachable (spec_notes/deployment.md, "Faults"): 503 with ``Retry-After`` where it
 needs a write it cannot make (a new session), the sessions it holds served, rate limits counted per
-process, a task refused with a clear -32000 "retry later" — never an HTTP 500 or a bare -32603.
+process, a task refused with a clear -31000 "retry later" — never an HTTP 500 or a bare -32603.
 Once memory is freed, everything is served as before.
 """
 
@@ -167,7 +167,7 @@ def test_a_full_redis_gets_503_with_retry_after_or_a_clear_error_never_500_and_r
         )  # the bucket: counted in this process meanwhile
         assert limited["result"]["content"][0]["text"] == "limited"
         task = answer_of(modern_call(served.mcp, "slow_task", 2))
-        assert task["error"]["code"] == -32000 and "retry later" in task["error"]["message"], task
+        assert task["error"]["code"] == -31000 and "retry later" in task["error"]["message"], task
         assert "Internal error" not in task["error"]["message"]
 
         free(direct)

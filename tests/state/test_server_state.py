@@ -751,7 +751,7 @@ def test_a_full_run_queue_refuses_new_work():
     store = TaskStore(queue=MemoryTaskQueue(0))
     with pytest.raises(McpError) as busy:
         store.run(lambda: None, "t1")
-    assert busy.value.code == -32000
+    assert busy.value.code == -31000
 
 
 # -- a server using the stores it is given ----------------------------------------------------------

@@ -575,7 +575,7 @@ def test_2024_11_05_messages_posted_to_another_worker_keep_to_the_clients_share_
     workers,
 ):
     """handler_threads=8 (max_handlers_per_client 2): a 2024-11-05 client's calls POSTed to B run
-    on A, where its stream is, and count there: the third is answered -32000 Server busy on the
+    on A, where its stream is, and count there: the third is answered -31000 Server busy on the
     stream (it used to run past the share)."""
     import requests
 
@@ -600,7 +600,7 @@ def test_2024_11_05_messages_posted_to_another_worker_keep_to_the_clients_share_
         message = json.loads(next_within(stream)["data"])
         if "id" in message:
             answers[message["id"]] = message
-    assert answers[2]["error"]["code"] == -32000 and answers[2]["error"]["data"] == {"limit": 2}
+    assert answers[2]["error"]["code"] == -31000 and answers[2]["error"]["data"] == {"limit": 2}
     a.release.set()
     while len(answers) < 3:
         message = json.loads(next_within(stream)["data"])

@@ -119,7 +119,7 @@ def test_a_refused_listen_keeps_no_place(redis_url):
         with connect(one, "alice", "modern") as on_one, connect(two, "alice", "modern") as on_two:
             with pytest.raises(Exception) as busy:
                 on_one.listen(resource_uris=["mem://r/1", "mem://r/2", "mem://r/3"])
-            assert getattr(busy.value, "code", None) == -32000
+            assert getattr(busy.value, "code", None) == -31000
             with on_two.listen(resource_uris=["mem://r/4", "mem://r/5", "mem://r/6"]):
                 pass
     finally:

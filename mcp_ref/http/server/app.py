@@ -44,7 +44,7 @@ class McpWsgiApp(HttpAppBase):
     run inline: batches, the legacy transport, ``inline_handlers=False``),
     ``max_handlers_per_client`` (handlers one client may have queued or running on that pool: an
     int, or a float share of ``handler_threads``, a quarter by default; a request past it is
-    answered -32000 Server busy; None: no cap),
+    answered -31000 Server busy; None: no cap),
     ``max_streams_per_client`` (long-lived streams, ``subscriptions/listen`` POSTs and GET
     streams, one client may hold open at once: per principal with a token, else per
     address; past it 429 with ``Retry-After``; None: no cap), ``max_requests_per_client``

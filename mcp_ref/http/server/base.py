@@ -819,7 +819,7 @@ class HttpAppBase:
     def hold_request(self, environ: dict) -> Callable[[], None]:
         """Count one POST against its client's ``max_requests_per_client`` until its response ends;
         returns its release (idempotent), also left in the environ for :meth:`hold_stream`.  Past
-        the cap: 429 with ``Retry-After: 1`` and a JSON-RPC error -32005 with ``data.limit``, so
+        the cap: 429 with ``Retry-After: 1`` and a JSON-RPC error -31005 with ``data.limit``, so
         that one client's slow calls cannot take every slot of the server (:mod:`.shares`)."""
         cap = request_cap(self.max_requests_per_client, environ)
         release = self._requests.hold(client_of(environ), cap)
@@ -835,7 +835,7 @@ class HttpAppBase:
         """The ``items`` of one POST whose handlers go to the shared pool (a 2024-11-05 message,
         a batch, ``inline_handlers=False``), within their client's ``max_handlers_per_client``:
         ``(kept, refused, release)``.  The requests past the cap are left out of ``kept`` (their
-        answers, ``refused``: -32000 Server busy with ``data.limit``), so that one client cannot
+        answers, ``refused``: -31000 Server busy with ``data.limit``), so that one client cannot
         queue unbounded work on the pool every client's handlers run on.  Their places are held
         until ``release()``, called once the kept items are dispatched (each job then counts
         itself until it ends in the place it takes over: ``shares.CountedPool``)."""
@@ -852,7 +852,7 @@ class HttpAppBase:
         refused = pooled[places.left :]
         if not refused:
             return items, [], release
-        log.debug("a client is over its share of the handler pool (%s): -32000", cap)
+        log.debug("a client is over its share of the handler pool (%s): -31000", cap)
         busy = {
             "code": SERVER_BUSY,
             "message": f"Server busy: one client may have {cap} requests running or waiting on "

@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 #: The answer to a request whose session ended while it ran (deleted, expired, the server shutting
 #: down).  2025-11-25 basic/transports §Sending Messages: "If the input is a JSON-RPC request, the
 #: server MUST either return Content-Type: text/event-stream ... or Content-Type:
-#: application/json": a POSTed request is answered, never with 202 and no body.  -32000: JSON-RPC
-#: 2.0 §5.1 "Reserved for implementation-defined server-errors" (the SDKs' "Connection closed").
+#: application/json": a POSTed request is answered, never with 202 and no body.  -31000: mcp_ref's
+#: ServerBusy (``errors.SERVER_BUSY``, outside the JSON-RPC reserved range; the SDKs answer their
+#: "Connection closed" with the legacy -32000).
 SESSION_ENDED = {
     "code": SERVER_BUSY,
     "message": "Session ended before this request was answered: start a new session with initialize",
@@ -272,7 +273,7 @@ class HttpSession(Transport):
     def dispatch_within_share(self, message) -> None:
         """Dispatch a 2024-11-05 message (or batch) on this session, within its client's share of
         the handler pool (``HttpAppBase.share_handlers``), wherever it was POSTed (here, or on
-        another worker: ``SharedSessions``).  Past the share, a request is answered -32000 on the
+        another worker: ``SharedSessions``).  Past the share, a request is answered -31000 on the
         stream: 2024-11-05 basic/transports §HTTP with SSE, "Server messages are sent as SSE
         message events"; the POST is accepted (202), its client's session goes on.  A batch's
         refusals take their requests' places in its one array (JSON-RPC 2.0 §6)."""

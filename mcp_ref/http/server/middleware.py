@@ -88,7 +88,7 @@ class Middleware:
 class Admission(Middleware):
     """Admit a POSTed request before dispatch: ``admit(principal, method, params)`` counts it, or
     raises :class:`~mcp_ref.errors.LimitExceeded`, refused here with 429 Too Many Requests and
-    ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``).  The
+    ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-31005, ``data.retryAfter``).  The
     connection notes it admitted, so the extension's ``intercept_request`` does not count it again.
     A notification, an answer or a handshake-era ``ping`` (answered at once on the reader thread) is not
     counted."""

@@ -5,7 +5,7 @@ its long-lived streams (``max_streams_per_client``) and its requests in flight
 A client is the principal of the request's token, else the peer's address (:func:`client_of`).
 Past either cap the request is answered 429 Too Many Requests with ``Retry-After`` (RFC 6585 §4:
 the client sent too many requests; a per-client limit, where 503 would say the whole server is
-unavailable), its body a JSON-RPC error -32005 with ``data.limit``.
+unavailable), its body a JSON-RPC error -31005 with ``data.limit``.
 
 A request in flight is a POST being served, from the moment its caller is known (after the token
 is checked) to the end of its response; one whose response becomes a long-lived stream (a
@@ -257,7 +257,7 @@ class ClientStreams:
 
     def hold(self, client: str, environ: dict, request_id=None) -> Callable[[], None]:
         """Count one stream of ``client`` (the request's); returns its release (idempotent).
-        Past the cap: 429 with ``Retry-After`` and -32005 with ``data.limit``.  A POST that
+        Past the cap: 429 with ``Retry-After`` and -31005 with ``data.limit``.  A POST that
         becomes a stream (``subscriptions/listen``) leaves its client's requests in flight."""
         cap = self.app.max_streams_per_client
         give_back = self._hold_shared(client, cap, request_id)

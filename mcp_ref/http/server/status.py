@@ -152,7 +152,7 @@ def modern_status(code: int, *, before_dispatch: bool = False) -> str:
 
 def refusal(exc: LimitExceeded, request_id) -> HttpError:
     """A request refused over a rate limit before dispatch: 429 Too Many Requests with
-    ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``)."""
+    ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-31005, ``data.retryAfter``)."""
     retry = str(max(1, math.ceil(exc.retry_after or 1)))
     return HttpError(
         exc.message,

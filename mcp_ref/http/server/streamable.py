@@ -103,7 +103,7 @@ class StreamableHttp:
         self, session: HttpSession, start_response, batch: bool, items: list, refused: list
     ):
         """A POST none of whose requests fit in its client's share of the handler pool: each is
-        answered -32000 (``HttpAppBase.share_handlers``), as are its invalid batch items; its
+        answered -31000 (``HttpAppBase.share_handlers``), as are its invalid batch items; its
         notifications and answers are dispatched.  JSON, at once (a batch: one array)."""
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
         if valid:

@@ -70,7 +70,7 @@ class StreamShare:
     def hold(self, request_id: Any = None) -> Callable[[], None]:
         """Count one stream; returns its release (idempotent).  Past the bound: 503 Service
         Unavailable with ``Retry-After`` (RFC 9110 §15.6.4: the server cannot handle the request
-        now, "due to a temporary overload") and a JSON-RPC error -32005 with ``data.limit``; for a
+        now, "due to a temporary overload") and a JSON-RPC error -31005 with ``data.limit``; for a
         2026-07-28 ``subscriptions/listen``, the error answers its request id."""
         bound, threads = self.limit()
         release = self._held.hold("streams", bound)

@@ -94,7 +94,7 @@ INDEX_MARGIN_MS = 60_000
 #: script forgets at most (``sweep``, and ``create`` before it counts).
 MAX_SCANNED = 100_000
 SWEEP_LIMIT = 1000
-#: What a task request that must write answers while Redis is out of memory (ServerBusy, -32000).
+#: What a task request that must write answers while Redis is out of memory (ServerBusy, -31000).
 FULL = "Server busy: the task store is full (Redis reached its maxmemory); retry later"
 #: What a task whose worker stopped renewing its lease reads as (see :meth:`RedisTaskRecords.renew_lease`).
 LEASE_ERROR = {"code": -32603, "message": "the worker running the task stopped"}
@@ -224,7 +224,7 @@ class RedisBuckets(RedisStore):
     Redis unreachable: by default each process falls back to a bucket of its own (a
     :class:`~mcp_ref.state.stores.MemoryBuckets`, so the limit is counted per process meanwhile),
     with a warning at most once a minute; with ``fail_closed=True`` a request is refused with
-    ServerBusy (-32000, "retry later": the limit is not known to be exceeded, it cannot be checked).
+    ServerBusy (-31000, "retry later": the limit is not known to be exceeded, it cannot be checked).
     """
 
     what = "rate limits"
@@ -593,7 +593,7 @@ class RedisTaskRecords(RedisStore):
     Redis unreachable: every operation raises InternalError (-32603, "the task store is
     unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.  Redis out of
     memory (its ``maxmemory`` reached, ``noeviction``): an operation that writes raises ServerBusy
-    (-32000, :data:`FULL`: retry later; a task is not created, a change not made); reads answer as
+    (-31000, :data:`FULL`: retry later; a task is not created, a change not made); reads answer as
     usual.  A task's final write, and the one that starts its run, are retried either way
     (:data:`FINAL_WRITE_PAUSES`).
     """
@@ -612,7 +612,7 @@ class RedisTaskRecords(RedisStore):
             )
         except FAULTS as error:
             if isinstance(error, redis.exceptions.OutOfMemoryError):
-                self.fault(error, "task writes answer -32000 (retry later) until memory is freed")
+                self.fault(error, "task writes answer -31000 (retry later) until memory is freed")
                 raise ServerBusy(FULL) from error
             self.fault(error, "task requests answer -32603 until it is back")
             raise InternalError("the task store is unreachable") from error
