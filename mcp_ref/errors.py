@@ -34,8 +34,8 @@ URL_ELICITATION_REQUIRED = -32042
 # from this sub-range at all", and "New error codes for purposes not defined by this specification
 # SHOULD be allocated outside the JSON-RPC reserved range (-32768 to -32000)"; -32020 to -32099 are
 # the specification's.  -31000 and up keep the last digits of the codes mcp_ref used before
-# (-32000, -32005), which it still reads as the same errors when a peer sends them (_BY_CODE: an
-# older mcp_ref, and other servers, use them).
+# (-32000, -32005).  Received, those mean nothing in particular (a plain McpError): "Apart from
+# -32002 (see below), receivers MUST NOT assume any specific meaning for these codes".
 # mcp_ref's: the connection already holds as many requests as it takes (Session.max_incoming).
 SERVER_BUSY = -31000
 # mcp_ref's: a limit refused the request (a rate limit, or a cap such as subscriptions per caller);
@@ -150,14 +150,13 @@ class UrlElicitationRequired(McpError):
 
 class ServerBusy(McpError):
     """-31000 (mcp_ref's): the peer holds as many requests as it takes on this connection; retry
-    later.  Received as -32000 too (what mcp_ref, and other implementations, sent before)."""
+    later."""
 
     code = SERVER_BUSY
 
 
 class LimitExceeded(McpError):
-    """-31005 (mcp_ref's): a limit refused the request (received as -32005 too: what mcp_ref, and
-    other JSON-RPC APIs such as Ethereum's EIP-1474, sent before).
+    """-31005 (mcp_ref's): a limit refused the request.
 
     ``data`` is ``{"limit": "100/60s", "retryAfter": 0.6}`` for a rate limit (retry after that many
     seconds; over HTTP the status is 429 with a ``Retry-After`` header), or ``{"limit": 50}`` for a cap
@@ -264,9 +263,7 @@ class UnsupportedProtocolVersionError(McpError):
 #: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``; and the
 #: legacy codes mcp_ref sent before for ServerBusy and LimitExceeded (see SERVER_BUSY), still
 #: received from older peers.
-_BY_CODE = {-32000: ServerBusy, -32005: LimitExceeded} | {
-    cls.code: cls for cls in McpError.__subclasses__()
-}
+_BY_CODE = {cls.code: cls for cls in McpError.__subclasses__()}
 
 
 class ConnectionClosed(MCPRefError, ConnectionError):

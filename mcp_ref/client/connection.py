@@ -91,8 +91,7 @@ MAX_REISSUES = 2
 #: Answers to the probe raised as they are, never taken for a legacy server's: the errors only a
 #: modern server sends (basic/versioning §Backward Compatibility: "a recognized modern JSON-RPC
 #: error ... identifies a modern server"; UnsupportedProtocolVersionError is handled first), and a
-#: refusal over a limit, which says nothing of the era (received as mcp_ref's code or the legacy
-#: -32005: ``errors._BY_CODE``).
+#: refusal over a limit, which says nothing of the era.
 PROBE_REFUSALS = (HeaderMismatchError, MissingRequiredClientCapabilityError, LimitExceeded)
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).

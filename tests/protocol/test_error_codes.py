@@ -5,7 +5,8 @@ use codes from this sub-range at all", and "New error codes for purposes not def
 specification SHOULD be allocated outside the JSON-RPC reserved range (-32768 to -32000)".  So
 ``ServerBusy`` is -31000 and ``LimitExceeded`` -31005; what the spec defines (JSON-RPC's codes,
 -32002, -32042, -32020 to -32022) is untouched.  The codes mcp_ref used before (-32000, -32005)
-are still read as the same errors when a peer sends them: an older mcp_ref, and other servers.
+mean nothing in particular when a peer sends them: "receivers MUST NOT assume any specific meaning
+for these codes".
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SERVERS, WAIT
 
-from mcp_ref import Client, LimitExceeded, McpError, ServerBusy
+from mcp_ref import Client, LimitExceeded, McpError
 from mcp_ref.errors import LIMIT_EXCEEDED, SERVER_BUSY
 
 #: The codes in the reserved range the specifications define: JSON-RPC 2.0 §5.1's, -32002
@@ -55,14 +56,13 @@ def reserved_codes_written(path: Path) -> list[int]:
 
 
 def test_no_module_writes_a_code_of_the_reserved_range_the_spec_does_not_define():
-    """Only the table that reads the legacy codes when a peer sends them (errors._BY_CODE) names
-    them; nothing emits one (the connection cap's prepared 503 body included)."""
+    """Nothing emits one (the connection cap's prepared 503 body included)."""
     written = {
         str(path.relative_to(ROOT)): codes
         for path in sorted((ROOT / "mcp_ref").rglob("*.py"))
         if (codes := reserved_codes_written(path))
     }
-    assert written == {"mcp_ref/errors.py": [-32000, -32005]}
+    assert written == {}
 
 
 @pytest.mark.slow
@@ -80,19 +80,22 @@ def test_a_rate_limit_refusal_carries_mcp_refs_code_in_both_eras(era):
         assert client.call_tool("alpha").content[0].text == "alpha"  # the session goes on
 
 
-def test_the_legacy_codes_are_still_read_as_the_same_errors():
+def test_the_legacy_codes_mean_nothing_in_particular_when_received():
+    """2026-07-28 basic/index §Error Codes: "Apart from -32002 (see below), receivers MUST NOT
+    assume any specific meaning for these codes" (-32000 to -32019): a plain McpError, as sent."""
     limited = McpError.from_error(
         {"code": -32005, "message": "Rate limit exceeded", "data": {"retryAfter": 2.5}}
     )
-    busy = McpError.from_error({"code": -32000, "message": "Server busy"})
-    assert isinstance(limited, LimitExceeded) and limited.retry_after == 2.5
-    assert isinstance(busy, ServerBusy)
+    busy = McpError.from_error({"code": -32000, "message": "Connection closed"})
+    assert type(limited) is McpError and type(busy) is McpError
     assert (limited.code, busy.code) == (-32005, -32000)  # as the peer sent them
+    assert limited.data == {"retryAfter": 2.5}
 
 
 #: An older server that refuses ``server/discover`` with the legacy -32005 (a rate limit), and
-#: answers anything else with -32603: a client that took the refusal for a legacy server's would
-#: fall back to ``initialize`` and fail on that instead.
+#: answers anything else with -32603.  -32005 is no "recognized modern JSON-RPC error"
+#: (2026-07-28 basic/versioning §Backward Compatibility) and means nothing in particular: the
+#: client takes the server for a legacy one and says ``initialize``.
 OLDER_SERVER = """
 import json, sys
 for line in sys.stdin:
@@ -108,11 +111,9 @@ for line in sys.stdin:
 """
 
 
-def test_a_probe_refused_with_the_legacy_limit_code_is_raised_not_taken_for_a_legacy_server(
-    tmp_path,
-):
+def test_a_probe_refused_with_a_legacy_code_is_answered_as_a_legacy_server_would_be(tmp_path):
     script = tmp_path / "older_server.py"
     script.write_text(OLDER_SERVER)
-    with pytest.raises(LimitExceeded) as refused:
+    with pytest.raises(McpError) as refused:
         Client.stdio([sys.executable, str(script)], timeout=WAIT, stderr="discard")
-    assert refused.value.code == -32005 and refused.value.retry_after == 30.0
+    assert (refused.value.code, refused.value.message) == (-32603, "not asked: initialize")
