@@ -202,8 +202,13 @@ def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict
     """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``.
 
     At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections (and,
-    with a shared state, over every process: ``Subscriptions.check_resources``)."""
+    with a shared state, over every process: ``Subscriptions.check_resources``), each URI of 1 to
+    ``MAX_URI_LENGTH`` (8,192) characters as a ``subscriptions/listen`` names them (-32602)."""
+    from .subscriptions import check_uri_length  # the listen's bound, loaded by a subscription
+
     uri = _uri(params, "resources/subscribe")
+    # before it is matched against every template, or kept for as long as the subscription lasts
+    check_uri_length(uri)
     if visible_resource(connection, uri, "resources/subscribe", params) is None:
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
     server = connection.server

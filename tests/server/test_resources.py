@@ -15,7 +15,13 @@ import pytest
 from conftest import SERVERS, client_pool
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
-from mcp_ref import SUPPORTED_VERSIONS, BlobResourceContents, ResourceNotFound, TextResourceContents
+from mcp_ref import (
+    SUPPORTED_VERSIONS,
+    BlobResourceContents,
+    McpError,
+    ResourceNotFound,
+    TextResourceContents,
+)
 from mcp_ref.feature_types import ReadResourceResult
 
 SCRIPT = SERVERS / "feature_resources.py"
@@ -196,6 +202,24 @@ def test_subscribing_to_an_unknown_uri_is_not_found(pool):
     with pytest.raises(ResourceNotFound) as caught:
         pool.client().subscribe("feature://nope")
     assert caught.value.code == -32002
+
+
+@pytest.mark.parametrize("length", [0, 8193, 3 * 1024 * 1024])
+def test_subscribing_to_a_uri_longer_than_a_listen_may_name_is_invalid_params(pool, length):
+    """A URI a template matches would be held for as long as the subscription lasts: bounded as
+    ``subscriptions/listen`` bounds it (1 to 8,192 characters), so 1,000 subscriptions cannot make
+    the server hold gigabytes; the session goes on."""
+    client = pool.client()
+    prefix = "feature://items/"
+    uri = (prefix + "a" * (length - len(prefix))) if length else ""
+    with pytest.raises(McpError) as caught:
+        client.subscribe(uri)
+    assert caught.value.code == -32602
+    assert caught.value.message == "Invalid params: a resource URI must have 1 to 8192 characters"
+    longest = prefix + "a" * (8192 - len(prefix))  # the longest allowed one is subscribed to
+    client.subscribe(longest)
+    client.unsubscribe(longest)
+    assert read_one(client, "feature://text").text == TEXT
 
 
 def test_list_changed_when_a_resource_is_added(pool):
