@@ -274,7 +274,9 @@ class ServerConnection:
     # Starting values, replaced on the instance when they change (a one-request HTTP connection
     # changes few of them).
     log_level: str | None = None
-    stateless = False  # True: served without a session, one request only (assume_initialized)
+    #: True: served without a session, one request only (assume_initialized; a stateless HTTP
+    #: initialize sets it first, so the capabilities it declares promise no notification)
+    stateless = False
     #: ``(request id, Envelope)`` when the transport already read that request's envelope
     #: (2026-07-28 HTTP checks it against the headers first): not read twice.
     envelope_read: tuple[Any, lifecycle.Envelope] | None = None
@@ -549,16 +551,10 @@ class ServerConnection:
             self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY
         ):
             return  # 2024-11-05 had completion/complete but no capability for it
-        declared = self.capabilities.get(capability)
-        if declared is None:
+        # (resources/subscribe without ``subscribe`` declared: mcp_ref.server.resources.subscribable)
+        if self.capabilities.get(capability) is None:
             raise MethodNotFound(
                 f"Method not found: this server does not offer {capability} ({method})"
-            )
-        if method in ("resources/subscribe", "resources/unsubscribe") and not declared.get(
-            "subscribe"
-        ):
-            raise MethodNotFound(
-                f"Method not found: this server does not support subscriptions ({method})"
             )
 
     def handle_notification(self, method: str, params: dict) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InternalError, InvalidParams, ResourceNotFound
+from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..types import BlobResourceContents, TextResourceContents, drop_none
 from ..uri_template import UriTemplate
 from .context import Context, with_context
@@ -206,6 +206,7 @@ def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict
     ``MAX_URI_LENGTH`` (8,192) characters as a ``subscriptions/listen`` names them (-32602)."""
     from .subscriptions import check_uri_length  # the listen's bound, loaded by a subscription
 
+    subscribable(connection, "resources/subscribe")
     uri = _uri(params, "resources/subscribe")
     # before it is matched against every template, or kept for as long as the subscription lasts
     check_uri_length(uri)
@@ -239,12 +240,40 @@ def visible_resource(connection: Caller, uri: str, action: str, request: dict | 
 def unsubscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/unsubscribe`` (with a shared state, the resource's place goes when no connection
     or stream of this process holds it any more)."""
+    subscribable(connection, "resources/unsubscribe")
     uri = _uri(params, "resources/unsubscribe")
     connection.subscriptions.discard(uri)
     server = connection.server
     if server.subscription_cap() is not None:
         server.subscriptions.let_go(connection.principal.limit_id, server, {uri})
     return {}
+
+
+def stateless_refusal(method: str) -> str:
+    """Why ``method`` (``resources/subscribe`` or ``/unsubscribe``) is refused over stateless HTTP."""
+    return (
+        f"{method} cannot apply over stateless HTTP: each request is served on its own, so no "
+        "notifications/resources/updated could reach the client after it; use the 2026-07-28 "
+        "revision (subscriptions/listen) or a stateful session"
+    )
+
+
+def subscribable(connection: Caller, method: str) -> None:
+    """Refuse ``resources/subscribe`` or ``/unsubscribe`` where there are no subscriptions.
+
+    Over stateless HTTP (``wsgi_app(stateless=True)``, handshake era) the connection lives for this
+    one request, so an update could never reach its client: -32600 saying why, as
+    ``logging/setLevel`` is refused there (:data:`mcp_ref.server.logging.STATELESS_REFUSAL`),
+    rather than a success that does nothing; ``subscribe`` is not declared to it either
+    (``Server.capabilities``).  Elsewhere, a server that does not declare ``subscribe``: -32601
+    (2025-11-25 server/resources §Capabilities: ``subscribe`` is "whether the client can subscribe").
+    """
+    if connection.stateless:
+        raise InvalidRequest(stateless_refusal(method))
+    if not connection.capabilities.get("resources", {}).get("subscribe"):
+        raise MethodNotFound(
+            f"Method not found: this server does not support subscriptions ({method})"
+        )
 
 
 HANDLERS = {

@@ -572,14 +572,20 @@ class Server:
 
     def capabilities(self, version: str | None = None, caller: Any = None) -> dict:
         """The capabilities this server declares at ``version`` (to ``caller``, a connection, when
-        known), derived from what is registered."""
+        known), derived from what is registered.
+
+        To a caller served over stateless HTTP (handshake era) ``listChanged`` and ``subscribe``
+        are false: each request is served on its own, so no notification can reach its client
+        after it (``resources/subscribe`` is refused there, as ``logging/setLevel`` is).
+        """
+        notifies = caller is None or not caller.stateless
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
-            caps["tools"] = {"listChanged": True}
+            caps["tools"] = {"listChanged": notifies}
         if self._resource_table:  # a resource or a template
-            caps["resources"] = {"subscribe": True, "listChanged": True}
+            caps["resources"] = {"subscribe": notifies, "listChanged": notifies}
         if self._prompts:
-            caps["prompts"] = {"listChanged": True}
+            caps["prompts"] = {"listChanged": notifies}
         if self._completions and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 from conftest import SERVERS, client_pool
-from servers.feature_resources import BLOB, TEXT  # the server's own constants
+from http_fixtures import raw_session, serve  # noqa: F401 - fixtures
+from servers.feature_resources import BLOB, TEXT, build  # the server's own constants
 
 from mcp_ref import (
     SUPPORTED_VERSIONS,
@@ -220,6 +221,42 @@ def test_subscribing_to_a_uri_longer_than_a_listen_may_name_is_invalid_params(po
     client.subscribe(longest)
     client.unsubscribe(longest)
     assert read_one(client, "feature://text").text == TEXT
+
+
+def test_over_stateless_http_no_subscription_is_declared_and_subscribing_is_refused(
+    serve, raw_session, tree
+):
+    """Stateless HTTP (handshake era) serves each request on its own: no update or list change
+    could ever reach the client, so none is promised and ``resources/subscribe`` is refused with
+    the reason (-32600), as ``logging/setLevel`` is there.  The same server, served statefully at
+    the same time, declares and keeps subscriptions as ever."""
+    server = build(str(tree))
+    stateless = raw_session(serve(server, stateless=True).mcp)
+    stateful = raw_session(serve(server).mcp)
+    declared = stateless.initialize().json()["result"]["capabilities"]
+    assert declared["resources"] == {"subscribe": False, "listChanged": False}
+    assert declared["tools"] == {"listChanged": False}
+    assert stateful.initialize().json()["result"]["capabilities"]["resources"] == {
+        "subscribe": True,
+        "listChanged": True,
+    }
+    uri = "feature://watched/a"
+
+    def answer(session, method: str, params: dict) -> dict:
+        request_id, response = session.call(method, params)
+        return session.result(response, request_id)[0]
+
+    for method in ("resources/subscribe", "resources/unsubscribe"):
+        error = answer(stateless, method, {"uri": uri})["error"]
+        assert error["code"] == -32600
+        assert error["message"].startswith(
+            f"{method} cannot apply over stateless HTTP: each request is served on its own"
+        )
+    assert [c.subscriptions for c in server.connections()] == [set()]  # the stateful one's
+    assert answer(stateful, "resources/subscribe", {"uri": uri})["result"] == {}
+    assert [c.subscriptions for c in server.connections()] == [{uri}]
+    read = answer(stateless, "resources/read", {"uri": "feature://text"})
+    assert read["result"]["contents"][0]["text"] == TEXT
 
 
 def test_list_changed_when_a_resource_is_added(pool):

@@ -21,6 +21,8 @@ class Connection(Protocol):
     peer: str | None
     #: Who the caller is beyond its session (``http-client:...``): what its limits count against.
     client: str | None
+    #: True when it serves one request only (stateless mode): nothing it declares may outlast it.
+    stateless: bool
 
     @property
     def transport(self) -> Any:

@@ -183,6 +183,9 @@ class StreamableHttp:
         app = self.app
         if app.stateless:
             session = app.bound_session(environ, None, "stateless", "http-stateless")
+            # nothing outlasts this request: the capabilities it declares promise no notification
+            # (no listChanged, no subscribe: Server.capabilities)
+            cast(Connection, session.connection).stateless = True
         else:
             session = app.new_session(environ, "streamable", "http")  # its place in the table held
         connection = cast(Connection, session.connection)
