@@ -27,10 +27,15 @@ from .seams import MRTR_METHODS, Caller
 
 if TYPE_CHECKING:
     from ..request import Default, RequestContext
+    from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask, Elicit, Sample
 
 _T = TypeVar("_T")
 _L = TypeVar("_L", bound="Answers")
+
+#: The values of ``ElicitResult.action`` (the schema's enum, 2025-06-18 to 2026-07-28
+#: client/elicitation): any other reply is refused, not handed to the handler.
+ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
 
 class Done(Generic[_T]):
@@ -88,7 +93,6 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
     """``ask`` (the handler's ``number``-th) as a request this client can take for ``ctx``'s request,
     or the era's error when the client lacks the capability it needs."""
     from ..feature_types import Root
-    from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample
 
     version = ctx.protocol_version
@@ -112,9 +116,7 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
             if not ask.elicitation_id:
                 raise ValueError("URL-mode elicitation needs an elicitation_id before 2026-07-28")
             params["elicitationId"] = ask.elicitation_id
-        return Ask(
-            ask.key or f"elicitation-{number}", "elicitation/create", params, ElicitResult.from_wire
-        )
+        return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read_elicit)
     if isinstance(ask, Sample):
         return _prepare_sample(ctx, ask, version, number)
     if isinstance(ask, ListRoots):
@@ -131,7 +133,6 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
 
 
 def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -> Ask:
-    from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask
     from .signatures import first_error, validator_for
 
@@ -153,22 +154,40 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
         params["mode"] = "form"
 
     def read(answer: dict) -> ElicitResult:
-        result = ElicitResult.from_wire(answer)
-        if result.action == "accept" and result.content is not None:
-            problem = first_error(validator_for(schema), result.content)
+        result = read_elicit(answer)
+        if result.action == "accept":
+            # client/elicitation §Response Actions, accept in form mode: "The content field contains
+            # the submitted data matching the requested schema".  The schema makes content optional:
+            # none is an empty form, checked as {} (a required field refuses it).
+            content = result.content if result.content is not None else {}
+            problem = first_error(validator_for(schema), content)
             if problem:
                 raise InvalidParams(
                     f"elicitation reply does not match the requested schema: {problem}"
                 )
             if convert is not None:
                 try:  # a value the type's annotations refuse (a constraint on a field)
-                    result.data = convert(result.content)
+                    result.data = convert(content)
                 except ValueError as exc:
                     problem = f"elicitation reply does not match the requested type: {exc}"
                     raise InvalidParams(problem) from None
         return result
 
     return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read)
+
+
+def read_elicit(answer: dict) -> ElicitResult:
+    """The client's ``elicitation/create`` result, either mode; InvalidParams (what ``ctx.elicit``
+    raises for a reply that does not match) unless its ``action`` is one of :data:`ELICIT_ACTIONS`:
+    the schema's ``ElicitResult.action`` is an enum, and a handler checking ``action == "accept"``
+    must not be handed ``"ACCEPT"`` with content no one checked."""
+    from ..sampling_and_elicitation import ElicitResult
+
+    if not isinstance(answer, dict) or answer.get("action") not in ELICIT_ACTIONS:
+        raise InvalidParams(
+            'elicitation reply has no valid action: it must be "accept", "decline" or "cancel"'
+        )
+    return ElicitResult.from_wire(answer)
 
 
 def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -> Ask:

@@ -291,8 +291,9 @@ class Context:
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
         TypedDict) of such fields, whose schema is sent: an accepted answer is then also
         in ``result.data`` as an instance of it.  Accepted content is validated against
-        the schema; a reply that does not match raises InvalidParams.  ``response_type``:
-        FastMCP's name for ``schema``.
+        the schema (an accept without content as an empty object); a reply that does not
+        match, or whose ``action`` is not ``"accept"``, ``"decline"`` or ``"cancel"``, raises
+        InvalidParams.  ``response_type``: FastMCP's name for ``schema``.
         """
         from .input_required import Elicit
 

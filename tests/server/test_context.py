@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 
 import pytest
-from conftest import WAIT
+from conftest import SERVERS, WAIT
+from test_modern_server import meta
 
 from mcp_ref import Client, Server
 from mcp_ref.sampling_and_elicitation import CreateMessageResult, ElicitResult
@@ -345,3 +347,98 @@ def test_bad_settings_name_their_variable(monkeypatch):
         log_level_from_environment()
     monkeypatch.setenv("MCP_REF_LOG_LEVEL", "WARNING")
     assert log_level_from_environment() == 30
+
+
+# -- what ctx.elicit accepts of the client's reply, over real stdio, in both eras ---------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+ELICITATION = {"elicitation": {"form": {}, "url": {}}}
+INFO = {"name": "raw", "version": "0"}
+
+
+def elicit_and_reply(raw_peer, era: str, tool: str, reply: dict, arguments=None) -> dict:
+    """Call ``tool`` of the untested server over stdio, answering its one elicitation with
+    ``reply``: in the handshake era as the result of the server's ``elicitation/create``, at
+    2026-07-28 in the retry's ``inputResponses``.  The answer to the ``tools/call``."""
+    peer = raw_peer(UNTESTED)
+    params = {"name": tool, "arguments": arguments or {}}
+
+    def ask(request_id, method: str, params: dict) -> dict:
+        peer.send_json({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return next_message(peer, lambda m: m.get("id") == request_id and "method" not in m)
+
+    if era == "modern":
+        first = ask(1, "tools/call", {**params, "_meta": meta(ELICITATION)})["result"]
+        (key,) = first["inputRequests"]
+        retry = {
+            **params,
+            "_meta": meta(ELICITATION),
+            "inputResponses": {key: reply},
+            "requestState": first["requestState"],
+        }
+        return ask(2, "tools/call", retry)
+    init = {"protocolVersion": "2025-11-25", "capabilities": ELICITATION, "clientInfo": INFO}
+    assert "result" in ask(1, "initialize", init)
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
+    request = next_message(peer, lambda m: m.get("method") == "elicitation/create")
+    peer.send_json({"jsonrpc": "2.0", "id": request["id"], "result": reply})
+    return next_message(peer, lambda m: m.get("id") == 2 and "method" not in m)
+
+
+def next_message(peer, wanted) -> dict:
+    """The next message of ``peer`` that ``wanted`` picks (each read waits at most WAIT)."""
+    while True:
+        message = peer.recv()
+        assert message is not None, "the server ended its output"
+        if wanted(message):
+            return message
+
+
+NOT_AN_ACTION = 'InvalidParams: elicitation reply has no valid action: it must be "accept", '
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize(
+    "tool, reply, text",
+    [
+        # accepted without content: the empty form is checked, and its required field is missing
+        (
+            "elicit_form",
+            {"action": "accept"},
+            "InvalidParams: elicitation reply does not match the requested schema: "
+            '"name" is a required property',
+        ),
+        # an action the schema's enum does not have never reaches the handler, nor its content
+        ("elicit_form", {"action": "ACCEPT", "content": {"name": 42}}, NOT_AN_ACTION),
+        ("elicit_form", {"content": {"name": "Ada"}}, NOT_AN_ACTION),
+        # with no field required, an accept without content is an empty form: valid
+        ("elicit_optional", {"action": "accept"}, '{"action": "accept", "content": null}'),
+        ("elicit_form", {"action": "decline"}, '{"action": "decline", "content": null}'),
+    ],
+    ids=[
+        "accept-no-content",
+        "unknown-action",
+        "no-action",
+        "optional-accept-no-content",
+        "decline",
+    ],
+)
+def test_an_elicitation_reply_outside_the_schema_never_reaches_the_handler(
+    raw_peer, era, tool, reply, text
+):
+    """client/elicitation (2025-06-18 to 2026-07-28): ``ElicitResult.action`` is one of accept,
+    decline, cancel, and an accepted form's content matches the requested schema; a reply that
+    breaks either raises InvalidParams in ``ctx.elicit`` (this tool returns it as text)."""
+    answer = elicit_and_reply(raw_peer, era, tool, reply)
+    assert answer["result"]["content"][0]["text"].startswith(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_a_url_elicitation_reply_with_an_unknown_action_is_invalid_params(raw_peer, era):
+    arguments = {"url": "https://example.com/sign-in", "elicitation_id": "e-1"}
+    answer = elicit_and_reply(raw_peer, era, "elicit_url", {"action": "ACCEPT"}, arguments)
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"].startswith(NOT_AN_ACTION[len("InvalidParams: ") :])

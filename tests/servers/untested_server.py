@@ -16,7 +16,8 @@ Tools:
 * ``raw_request(method, params)`` sends any request to the client through the session, bypassing
   every capability check, and returns ``{"result": ...}`` or ``{"error": code}`` as JSON.
 * ``audio``, ``link``, ``fail_custom`` (raises McpError -32001), ``iconic`` (has icons).
-* ``sample_with_tools``, ``sample_with_progress``, ``elicit_url``, ``elicit_form``, ``bad_progress``.
+* ``sample_with_tools``, ``sample_with_progress``, ``elicit_url``, ``elicit_form``,
+  ``elicit_optional`` (a form with no required field), ``bad_progress``.
 * ``env(name)`` and ``cwd()`` describe the server process.
 """
 
@@ -182,6 +183,17 @@ def full(slow_init: bool = False) -> Server:
         """Form-mode elicitation of a name; errors are returned as text."""
         try:
             answer = ctx.elicit("Your name?", NAME_SCHEMA)
+        except (CapabilityError, InvalidParams) as exc:
+            return _error_text(exc)
+        return json.dumps({"action": answer.action, "content": answer.content})
+
+    @server.tool()
+    def elicit_optional(ctx: Context) -> str:
+        """Form-mode elicitation of an optional note (no field required); errors as text."""
+        try:
+            answer = ctx.elicit(
+                "A note?", {"type": "object", "properties": {"note": {"type": "string"}}}
+            )
         except (CapabilityError, InvalidParams) as exc:
             return _error_text(exc)
         return json.dumps({"action": answer.action, "content": answer.content})
