@@ -196,15 +196,24 @@ def inputs_of(context: RequestContext) -> Inputs:
     return state.inputs
 
 
+def signed_bytes(value: Any, **options: Any) -> bytes:
+    """``value`` as the bytes a digest or a tag is computed over: its JSON, encoded as UTF-8 with
+    ``surrogatepass``.  A JSON string may hold a lone surrogate (``"\\ud800"``, RFC 8259 §8.2
+    allows it), which strict UTF-8 refuses; ``surrogatepass`` gives it three bytes of its own
+    instead, and every other string its UTF-8 as before, so the bytes stay one-to-one with the
+    value and equal on both sides of the check (``json.loads`` reads them back the same way).
+    ``options``: ``json.dumps``'s (``sort_keys``)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, **options)
+    return text.encode("utf-8", "surrogatepass")
+
+
 def digest(method: str, params: dict) -> str:
     """An identifier for the originating request: the method and its salient parameters (those
     that are not the envelope or the MRTR fields), so state is refused on any other request."""
     salient = {
         k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
     }
-    raw = json.dumps(
-        [method, salient], sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
+    raw = signed_bytes([method, salient], sort_keys=True)
     return b64url(hashlib.sha256(raw).digest()[:16])
 
 
@@ -259,7 +268,7 @@ def seal_state(
         "x": int(time.time() + ttl),
         "a": {key: inputs.answers[key] for key in sorted(inputs.used) if key in inputs.answers},
     }
-    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    raw = signed_bytes(payload)  # the answers may hold a lone surrogate too
     token = b64url(raw) + "." + b64url(keyring.tag(raw, _TAG_BYTES))
     if len(token) > MAX_STATE_BYTES:
         raise InvalidParams(

@@ -403,6 +403,39 @@ def test_a_forged_or_misplaced_request_state_is_refused(peer, change):
 
 
 @pytest.mark.slow
+def test_a_lone_surrogate_in_a_request_or_an_answer_is_sealed_like_any_other_text(peer):
+    """RFC 8259 §8.2 lets a JSON string hold a lone surrogate ("\\ud800"), which strict UTF-8
+    cannot encode: the request's digest and the sealed state encode it too (``surrogatepass``),
+    so it is judged as any other text instead of failing the request with -32603."""
+    lone = "\ud800"
+    # a state presented with it in the arguments: not ours, like any forged state
+    forged = call("echo", {"text": lone}, requestState="abc.def")
+    assert peer.ask("tools/call", forged)["error"]["code"] == -32602
+    # an answer holding it rides in the state to the next round, and reaches the handler as sent
+    r1 = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS))["result"]
+    answer = {"action": "accept", "content": {"name": lone}}
+    r2 = peer.ask(
+        "tools/call",
+        call(
+            "two_rounds",
+            capabilities=ALL_CAPS,
+            requestState=r1["requestState"],
+            inputResponses={"elicitation-1": answer},
+        ),
+    )["result"]
+    r3 = peer.ask(
+        "tools/call",
+        call(
+            "two_rounds",
+            capabilities=ALL_CAPS,
+            requestState=r2["requestState"],
+            inputResponses={"elicitation-2": {"action": "accept", "content": {"color": "red"}}},
+        ),
+    )
+    assert r3["result"]["content"][0]["text"] == f"{lone} likes red"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("responses", [{"user_name": 12345}, None, ["user_name"]])
 def test_malformed_input_responses_are_invalid_params(peer, responses):
     answer = peer.ask("tools/call", call("greet", capabilities=ALL_CAPS, inputResponses=responses))
