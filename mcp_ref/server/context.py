@@ -192,8 +192,14 @@ class Context:
         ``ctx.log(message, level="warning")``, is taken too (its default level: ``"info"``).
 
         Nothing is sent once the request is cancelled (False): 2026-07-28 basic/transports/stdio
-        §Cancellation, servers "MUST NOT send any further messages for it"."""
-        if self.request.is_cancelled:
+        §Cancellation, servers "MUST NOT send any further messages for it".  Nor, for a
+        2026-07-28 request, once it has ended (a thread the handler left behind): server/utilities/
+        logging §Per-request log level, messages go "on the response stream of that request,
+        before the final response"; ``notifications/message`` is request-scoped.  In the handshake
+        era a log message belongs to the session, not to a request (2025-11-25
+        server/utilities/logging), and is still sent after the answer."""
+        request = self.request
+        if request.is_cancelled or (request.envelope is not None and request.ended):
             return done(False)
         if level is None and (data is not None or message is not None):  # log(level, data)
             level, text = first, (data if data is not None else message)

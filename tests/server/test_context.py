@@ -1,6 +1,8 @@
 """The Context as FastMCP users write it (issue 23 item 2): ``await ctx.info(...)`` and every other
 Context call inside ``async def`` tools, the same calls without ``await`` in plain tools.  In memory,
-both eras.  (The lifespan, ``ctx.lifespan_context``: test_lifespan_holds.py.)
+both eras.  (The lifespan, ``ctx.lifespan_context``: test_lifespan_holds.py.)  Then, over real stdio
+in both eras (tests/servers/untested_server.py): what ``ctx.elicit`` accepts of the client's reply,
+and a log message sent from a thread the handler left behind, after the answer.
 """
 
 from __future__ import annotations
@@ -442,3 +444,43 @@ def test_a_url_elicitation_reply_with_an_unknown_action_is_invalid_params(raw_pe
     answer = elicit_and_reply(raw_peer, era, "elicit_url", {"action": "ACCEPT"}, arguments)
     assert answer["error"]["code"] == -32602
     assert answer["error"]["message"].startswith(NOT_AN_ACTION[len("InvalidParams: ") :])
+
+
+# -- a log message from a thread the handler left behind, after the answer -----------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_a_log_after_the_answer_is_dropped_where_logs_are_request_scoped(raw_peer, era):
+    """2026-07-28 server/utilities/logging §Per-request log level: messages go "on the response
+    stream of that request, before the final response"; ``notifications/message`` is
+    request-scoped.  So once that request has ended, ``ctx.log`` sends nothing (False), as
+    progress already stopped.  In the handshake era a log message belongs to the session, not to a
+    request (2025-11-25 server/utilities/logging): it is still sent."""
+    peer = raw_peer(UNTESTED)
+    if era == "modern":
+        envelope = meta({}, **{"io.modelcontextprotocol/logLevel": "debug", "progressToken": "p"})
+    else:
+        envelope = {"progressToken": "p"}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": INFO}
+        peer.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+        next_message(peer, lambda m: m.get("id") == "init")
+        peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    seen: list = []
+
+    def call(request_id, tool: str) -> dict:
+        params = {"name": tool, "arguments": {"key": era}, "_meta": envelope}
+        peer.send_json(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        )
+        return next_message(peer, lambda m: seen.append(m) or m.get("id") == request_id)
+
+    assert call(1, "log_after_answer")["result"]["content"][0]["text"] == "answered"
+    del seen[:]
+    # the thread left behind logs now, before this call is answered
+    sent = json.loads(call(2, "release_late_log")["result"]["content"][0]["text"])
+    late = [m["params"]["data"] for m in seen if m.get("method") == "notifications/message"]
+    if era == "modern":
+        assert sent == {"logged": False, "progress": False} and late == []
+    else:
+        assert sent == {"logged": True, "progress": False} and late == ["after the answer"]

@@ -18,6 +18,8 @@ Tools:
 * ``audio``, ``link``, ``fail_custom`` (raises McpError -32001), ``iconic`` (has icons).
 * ``sample_with_tools``, ``sample_with_progress``, ``elicit_url``, ``elicit_form``,
   ``elicit_optional`` (a form with no required field), ``bad_progress``.
+* ``log_after_answer(key)`` answers at once and leaves a thread that logs and reports progress for
+  the ended request once ``release_late_log(key)`` is called; that call returns what was sent.
 * ``env(name)`` and ``cwd()`` describe the server process.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import sys
 import threading
 from pathlib import Path
@@ -197,6 +200,29 @@ def full(slow_init: bool = False) -> Server:
         except (CapabilityError, InvalidParams) as exc:
             return _error_text(exc)
         return json.dumps({"action": answer.action, "content": answer.content})
+
+    late: dict[str, tuple[threading.Event, queue.Queue]] = {}
+
+    @server.tool()
+    def log_after_answer(key: str, ctx: Context) -> str:
+        """Answer at once; a thread left behind logs and reports progress for this request once
+        ``release_late_log(key)`` is called (after the answer), and tells that call what was sent."""
+        go, sent = late[key] = (threading.Event(), queue.Queue())
+
+        def left_behind() -> None:
+            go.wait(30)
+            logged = ctx.info("after the answer")
+            sent.put({"logged": logged, "progress": ctx.report_progress(5, 10)})
+
+        threading.Thread(target=left_behind, daemon=True).start()
+        return "answered"
+
+    @server.tool()
+    def release_late_log(key: str) -> str:
+        """Let ``log_after_answer(key)``'s thread go; what it sent, as JSON (at most 30 s)."""
+        go, sent = late.pop(key)
+        go.set()
+        return json.dumps(sent.get(timeout=30))
 
     @server.tool()
     def bad_progress(ctx: Context) -> str:
