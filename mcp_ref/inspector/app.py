@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
+from .conversation import json_text
 from .live import InspectedServer, InspectorError
 
 log = logging.getLogger(__name__)
@@ -374,13 +375,10 @@ class EventStream:
 
 
 def _event(event: str, data: Any, event_id: int | None = None) -> bytes:
-    """One server-sent event (its data one line of JSON)."""
+    """One server-sent event: its data one line of strict JSON (:func:`json_text`), in UTF-8
+    (HTML §9.2.5, parsing an event stream: a stream is always decoded as UTF-8)."""
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {_dumps(data)}\n\n".encode()
-
-
-def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return f"{head}event: {event}\ndata: {json_text(data)}\n\n".encode()
 
 
 def _number(text: str) -> int | None:
@@ -394,7 +392,7 @@ def _error(message: str) -> dict:
 
 
 def _json(start_response: Callable, status: int, data: Any) -> list[bytes]:
-    body = _dumps(data).encode()
+    body = json_text(data).encode()
     start_response(STATUS[status], [("Content-Type", "application/json"), *SECURITY_HEADERS])
     return [body]
 

@@ -8,9 +8,10 @@ sequence diagram ``mcp-ref --diagram`` writes.
 
 The record format (also the export format, one record a line)
 -------------------------------------------------------------
-Every record is a JSON object, JSON-safe, its secrets already masked
-(:mod:`mcp_ref.inspector.masking`), with ``seq`` (1, 2, ... per conversation, never reused, not
-even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
+Every record is a JSON object, its secrets already masked (:mod:`mcp_ref.inspector.masking`),
+sent to the page and exported as strict JSON (:func:`json_text`: a NaN a server sent is the
+string ``"NaN"`` there, a lone surrogate U+FFFD), with ``seq`` (1, 2, ... per conversation,
+never reused, not even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
 
 - ``"message"``: ``direction`` (``"send"``: client to server; ``"receive"``: server to client),
   ``message`` (the JSON-RPC object, masked; for what is no JSON, its text), ``type``
@@ -55,7 +56,9 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import math
 import queue
+import re
 import threading
 import time
 from typing import Any
@@ -329,8 +332,8 @@ class Conversation:
                 "dropped": self.dropped,
                 "exported": time.time(),
             }
-            lines = [json.dumps(header, ensure_ascii=False)]
-            lines += [json.dumps(record, ensure_ascii=False) for record in self._records]
+            lines = [json_text(header)]
+            lines += [json_text(record) for record in self._records]
         return "\n".join(lines) + "\n"
 
     def mermaid(self, title: str) -> str:
@@ -456,6 +459,52 @@ def _weight(record: dict) -> int:
 
 def _json_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
+
+
+#: A lone surrogate in a Python string: JSON text may escape one (``"\ud800"``: RFC 8259 §8.2
+#: says only that what it does is unpredictable), UTF-8 cannot encode one.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+#: How :func:`json_text` writes: one line, as it is (UTF-8 is the page's and the export's).
+_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":"), "default": str}
+
+
+def json_text(value: Any) -> str:
+    """``value`` as one line of strict JSON, the only way a record (or the state, or an ask)
+    reaches the page (whose ``JSON.parse`` takes nothing else) or an export.
+
+    What a server may send that strict JSON or UTF-8 cannot carry is made so here, once, for
+    every path: a NaN or an infinity (Python's parser reads ``NaN``, ``Infinity``) becomes the
+    string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``; a lone surrogate (a JavaScript server's
+    string cut between the halves of an emoji: ``"\\ud83d"``) becomes U+FFFD, the replacement
+    character.  Everything else is as it was; what is no JSON value is its ``str``."""
+    try:
+        text = json.dumps(value, allow_nan=False, **_COMPACT)
+    except ValueError:  # a NaN or an infinity in it (the walk only then): RFC 8259 §6, "Numeric
+        # values that cannot be represented in the grammar below (such as Infinity and NaN) are
+        # not permitted"
+        text = json.dumps(_finite(value), allow_nan=False, **_COMPACT)
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` whose NaNs and infinities are the strings that name them (walked with
+    a stack: a record nests only as deep as the session reads, but nothing here recurses)."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        item = parent[key]
+        if isinstance(item, dict):
+            copy = parent[key] = dict(item)
+            stack.extend((copy, name) for name in copy)
+        elif isinstance(item, (list, tuple)):
+            items = parent[key] = list(item)
+            stack.extend((items, index) for index in range(len(items)))
+        elif isinstance(item, float) and math.isnan(item):
+            parent[key] = "NaN"
+        elif isinstance(item, float) and math.isinf(item):
+            parent[key] = "Infinity" if item > 0 else "-Infinity"
+    return root[0]
 
 
 def _canonical(message: Any) -> str:

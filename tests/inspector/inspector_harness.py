@@ -94,8 +94,20 @@ class Inspector:
         self.http.close()
 
 
+def strict_json(text: str):
+    """``text`` parsed as the page's ``JSON.parse`` parses it: strict JSON (RFC 8259), so no
+    ``NaN`` or ``Infinity`` (Python's own parser takes both); ValueError otherwise."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is no JSON: the page's JSON.parse refuses it")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 class EventReader:
-    """The server-sent events of one ``events`` stream: ``(event, data, id)`` in order."""
+    """The server-sent events of one ``events`` stream: ``(event, data, id)`` in order, each
+    event's data parsed as strictly as the page parses it (an event the page could not read
+    ends :meth:`wait_for` with the reason)."""
 
     def __init__(self, url: str, headers: dict | None = None):
         self.response = requests.get(url, stream=True, timeout=(WAIT, 60), headers=headers)
@@ -111,7 +123,11 @@ class EventReader:
             for line in self.response.iter_lines(decode_unicode=True):
                 if line == "":
                     if data:
-                        self.queue.put((event, json.loads("\n".join(data)), event_id))
+                        try:
+                            parsed = strict_json("\n".join(data))
+                        except ValueError as exc:  # the page would drop this event
+                            event, parsed = "not-json", {"event": event, "error": str(exc)}
+                        self.queue.put((event, parsed, event_id))
                     event, data, event_id = "message", [], None
                 elif line.startswith(":"):
                     self.queue.put((":", {"comment": line}, None))
@@ -143,6 +159,7 @@ class EventReader:
         while True:
             item = self.next(max(0.0, deadline - time.monotonic()))
             assert item is not None, f"the stream ended before {event}: {self.seen[-5:]}"
+            assert item[0] != "not-json", f"an event the page cannot parse: {item}"
             if item[0] == event and where(item[1]):
                 return item[1]
 

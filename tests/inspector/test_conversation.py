@@ -94,6 +94,55 @@ def test_what_is_not_json_is_an_invalid_record_and_nothing_breaks():
     assert conv.records(after=3)[0]["label"] == "tools/call #1 echo"
 
 
+def strict(text: str):
+    """``text`` parsed as strict JSON (RFC 8259: no ``NaN``, no ``Infinity``), as a browser's
+    ``JSON.parse`` or any strict reader of the export parses it."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_what_strict_json_cannot_hold_is_exported_as_strict_json_in_utf_8():
+    """A server's NaN and infinities (Python's parser reads them) and lone surrogates (JSON text
+    may escape one: ``"\\ud800"``) in the records: the export is strict JSON, UTF-8 throughout
+    (it raised at the surrogate, and wrote the NaN as it is), the NaN the string "NaN", the
+    surrogate U+FFFD; the records themselves keep what was received."""
+    conv = Conversation(target="weather \ud83d", http=False)
+    conv.trace(
+        "<--",
+        b'{"jsonrpc":"2.0","method":"notifications/message",'
+        b'"params":{"level":"info","data":[NaN,Infinity,-Infinity,"bad \\ud800 text",1.5]}}',
+    )
+    conv.trace("<--", b'{"jsonrpc":"2.0","id":NaN,"result":{}}')
+    conv.note("the server said \udc80")
+    lines = conv.export_jsonl().encode("utf-8").decode("utf-8").splitlines()
+    header, logged, answered, note = [strict(line) for line in lines]
+    assert header["target"] == "weather \ufffd"
+    assert logged["message"]["params"]["data"] == [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "bad \ufffd text",
+        1.5,
+    ]
+    assert answered["id"] == "NaN" and answered["message"]["id"] == "NaN"
+    assert note["text"] == "the server said \ufffd"
+    assert conv.records()[0]["message"]["params"]["data"][3] == "bad \ud800 text"
+
+
+def test_json_text_changes_nothing_strict_json_holds():
+    from mcp_ref.inspector.conversation import json_text
+
+    value = {"a": [1, 2.5, None, True, "ü €", {"b": []}], "c": ("tuple",)}
+    assert json_text(value) == '{"a":[1,2.5,null,true,"ü €",{"b":[]}],"c":["tuple"]}'
+    assert json_text({"x": float("nan"), "keep": value}) == (
+        '{"x":"NaN","keep":{"a":[1,2.5,null,true,"ü €",{"b":[]}],"c":["tuple"]}}'
+    )
+    assert value["c"] == ("tuple",)  # what was given is not changed
+
+
 def test_a_batch_is_one_record_per_message():
     conv = Conversation(http=False)
     batch = [

@@ -4,12 +4,13 @@ answered through the API, and what is pushed on the ``events`` stream."""
 
 from __future__ import annotations
 
+import json
 import queue
 import threading
 
 import pytest
 from conftest import WAIT
-from inspector_harness import Inspector, demo_over_http, record_of
+from inspector_harness import Inspector, demo_over_http, record_of, strict_json
 
 from mcp_ref.inspector import live
 from mcp_ref.request import RequestContext
@@ -726,5 +727,86 @@ def test_an_ask_ends_at_once_when_its_requests_cancelled_event_is_set_by_another
         assert answers.get(timeout=WAIT) == {"action": "cancel"}
         assert context.is_cancelled
         assert owned._callbacks == []  # the ask's callback was called once and is gone
+    finally:
+        inspector.close()
+
+
+# -- what strict JSON, UTF-8 or Markdown cannot carry as it is (servers/strange_text_server.py) --
+
+
+def strange_server(*words: str) -> list[str]:
+    """``-- python tests/servers/strange_text_server.py WORDS``: an inspector's target."""
+    import sys
+
+    from conftest import SERVERS
+
+    server = str(SERVERS / "strange_text_server.py")
+    return ["--era", "handshake", "--", sys.executable, server, *words]
+
+
+def logged(level: str):
+    """A ``where`` for :meth:`EventReader.wait_for`: the record of a log message of ``level``
+    received."""
+
+    def where(record: dict) -> bool:
+        message = record.get("message")
+        return (
+            record.get("direction") == "receive"
+            and isinstance(message, dict)
+            and message.get("method") == "notifications/message"
+            and message.get("params", {}).get("level") == level
+        )
+
+    return where
+
+
+def test_a_lone_surrogate_or_a_nan_from_the_server_reaches_the_page_as_strict_json():
+    """A log message holding a lone surrogate (``"bad \\ud800 text"``: a JavaScript string cut
+    mid-emoji) and one holding NaN: each event, ``api/records`` and the export are strict JSON in
+    UTF-8 (the page's ``JSON.parse`` takes nothing else), the surrogate U+FFFD, the NaN the string
+    "NaN"; the event stream goes on past them (it used to end at the surrogate's record, and again
+    at every reconnection), and so does the traffic after them."""
+    inspector = Inspector(*strange_server("plain-name"))
+    try:
+        events = inspector.events()
+        events.wait_for("state", lambda state: state["connected"])
+        assert inspector.post("list", {"what": "tools"})["items"] == []
+        surrogate = events.wait_for("record", logged("error"))
+        assert surrogate["message"]["params"]["data"] == "bad \ufffd text"
+        nan = events.wait_for("record", logged("info"))
+        assert nan["message"]["params"]["data"] == "NaN"
+        events.wait_for("record", lambda record: record.get("label", "").endswith(" result"))
+        inspector.post("list", {"what": "tools"})  # later traffic reaches the page too
+        assert events.wait_for("record", logged("info"))["seq"] > nan["seq"]
+        # the log pane's event (pushed beside the records, in no set order with them)
+        log = [data for event, data, _ in events.seen if event == "log"]
+        log = log or [events.wait_for("log")]
+        assert log[0] == {"level": "error", "logger": None, "data": "bad \ufffd text"}
+        again = inspector.events(after=0)  # a page that reconnects catches up past them
+        assert again.wait_for("record", logged("info"))["message"]["params"]["data"] == "NaN"
+        for route in ("api/records?after=0", "api/export.jsonl"):
+            response = inspector.get(route)
+            assert response.status_code == 200, response.text
+            text = response.content.decode("utf-8")  # strict: no surrogate was written
+            lines = [text] if route.startswith("api/records") else text.splitlines()
+            parsed = [strict_json(line) for line in lines]
+            assert "bad \ufffd text" in json.dumps(parsed, ensure_ascii=False), route
+    finally:
+        inspector.close()
+
+
+def test_a_lone_surrogate_in_the_server_s_name_leaves_the_state_readable():
+    """``serverInfo.name`` holding a lone surrogate: ``api/connect``, ``api/state`` and the event
+    stream's state answer (each answered 500, and the stream ended before its first event), the
+    name shown with U+FFFD."""
+    inspector = Inspector(*strange_server(), connect=False)
+    try:
+        state = inspector.post("connect", {})
+        assert state["connected"] and state["server_info"]["name"] == "weather \ufffd"
+        response = inspector.get("api/state")
+        assert response.status_code == 200, response.text
+        assert strict_json(response.content.decode("utf-8")) == state
+        events = inspector.events()
+        assert events.wait_for("state")["server_info"]["name"] == "weather \ufffd"
     finally:
         inspector.close()
