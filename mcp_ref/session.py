@@ -239,7 +239,8 @@ class Session:
     handler), and separately the queued ones cancelled before a thread took them: past
     either a request is refused with -31000 (``ServerBusy``).
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
-    written and ``trace("<--", data)`` for every message read.  ``executor``
+    written and ``trace("<--", data)`` for every message read; what it raises is logged, and
+    the message goes on (written, or read) as if there were no hook.  ``executor``
     runs the handlers instead of a pool of the session's own.  ``max_callbacks`` and
     ``max_callback_bytes`` bound the notification callbacks waiting for the callback thread
     (see :meth:`call_soon`).  ``ids`` numbers our requests (default 1, 2, 3, ...).
@@ -429,7 +430,7 @@ class Session:
             # 2025-11-25 basic/lifecycle §Timeouts: "SHOULD always enforce a maximum timeout, regardless of progress notifications".
             max_total_timeout = timeout * DEFAULT_MAX_TOTAL_FACTOR
         with self._lock:
-            if self._closing or self._input_ended:
+            if self.is_closed:
                 raise ConnectionClosed(f"{method}: the connection is closed")
             request_id = next(self._ids)
             pending = self._pending[request_id] = PendingRequest(
@@ -476,8 +477,8 @@ class Session:
         elif self._closing and not while_closing:  # answers still go out while closing
             raise ConnectionClosed("the connection is closed")
         data = jsonrpc.serialize_answering(message, self.name)
-        if self.trace is not None:
-            self.trace("-->", data)
+        if self.trace is not None:  # what the hook raises is logged: the message still goes
+            run_logged(self.trace, ("-->", data))
         try:
             self.transport.write(data, message, related)
         except RequestTimeout:  # a request not written before its deadline (stdio_pipe)
@@ -659,8 +660,8 @@ class Session:
 
     def receive(self, data: bytes) -> None:
         """Handle one transport message (a message or a batch), on the reader thread."""
-        if self.trace is not None:
-            self.trace("<--", data)
+        if self.trace is not None:  # what the hook raises is logged: the message is still read
+            run_logged(self.trace, ("<--", data))
         # what a callback queued for this message is charged (call_soon)
         self._receiving = len(data)
         if jsonrpc.starts_batch(data) and not batches_allowed(self.protocol_version):
@@ -749,7 +750,7 @@ class Session:
             if not duplicate and not busy:
                 self._incoming[request.id] = context
                 ours = not inline and self._executor is None  # on our HandlerPool
-                refused = ours and (self._closing or self._input_ended)
+                refused = ours and self.is_closed
                 if ours and not refused:
                     if self._pool is None:  # the first request to run on our threads
                         self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)

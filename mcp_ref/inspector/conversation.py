@@ -14,7 +14,8 @@ string ``"NaN"`` there, a lone surrogate U+FFFD), with ``seq`` (1, 2, ... per co
 never reused, not even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
 
 - ``"message"``: ``direction`` (``"send"``: client to server; ``"receive"``: server to client),
-  ``message`` (the JSON-RPC object, masked; for what is no JSON, its text), ``type``
+  ``message`` (the JSON-RPC object, masked; for what is no JSON, or nests deeper than the
+  session reads, :data:`~mcp_ref.jsonrpc.MAX_NESTING`, its text, masked as free text), ``type``
   (``"request"``, ``"notification"``, ``"result"``, ``"error"`` or ``"invalid"``), ``method``
   (a request's or notification's; for a result or error the method of the request it answers,
   when known), ``id``, ``label`` (``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``),
@@ -64,7 +65,8 @@ import time
 from typing import Any
 
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
-from ..workbench.diagram import Recorder, method_label, short
+from ..jsonrpc import MAX_NESTING
+from ..workbench.diagram import Recorder, method_label, short, too_deep
 from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
 from .masking import mask_free_text, mask_json
@@ -219,15 +221,19 @@ class Conversation:
     def trace(self, direction: str, data: bytes) -> None:
         """The client's ``trace`` hook: ``"-->"`` a message sent, ``"<--"`` one received."""
         now = time.time()
+        refused = None  # why the message is shown as text only
         try:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
-            parsed = _NOT_JSON
+            refused = "not JSON"
+        else:
+            if too_deep(data):  # what the session refuses too: nothing below recurses that deep
+                refused = f"nested deeper than the limit of {MAX_NESTING}"
         with self._lock:
-            if parsed is _NOT_JSON:
+            if refused is not None:
                 raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
                 text = mask_free_text(bytes(raw).decode("utf-8", errors="replace"))
-                record = self._invalid(direction, cut(text)[0], len(data), now)
+                record = self._invalid(direction, cut(text)[0], len(data), now, refused)
                 self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
                 self._flush_held()
                 self._append(record)
@@ -401,7 +407,7 @@ class Conversation:
         if len(table) > MAX_PAIRING:
             table.popitem(last=False)
 
-    def _invalid(self, direction: str, text: str, size: int, now: float) -> dict:
+    def _invalid(self, direction: str, text: str, size: int, now: float, error: str) -> dict:
         return {
             "kind": "message",
             "time": now,
@@ -410,9 +416,9 @@ class Conversation:
             "type": "invalid",
             "method": None,
             "id": None,
-            "label": "(not JSON)",
+            "label": f"({error})",
             "valid": False,
-            "errors": ["not JSON"],
+            "errors": [error],
             "schema": self._checker.revision,
             "spec": None,
             "exchange": None,
@@ -441,9 +447,6 @@ class Conversation:
             "carrier": None,
             "size": size,
         }
-
-
-_NOT_JSON = object()
 
 
 def _weight(record: dict) -> int:

@@ -155,15 +155,24 @@ def mask_headers(headers) -> list[list[str]]:
 
 
 def mask_json(value: Any) -> Any:
-    """A copy of a parsed JSON value with every secret key's value masked, at any depth."""
-    if isinstance(value, dict):
-        return {
-            key: _masked_value(item) if secret_key(str(key)) else mask_json(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_json(item) for item in value]
-    return value
+    """A copy of a parsed JSON value with every secret key's value masked, at any depth.  Walked
+    with a stack, never recursing: a value nested as deep as the parser takes is masked too."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]  # (the copy holding an item, the item's key)
+    while stack:
+        parent, key = stack.pop()
+        item = parent[key]
+        if isinstance(item, dict):
+            copy = parent[key] = dict(item)
+            for name, sub in item.items():
+                if secret_key(str(name)):
+                    copy[name] = _masked_value(sub)
+                else:
+                    stack.append((copy, name))
+        elif isinstance(item, list):
+            items = parent[key] = list(item)
+            stack.extend((items, index) for index in range(len(items)))
+    return root[0]
 
 
 def hidden_strings(value: Any) -> set[str]:
@@ -271,7 +280,10 @@ def mask_text(text: str, content_type: str | None = None) -> str:
         parsed = None
     if isinstance(parsed, (dict, list)):
         masked = mask_json(parsed)
-        return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+        try:
+            return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
+        except RecursionError:  # nested as deep as the parser takes: compared or written, too deep
+            return mask_free_text(text)
     if kind != "application/json" and _looks_like_form(text):
         return mask_form(text)
     if parsed is not None:  # a JSON scalar: nothing in it is named

@@ -22,6 +22,8 @@ import json
 import threading
 from typing import Any
 
+from ..jsonrpc import MAX_NESTING, nesting
+
 #: Arrows drawn at most; past it, a note says how many more messages there were.
 MAX_ARROWS = 400
 #: Keys whose values are part of a message's shape; other values are not.
@@ -111,8 +113,10 @@ class Recorder:
     def __call__(self, direction: str, data: bytes) -> None:
         try:
             message = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             message = None
+        if message is not None and too_deep(data):  # shape() would recurse that deep
+            message = None  # the session refuses it too
         self.record(direction, message)
 
     def record(self, direction: str, message: Any) -> None:
@@ -191,6 +195,18 @@ class Recorder:
         """Write the diagram to ``path`` (a Markdown file)."""
         with open(path, "w", encoding="utf-8") as out:
             out.write(self.mermaid(title))
+
+
+def too_deep(data: bytes | str) -> bool:
+    """True when JSON ``data`` nests deeper than :data:`~mcp_ref.jsonrpc.MAX_NESTING`, the most
+    the session reads (it refuses such a message: an answer fails its request at once).  Counted
+    as the session counts (:func:`~mcp_ref.jsonrpc.nesting`), never recursing; a hook that walks
+    a message it parsed for itself asks this first."""
+    if isinstance(data, (bytes, bytearray)):
+        if data.count(b"[") + data.count(b"{") <= MAX_NESTING:
+            return False
+        data = bytes(data).decode("utf-8", "replace")
+    return data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING
 
 
 def method_label(method: str, message: dict) -> str:

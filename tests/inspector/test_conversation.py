@@ -143,6 +143,47 @@ def test_json_text_changes_nothing_strict_json_holds():
     assert value["c"] == ("tuple",)  # what was given is not changed
 
 
+def test_a_message_nested_deeper_than_the_session_reads_is_recorded_as_text():
+    """A message the session refuses as nested deeper than its limit (64), which Python's parser
+    still reads: the trace hook never raises (masking, checking and drawing it recursed, and the
+    client then lost the message), and the record says why it is shown as text."""
+    conv = Conversation(http=False)
+    deep = b'{"jsonrpc":"2.0","id":1,"result":{"deep":' + b"[" * 600 + b"]" * 600 + b"}}"
+    conv.trace("<--", deep)
+    conv.trace("<--", wire({"jsonrpc": "2.0", "id": 2, "result": {"deep": [[[]]]}}))
+    refused, kept = conv.records()
+    assert (refused["type"], refused["valid"]) == ("invalid", False)
+    assert refused["errors"] == ["nested deeper than the limit of 64"]
+    assert refused["label"] == "(nested deeper than the limit of 64)"
+    assert refused["message"].startswith('{"jsonrpc":"2.0","id":1,')
+    assert kept["message"]["result"] == {"deep": [[[]]]}
+    strict(conv.export_jsonl().splitlines()[1])
+    assert "S-xC: (not a JSON-RPC message)" in conv.mermaid("t")
+
+
+@pytest.mark.slow
+def test_the_client_with_the_inspector_s_hook_refuses_a_too_deep_answer_at_once():
+    """A server's answer nested 520 deep (valid JSON, far under every size bound): a client with
+    the inspector's trace hook fails the call at once with the session's own reason, as a plain
+    client does (the hook raised RecursionError, the message was dropped, and the call waited for
+    its timeout); the conversation shows the answer, refused."""
+    import sys
+
+    from conftest import SERVERS
+
+    from mcp_ref import Client
+    from mcp_ref.errors import InvalidRequest
+
+    conv = Conversation(http=False)
+    command = [sys.executable, str(SERVERS / "deep_answer_server.py"), "first", "520"]
+    with Client.stdio(command, trace=conv.trace, timeout=WAIT, era="handshake") as client:
+        with pytest.raises(InvalidRequest, match="nested deeper than the limit of 64"):
+            client.call_tool("deep", {})
+        assert client.call_tool("other", {}).content[0].text == "still here"
+    refused = [r for r in conv.records() if r["type"] == "invalid"]
+    assert [r["errors"] for r in refused] == [["nested deeper than the limit of 64"]]
+
+
 def test_a_batch_is_one_record_per_message():
     conv = Conversation(http=False)
     batch = [

@@ -79,6 +79,33 @@ def test_nested_json_secrets_are_masked_and_nothing_else():
     assert message["params"]["arguments"]["password"] == "hunter2 is long"  # a copy: not changed
 
 
+def test_json_nested_deeper_than_any_stack_is_masked_without_raising():
+    """ "Masking never raises": a value nested 100,000 deep (a parser that reads it, or a caller
+    that built it) is masked all the way down, in a copy (mask_json recursed, two frames a level,
+    and raised RecursionError a few hundred levels down)."""
+    value: object = {"token": "t-1", "kept": 1}
+    for level in range(100_000):
+        value = [value] if level % 2 else {"level": value}
+    masked = mask_json(value)
+    for level in reversed(range(100_000)):
+        masked = masked[0] if level % 2 else masked["level"]
+    assert masked == {"token": MASK, "kept": 1}
+    assert mask_json([[["x"]]]) == [[["x"]]]
+
+
+def test_a_body_nested_as_deep_as_the_parser_reads_is_shown_without_raising():
+    """A body Python's parser reads that is nested too deep to compare or write again: it is shown
+    as text, masked as free text, and nothing raises."""
+    for depth in (600, 900, 980):
+        body = '{"access_token": "at-1", "deep": ' + "[" * depth + "]" * depth + "}"
+        try:
+            json.loads(body)
+        except RecursionError:
+            continue  # deeper than this stack lets the parser go: shown as text anyway
+        shown = mask_text(body)
+        assert "at-1" not in shown and shown.endswith("]" * 10 + "}")
+
+
 def test_a_json_rpc_error_code_is_no_secret():
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}
     assert mask_json(error) == error

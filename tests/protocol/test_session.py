@@ -321,6 +321,35 @@ def test_server_pings_client(connect, wire):
     assert {"jsonrpc": "2.0", "id": ping[0]["id"], "result": {}} in wire.sent()
 
 
+# -- the trace hook -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failing", ["-->", "<--"])
+def test_a_trace_hook_that_raises_loses_no_message(failing, caplog):
+    """A ``trace`` hook that raises for every message one way (the inspector's did, on a message
+    nested too deep for its masking): the failure is logged and the message goes on, written or
+    read, as with no hook (a message read was dropped, so its request waited for its timeout; one
+    written was not written, and its request failed with the hook's exception)."""
+    from conftest import DEMO
+
+    seen: list[str] = []
+
+    def trace(direction: str, data: bytes) -> None:
+        seen.append(direction)
+        if direction == failing:
+            raise RuntimeError("the hook is broken")
+
+    with caplog.at_level("ERROR", logger="mcp_ref.request"):
+        with Client.stdio(DEMO, trace=trace, timeout=WAIT, era="handshake") as client:
+            assert client.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
+    assert {"-->", "<--"} <= set(seen)
+    failures = [
+        r for r in caplog.records if r.exc_info and "the hook is broken" in str(r.exc_info[1])
+    ]
+    assert failures and all("failed" in r.getMessage() for r in failures)
+
+
 # -- re-entrant handlers ------------------------------------------------------------------------------
 
 

@@ -1,12 +1,13 @@
 """A stdio server, written by hand (no mcp_ref), whose answer to ``tools/call`` of ``deep`` nests
-its result 100,000 deep: ``[[[[...]]]]`` as the content, its id before the result (argv[1]
-``first``) or after it (``last``).  Every other tool call is answered ``still here``
-(tests/protocol/test_hardening_framing.py)."""
+its result 100,000 deep (or argv[2] deep): ``[[[[...]]]]`` as the content, its id before the
+result (argv[1] ``first``) or after it (``last``).  Every other tool call is answered ``still
+here`` (tests/protocol/test_hardening_framing.py; 520 deep, which Python's own parser still
+reads: tests/inspector/test_conversation.py)."""
 
 import json
 import sys
 
-DEPTH = 100_000
+DEPTH = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 
 
 def main() -> None:

@@ -849,6 +849,32 @@ def test_diagram_is_bounded():
     assert text.count("--)") == MAX_ARROWS and "and 50 more message(s), not drawn" in text
 
 
+def test_a_message_too_deep_for_the_diagram_is_drawn_as_no_message():
+    """``--diagram`` on a message nested as deep as Python's parser reads (the session refuses it:
+    deeper than 64): drawn as not a JSON-RPC message, and nothing raises (drawing it recursed)."""
+    from mcp_ref.workbench.diagram import Recorder
+
+    recorder = Recorder()
+    recorder("<--", b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 600 + b"]" * 600 + b"}")
+    recorder("<--", json.dumps({"jsonrpc": "2.0", "method": "notifications/x"}).encode())
+    assert recorder.lines == ["    S-xC: (not a JSON-RPC message)", "    S--)C: notifications/x"]
+
+
+def test_a_message_too_deep_for_the_trace_is_printed_as_text():
+    """``--trace`` on a message nested as deep as Python's parser reads: printed, as text (the
+    hook raised RecursionError; the session then dropped the message)."""
+    import io
+
+    from mcp_ref.workbench.cli import _Trace
+
+    out = io.StringIO()
+    trace = _Trace(out)
+    deep = b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 600 + b"]" * 600 + b"}"
+    trace("<--", deep)
+    trace.close()
+    assert out.getvalue() == f"<-- {deep.decode()}\n"
+
+
 def test_the_trace_never_shows_an_answer_whose_request_it_hid():
     """Concurrent calls are answered in any order: the trace shows the first three requests of a
     shape and hides the rest, and hides the answers to the hidden ones, whichever arrive first (it
