@@ -66,7 +66,7 @@ from typing import Any
 
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..jsonrpc import MAX_NESTING
-from ..workbench.diagram import Recorder, method_label, short, too_deep
+from ..workbench.diagram import Recorder, method_label, short, subject_label, too_deep
 from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
 from .masking import mask_free_text, mask_json
@@ -536,10 +536,10 @@ def label(message: Any, kind: str | None = None) -> str:
         return "(not a JSON-RPC message)"
     ident = f"#{short(message.get('id'))}"
     if kind == "request":
-        subject = method_label(message["method"], message)[len(message["method"]) :].strip()
+        subject = subject_label(message)
         return f"{short(message['method'], 64)} {ident}" + (f" {subject}" if subject else "")
     if kind == "notification":
-        return method_label(short(message["method"], 64), message)
+        return method_label(message["method"], message)
     if kind == "error":
         error = message["error"] if isinstance(message["error"], dict) else {}
         return f"{ident} error {short(error.get('code'))}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import threading
 from typing import Any
 
@@ -173,7 +174,8 @@ class Recorder:
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             return f"    {sender}-->>{receiver}: #{short(message.get('id'))} error {short(error.get('code'))}"
-        return f"    {sender}-->>{receiver}: #{short(message.get('id'))} {answered + ' ' if answered else ''}result"
+        answered = f"{short(answered, 64)} " if answered else ""
+        return f"    {sender}-->>{receiver}: #{short(message.get('id'))} {answered}result"
 
     def mermaid(self, title: str) -> str:
         """The Markdown text: a heading and the ``sequenceDiagram``."""
@@ -210,20 +212,41 @@ def too_deep(data: bytes | str) -> bool:
 
 
 def method_label(method: str, message: dict) -> str:
-    """The method, and what names the request's subject (a tool or prompt, a URI, a log level).
+    """The method, and what names the request's subject (a tool or prompt, a URI, a log level),
+    each :func:`short`: a peer's method is its own text, and may hold anything.
 
     The inspector's rows (``mcp_ref.inspector.conversation``) are labelled with it too."""
+    subject = subject_label(message)
+    return f"{short(method, 64)} {subject}" if subject else short(method, 64)
+
+
+def subject_label(message: dict) -> str:
+    """What names a request's subject (its ``name``, ``uri`` or ``level``), :func:`short`; "" when
+    it has none."""
     params = message.get("params")
     if not isinstance(params, dict):
-        return method
+        return ""
     subject = params.get("name") or params.get("uri") or params.get("level")
-    return f"{method} {short(subject)}" if isinstance(subject, str) else method
+    return short(subject) if isinstance(subject, str) else ""
+
+
+#: What must not reach a label: line breaks (a line starting with a backtick fence would end the
+#: Markdown's ```mermaid block) and every other control character, and the line and paragraph
+#: separators.
+_NOT_ON_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: A lone surrogate (a JSON string may escape one; UTF-8 cannot write it).
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def short(value: Any, limit: int = 32) -> str:
-    """A value for a label: short, and free of what Mermaid reads as syntax (``;``, ``#``, line
-    breaks).  The inspector's rows use it too."""
-    text = str(value)
-    for bad, good in ((";", ","), ("#", ""), ("\n", " ")):
+    """A value for a label: short, on one line, and free of what Mermaid or the Markdown around
+    the diagram reads as syntax: ``;`` (a statement's end) becomes ``,``; ``#`` (an entity code)
+    goes; ``%%`` (a comment) is one ``%``; a backtick (a code fence) becomes ``'``; line breaks
+    and other control characters become spaces; a lone surrogate U+FFFD.  A peer's text is
+    drawn so, whatever it holds.  The inspector's rows use it too."""
+    text = _NOT_ON_ONE_LINE.sub(" ", str(value))
+    text = _LONE_SURROGATE.sub("\ufffd", text)
+    for bad, good in ((";", ","), ("#", ""), ("`", "'")):
         text = text.replace(bad, good)
+    text = re.sub("%%+", "%", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -796,9 +796,9 @@ def test_a_lone_surrogate_or_a_nan_from_the_server_reaches_the_page_as_strict_js
 
 
 def test_a_lone_surrogate_in_the_server_s_name_leaves_the_state_readable():
-    """``serverInfo.name`` holding a lone surrogate: ``api/connect``, ``api/state`` and the event
-    stream's state answer (each answered 500, and the stream ended before its first event), the
-    name shown with U+FFFD."""
+    """``serverInfo.name`` holding a lone surrogate: ``api/connect``, ``api/state``, the event
+    stream's state and ``api/export.md`` answer (each answered 500, and the stream ended before
+    its first event), the name shown with U+FFFD."""
     inspector = Inspector(*strange_server(), connect=False)
     try:
         state = inspector.post("connect", {})
@@ -808,5 +808,26 @@ def test_a_lone_surrogate_in_the_server_s_name_leaves_the_state_readable():
         assert strict_json(response.content.decode("utf-8")) == state
         events = inspector.events()
         assert events.wait_for("state")["server_info"]["name"] == "weather \ufffd"
+        diagram = inspector.get("api/export.md")
+        assert diagram.status_code == 200 and "participant S as weather \ufffd" in diagram.text
+    finally:
+        inspector.close()
+
+
+def test_a_server_s_method_stays_inside_the_diagram_of_export_md():
+    """A notification method holding line breaks and a code fence: ``api/export.md`` draws it on
+    one line of the diagram, and the Markdown holds one code fence, the diagram's (the method
+    used to end it and write a heading and a link of the server's into the document)."""
+    inspector = Inspector(*strange_server("plain-name"))
+    try:
+        inspector.post("list", {"what": "tools"})
+        text = inspector.get("api/export.md").text
+        assert [line for line in text.splitlines() if line.startswith("```")] == [
+            "```mermaid",
+            "```",
+        ], text
+        assert "\n# Injected heading" not in text and "participant S as weather\n" in text
+        drawn = [line for line in text.splitlines() if "notifications/x" in line]
+        assert drawn and all(line.startswith("    S--)C: notifications/x '''") for line in drawn)
     finally:
         inspector.close()

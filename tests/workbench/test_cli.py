@@ -849,6 +849,55 @@ def test_diagram_is_bounded():
     assert text.count("--)") == MAX_ARROWS and "and 50 more message(s), not drawn" in text
 
 
+FENCE = "notifications/x\n```\n\n# Injected heading\n\n[click me](https://attacker.example/)\n\n```"
+
+
+def test_a_label_is_one_line_of_plain_text_whatever_the_peer_sent():
+    """``short()``: nothing of what Mermaid or the Markdown around the diagram reads as syntax."""
+    from mcp_ref.workbench.diagram import short
+
+    assert short("a;b#c", 64) == "a,bc"
+    assert short("x\r\ny\u2028z\x00w", 64) == "x  y z w"
+    assert short("```js %%{init}%% 100%", 64) == "'''js %{init}% 100%"
+    assert short("cut \ud83d", 64) == "cut \ufffd"
+    assert short("x" * 40) == "x" * 31 + "…"
+
+
+def test_a_peer_s_method_never_leaves_its_arrow():
+    """A method holding line breaks and a code fence, in a request, a notification and the result
+    that answers a request: each arrow one line, and the Markdown one code fence, the diagram's
+    (the method was drawn as it was, ending the fence)."""
+    from mcp_ref.workbench.diagram import Recorder
+
+    recorder = Recorder()
+    recorder("<--", json.dumps({"jsonrpc": "2.0", "method": FENCE}).encode())
+    recorder("<--", json.dumps({"jsonrpc": "2.0", "id": 1, "method": FENCE}).encode())
+    recorder("-->", json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode())
+    text = recorder.mermaid("fenced")
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("```")] == ["```mermaid", "```"], text
+    assert "\n# Injected heading" not in text
+    arrows = [line for line in lines if line.startswith("    ") and "participant" not in line]
+    assert [arrow.split(": ", 1)[0] for arrow in arrows] == ["    S--)C", "    S->>C", "    C-->>S"]
+    assert all("notifications/x '''" in arrow for arrow in arrows)
+
+
+@pytest.mark.slow
+def test_a_server_s_method_stays_inside_the_diagram_of_tools_diagram(tmp_path):
+    """``mcp-ref tools --diagram FILE``, a server whose notification's method holds a code fence
+    and whose name a lone surrogate (tests/servers/strange_text_server.py): one fence, the
+    diagram's; the file written (the name with U+FFFD)."""
+    from conftest import SERVERS
+
+    out = tmp_path / "tools.md"
+    server = f'"{sys.executable}" "{SERVERS / "strange_text_server.py"}"'
+    proc = cli("tools", server, "--era", "handshake", "--diagram", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("```")] == ["```mermaid", "```"]
+    assert "\n# Injected heading" not in text and "participant S as weather \ufffd" in text
+
+
 def test_a_message_too_deep_for_the_diagram_is_drawn_as_no_message():
     """``--diagram`` on a message nested as deep as Python's parser reads (the session refuses it:
     deeper than 64): drawn as not a JSON-RPC message, and nothing raises (drawing it recursed)."""
