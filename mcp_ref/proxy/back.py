@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from .. import lifecycle
 from ..client import Client
 from ..errors import MethodNotFound
 from ..extension import Extension
-from .forward import ASK_METHODS, Forward, current
+from .forward import ASK_METHODS, Forward, current, put_question
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,24 @@ class _Router(Extension):
     def _answer(self, connection: Any, context: Any, params: dict) -> dict:
         # a 2026 target's questions are answered on the thread waiting for the call's result
         forward = getattr(current, "forward", None) or self.link.forward
-        if forward is None:
+        if forward is not None:
+            return forward.ask(context.method, params)
+        session = self.link.session()
+        if session is None:
             raise MethodNotFound(
                 f"Method not found: {context.method} outside a request forwarded by the proxy"
             )
-        return forward.ask(context.method, params)
+        # A session's own connection, asked outside a forwarded call (the target told the roots
+        # changed, a completion that looks at them ...): the session's client is asked, as it
+        # would be by the target directly.  2025-11-25 client/roots: -32601 would say "Client
+        # does not support roots", which its back connection declared on its behalf.
+        return put_question(
+            session,
+            session.client_capabilities,
+            context.method,
+            params,
+            self.link.proxy.ask_timeout,
+        )
 
 
 def client_capabilities(front: dict, version: str | None) -> dict:
@@ -93,12 +107,18 @@ class BackLink:
         proxy: Any,  # the ProxyServer: its client_options and open_back
         declared: dict | None,
         *,
+        session: Any = None,
         on_list_changed: Callable[[str], None] | None = None,
         on_resource_updated: Callable[[str], None] | None = None,
         on_log: Callable[[Any], None] | None = None,
         on_elicitation_complete: Callable[[Any], None] | None = None,
     ):
         self.proxy = proxy
+        #: The handshake-era front connection whose own connection this is (None: one shared, or
+        #: leased by turns); weak, so that the link keeps no front connection alive.
+        self.session: Callable[[], Any] = (
+            (lambda: None) if session is None else weakref.ref(session)
+        )
         #: The forward its questions go to now: the latest of :attr:`running`, or None.
         self.forward: Forward | None = None
         #: The forwards running on it now, oldest first (the proxy's lock guards it).

@@ -121,16 +121,12 @@ class Forward:
         front = self.front
         if front is not None and front.envelope is None:
             # handshake-era front: a request of our own to the client that made this request
-            if ASK_CAPABILITY[method] not in front.capabilities:
-                # the target asked what the front client cannot answer: not found, as a client says
-                raise MethodNotFound(
-                    f"Method not found: the client in front of this proxy does not offer "
-                    f"{ASK_CAPABILITY[method]}"
-                )
-            return front.connection.request(
+            return put_question(
+                front.connection,
+                front.capabilities,
                 method,
-                _for_handshake(method, params),
-                timeout=self.proxy.ask_timeout,
+                params,
+                self.proxy.ask_timeout,
                 related_request_id=front.context.request_id,
             )
         needed = ASK_CAPABILITY[method]
@@ -279,6 +275,32 @@ class Forward:
         for question in open_questions:
             question.answered.set()  # answer None: the question's request ends
         self.proxy.release(self)
+
+
+def put_question(
+    connection: Any,
+    capabilities: dict,
+    method: str,
+    params: dict | None,
+    timeout: float,
+    *,
+    related_request_id: Any = None,
+) -> dict:
+    """A question of the target's put to a handshake-era front client (its ``connection``, which
+    declared ``capabilities``) as a request of the proxy's own, for its request
+    ``related_request_id`` (None: for none of them); the client's answer."""
+    if ASK_CAPABILITY[method] not in capabilities:
+        # the target asked what the front client cannot answer: not found, as a client says
+        raise MethodNotFound(
+            f"Method not found: the client in front of this proxy does not offer "
+            f"{ASK_CAPABILITY[method]}"
+        )
+    return connection.request(
+        method,
+        _for_handshake(method, params),
+        timeout=timeout,
+        related_request_id=related_request_id,
+    )
 
 
 def _for_2026(method: str, params: dict | None) -> dict | None:

@@ -306,6 +306,7 @@ class ProxyServer(Server):
             link = BackLink(
                 self,
                 dict(connection.client_capabilities),
+                session=connection,
                 on_list_changed=list_changed,
                 on_resource_updated=updated,
                 on_log=logged,

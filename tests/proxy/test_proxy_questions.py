@@ -1,0 +1,90 @@
+"""Whose question is it: the target's questions (roots, elicitation, sampling) and log messages
+reach the client whose request they are about, and never another client.
+
+The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
+tests/servers/proxy_asking_target.py (a handshake-era server that asks outside its tool calls, and
+late) launched on stdio, a real subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import WAIT, Collector
+
+from mcp_ref import Client, proxy_server
+
+pytestmark = pytest.mark.slow
+
+ASKING_TARGET = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[1] / "servers" / "proxy_asking_target.py"),
+]
+
+
+@contextlib.contextmanager
+def served(**options):
+    """A proxy of the asking target served over HTTP; yields ``(proxy, url)``."""
+    options.setdefault("client_options", {"timeout": WAIT})
+    proxy = proxy_server(ASKING_TARGET, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+
+
+def complete(client: Client, value: str) -> list[str]:
+    """The target's completion of ``greet``'s name (what its question for the roots got)."""
+    result = client.request(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": value},
+        },
+    )
+    return result["completion"]["values"]
+
+
+# -- a session's own connection: its questions outside a forwarded call --------------------------
+
+
+def test_a_question_outside_a_call_reaches_the_session_that_declared_roots():
+    # The target asks for the roots while it completes (no tool call in flight): the session's
+    # back connection declared roots on its client's behalf, so its client is asked (2025-11-25
+    # client/roots: -32601 would mean the client does not support roots).
+    with (
+        served() as (_, url),
+        Client.http(url, era="handshake", timeout=WAIT, roots=["file:///home/bob"]) as client,
+    ):
+        (values,) = complete(client, "x")
+        assert "file:///home/bob" in values and "error" not in values
+
+
+def test_the_target_asks_for_the_roots_after_a_session_says_they_changed():
+    # client/roots: a server told the roots changed asks for them again, on the session's own
+    # back connection, with no request of the client's in flight.
+    changed = Collector()
+    with (
+        served() as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            roots=["file:///home/bob"],
+            on_list_changed=changed,
+        ) as client,
+    ):
+        assert client.list_tools()  # the session's back connection is open
+        client.set_roots(["file:///home/bob", "file:///srv"])
+        changed.wait_until(lambda kinds: "tools" in kinds)
+        seen = {tool.name: tool.description for tool in client.list_tools()}["roots_seen"]
+        assert "file:///srv" in seen and "error" not in seen

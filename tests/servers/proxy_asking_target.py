@@ -1,0 +1,117 @@
+"""A handshake-era server behind the proxy that asks its client outside a tool call, and late.
+
+``python proxy_asking_target.py`` serves on stdio, the handshake era only (a 2026-07-28 request is
+"method not found", as a server of 2025 answers it).  What it does, each as many servers do:
+
+* ``completion/complete`` for the prompt ``greet`` logs the value it completes, asks the client's
+  roots (completing paths under them), and lets ``hold`` return; its values are the roots' URIs
+  (or the error the question got);
+* ``hold`` reports progress once, then waits until a completion has run;
+* ``late`` reports progress once, waits until it is cancelled, then asks the user a question
+  anyway (not every tool stops at once); ``seen_late`` waits until that question has its answer
+  or error, then asks its own client a question, and returns both;
+* told the client's roots changed, it asks for them and shows what it got as the description of
+  a tool ``roots_seen`` (the client is told the tools changed).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from mcp_ref import Context, Server
+from mcp_ref.errors import MethodNotFound
+from mcp_ref.extension import Extension
+from mcp_ref.lifecycle import is_modern
+
+#: Seconds the target waits for anything (its tests' every wait is shorter).
+WAIT = 30.0
+
+completed = threading.Event()
+late_outcome: list[str] = []
+late_answered = threading.Event()
+
+
+def outcome_of(ask) -> str:
+    """What a question of ours got: its answer, or the error the client sent."""
+    try:
+        return f"answer: {ask()}"
+    except Exception as exc:
+        return f"error: {exc}"
+
+
+class Asking(Extension):
+    """The handshake era only; a completion that logs and asks for the roots."""
+
+    name = "test/asking"
+
+    def intercept_request(self, call, proceed):
+        if is_modern(call.params) or call.method == "server/discover":
+            raise MethodNotFound(f"Method not found: {call.method}")
+        if call.method != "completion/complete":
+            return proceed()
+        call.caller.log("info", f"completing {call.params['argument']['value']}")
+        got = outcome_of(lambda: call.caller.request("roots/list", None, timeout=WAIT))
+        completed.set()
+        return {"completion": {"values": [got[:100]], "hasMore": False}}
+
+
+server = Server("asking", "1.0", extensions=[Asking()])
+
+
+@server.tool()
+def hold(ctx: Context) -> str:
+    """Wait until a completion has run."""
+    ctx.report_progress(1, None, "holding")
+    return "held" if completed.wait(WAIT) else "not released"
+
+
+@server.tool()
+def late(ctx: Context) -> str:
+    """Wait until cancelled, then ask the user all the same."""
+    ctx.report_progress(1, None, "waiting to be cancelled")
+    ctx.request.cancelled.wait(WAIT)
+    question = {
+        "message": "A question of the cancelled call",
+        "requestedSchema": {"type": "object", "properties": {"card": {"type": "string"}}},
+    }
+    late_outcome.append(
+        outcome_of(lambda: ctx.connection.request("elicitation/create", question, timeout=WAIT))
+    )
+    late_answered.set()
+    return "asked"
+
+
+@server.tool()
+def seen_late(ctx: Context) -> str:
+    """What the cancelled call's question got; then a question of this call's own."""
+    if not late_answered.wait(WAIT):
+        return "the late question was never asked"
+    mine = ctx.elicit(
+        "A question of this call", {"type": "object", "properties": {"name": {"type": "string"}}}
+    )
+    return f"late {late_outcome[0]} | mine: {mine.action} {mine.content}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}!"
+
+
+@server.completion(prompt="greet")
+def complete_name(argument: str, value: str, context_arguments: dict) -> list[str]:
+    return []  # (answered by Asking, which declares the capability through this)
+
+
+def roots_changed(connection) -> None:
+    def ask() -> None:
+        got = outcome_of(lambda: connection.request("roots/list", None, timeout=WAIT))
+        server.add_tool(lambda: got, name="roots_seen", description=got[:200])
+
+    threading.Thread(target=ask, daemon=True).start()
+
+
+server.on_roots_list_changed = roots_changed
+
+if __name__ == "__main__":
+    server.run_stdio()
