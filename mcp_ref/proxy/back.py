@@ -3,17 +3,19 @@ front."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shlex
+import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import lifecycle
 from ..client import Client
 from ..errors import MethodNotFound
 from ..extension import Extension
-from .forward import ASK_METHODS, Forward, current, put_question
+from .forward import ASK_METHODS, Forward, Front, Plain, callbacks_run, current, put_question
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +123,10 @@ class BackLink:
         )
         #: The forward its questions go to now: the latest of :attr:`running`, or None.
         self.forward: Forward | None = None
-        #: The forwards running on it now, oldest first (the proxy's lock guards it).
-        self.running: list[Forward] = []
+        #: Every request in flight on it now (a :class:`Forward`, or a :class:`Plain` request:
+        #: a listing, a completion, one of the proxy's own), oldest first; guarded by :attr:`lock`.
+        self.running: list[Forward | Plain] = []
+        self.lock = threading.Lock()
         self.log_level: str | None = None
         self.subscribed: set[str] = set()
         options = dict(proxy.client_options)
@@ -136,13 +140,43 @@ class BackLink:
         )
         self.client: Client = proxy.open_back(**options)
 
+    def enter(self, request: Forward | Plain) -> None:
+        """``request`` is in flight here from now on (before it is sent)."""
+        with self.lock:
+            self.running.append(request)
+
+    def leave(self, request: Forward | Plain) -> None:
+        """``request`` is no longer in flight here."""
+        with self.lock:
+            if request in self.running:
+                self.running.remove(request)
+
+    @contextlib.contextmanager
+    def carrying(self, front: Front | None) -> Iterator[None]:
+        """Around a request sent as it is, for ``front`` (None: the proxy's own): counted in flight
+        until its answer, and the callbacks of what the target said before it, have run."""
+        request = Plain(front)
+        self.enter(request)
+        try:
+            yield
+        finally:
+            callbacks_run(self)
+            self.leave(request)
+
     def _log(self, message: Any) -> None:
-        # A log message names no request: it is the forward's when it is the only one in flight
-        # here, else nobody's (dropped: another client's message must not reach this one).
-        forward = self.forward if len(self.running) <= 1 else None
-        front = None if forward is None else forward.front
+        # A log message names no request (2025-11-25 server/utilities/logging): it is the request's
+        # when exactly one request of any kind is in flight here, else nobody's (dropped: another
+        # client's message must not reach this one).  On a session's own connection every request
+        # is its client's: the session gets it then, tied to none of them.
+        with self.lock:
+            only = self.running[0] if len(self.running) == 1 else None
+        front = None if only is None else only.front
         if front is not None:
             front.log(message.level, message.data, message.logger)
+            return
+        session = self.session()
+        if session is not None:
+            session.log(message.level, message.data, message.logger)
 
     @property
     def alive(self) -> bool:

@@ -68,6 +68,28 @@ class Front:
         )
 
 
+class Plain:
+    """A front request forwarded as it is (a listing, a completion), or a request of the proxy's
+    own (``front`` None): in flight on its back connection from before it is sent until its
+    answer, and what the target said before it, have been handed on (``BackLink.carrying``)."""
+
+    def __init__(self, front: Front | None):
+        self.front = front
+
+
+def callbacks_run(link: Any) -> None:
+    """Wait until the back client's callbacks of what came before now have run on ``link``: the
+    target's log messages and progress for a request reach the front before its answer, and are
+    handed on while it is still counted in flight (they go to the callback thread in arrival
+    order; a marker queued now runs last)."""
+    marker = threading.Event()
+    try:
+        if link.client.session.call_soon(marker.set, keep=True):
+            marker.wait(CALLBACKS_WAIT)
+    except Exception:  # the connection has ended: no callback will run
+        return
+
+
 @dataclass
 class Question:
     """One question of the target (a sampling, elicitation or roots request) for a 2026 front."""
@@ -183,15 +205,7 @@ class Forward:
             self.finish()
 
     def _callbacks_run(self) -> None:
-        """Wait until the back client's callbacks of what came before the answer have run: the
-        target's log messages and progress for this request reach the front before its answer
-        (they are handed to the callback thread in arrival order; a marker queued now runs last)."""
-        marker = threading.Event()
-        try:
-            if self.link.client.session.call_soon(marker.set, keep=True):
-                marker.wait(CALLBACKS_WAIT)
-        except Exception:  # the connection has ended: no callback will run
-            return
+        callbacks_run(self.link)
 
     # -- on the front request's thread -----------------------------------------------------------
 

@@ -238,7 +238,7 @@ class ProxyServer(Server):
         if method in MRTR_METHODS:
             forward = self._start(link, method, params, front, connection.owner, hold="session")
             return self._serve_for_handshake(forward, front, method)
-        with errors_of(method, None):
+        with errors_of(method, None), link.carrying(front):
             return plain_result(link.client.request(method, back_params(params)))
 
     def _session_link(self, connection: Any) -> BackLink:
@@ -293,15 +293,6 @@ class ProxyServer(Server):
                     "notifications/elicitation/complete", {"elicitationId": elicitation_id}
                 )
 
-        def logged(message: Any) -> None:
-            forward = link.forward
-            now = None if forward is None else forward.front
-            session = front()
-            if now is not None:
-                now.log(message.level, message.data, message.logger)
-            elif session is not None:
-                session.log(message.level, message.data, message.logger)
-
         try:
             link = BackLink(
                 self,
@@ -309,7 +300,6 @@ class ProxyServer(Server):
                 session=connection,
                 on_list_changed=list_changed,
                 on_resource_updated=updated,
-                on_log=logged,
                 on_elicitation_complete=completed,
             )
             return link
@@ -346,8 +336,9 @@ class ProxyServer(Server):
                 link, hold = self._link_for_2026()
             forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
             return self._serve_for_handshake(forward, front, method)
-        with errors_of(method, None):
-            return plain_result(self.live_watcher().client.request(method, back_params(params)))
+        watcher = self.live_watcher()
+        with errors_of(method, None), watcher.carrying(Front(call.caller, call.context, None)):
+            return plain_result(watcher.client.request(method, back_params(params)))
 
     # -- serving 2026-07-28 ----------------------------------------------------------------------
 
@@ -383,8 +374,9 @@ class ProxyServer(Server):
                     result, self.server_info(envelope.version), lifecycle.INPUT_REQUIRED
                 )
         else:
-            with errors_of(method, envelope):
-                result = self.live_watcher().client.request(method, back_params(params))
+            watcher = self.live_watcher()
+            with errors_of(method, envelope), watcher.carrying(front):
+                result = watcher.client.request(method, back_params(params))
         result = plain_result(result, keep_hints=True)
         if method != "tools/call":
             # 2026-07-28 server/utilities/caching: "Servers MUST include caching hints" on these
@@ -411,7 +403,8 @@ class ProxyServer(Server):
                 log.warning("proxy: %d resources watched already; %s is not", MAX_WATCHED_URIS, uri)
                 return
             try:
-                watcher.client.subscribe(uri)
+                with watcher.carrying(None):  # the proxy's own request: its log messages, nobody's
+                    watcher.client.subscribe(uri)
             except McpError as exc:
                 log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
                 continue
@@ -478,9 +471,8 @@ class ProxyServer(Server):
             )
         forward = Forward(self, link, front, owner)
         forward.hold = hold
-        with self._lock:
-            link.running.append(forward)
-            link.forward = forward
+        link.enter(forward)
+        link.forward = forward
         current.forward = forward
         try:
             forward.call = link.client.connection.start(
@@ -501,12 +493,12 @@ class ProxyServer(Server):
             if forward.token is not None:
                 self._parked.pop(forward.token, None)
         link = forward.link
-        with self._lock:
-            if forward in link.running:
-                link.running.remove(forward)
+        link.leave(forward)
+        with link.lock:
             # a handshake-era target's questions name no request: those that come now are for
             # a request still running here (its session's), not for nobody
-            link.forward = link.running[-1] if link.running else None
+            forwards = [request for request in link.running if isinstance(request, Forward)]
+            link.forward = forwards[-1] if forwards else None
         self._let_go(link, forward.hold)
 
     def _let_go(self, link: BackLink, hold: str) -> None:

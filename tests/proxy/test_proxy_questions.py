@@ -65,7 +65,7 @@ def test_a_question_outside_a_call_reaches_the_session_that_declared_roots():
         served() as (_, url),
         Client.http(url, era="handshake", timeout=WAIT, roots=["file:///home/bob"]) as client,
     ):
-        (values,) = complete(client, "x")
+        (values,) = complete(client, "roots")
         assert "file:///home/bob" in values and "error" not in values
 
 
@@ -88,3 +88,27 @@ def test_the_target_asks_for_the_roots_after_a_session_says_they_changed():
         changed.wait_until(lambda kinds: "tools" in kinds)
         seen = {tool.name: tool.description for tool in client.list_tools()}["roots_seen"]
         assert "file:///srv" in seen and "error" not in seen
+
+
+# -- a shared connection: what names no request reaches nobody but the one client it can be ------
+
+
+def test_a_log_message_of_one_clients_request_reaches_no_other_client():
+    # Alice's call and Bob's completion run on the shared connection at once: the target's log
+    # message names no request, so it reaches neither (it could be either's).  Alone, Bob's
+    # completion gets its own.
+    alice_logs, bob_logs = Collector(), Collector()
+    with (
+        served() as (_, url),
+        Client.http(url, era="modern", timeout=WAIT, on_log=alice_logs, log_level="debug") as alice,
+        Client.http(url, era="modern", timeout=WAIT, on_log=bob_logs, log_level="debug") as bob,
+    ):
+        started = threading.Event()
+        held = alice.start_tool_call("hold", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        assert complete(bob, "B-SECRET") == []
+        assert held.result().text == "held"  # after every log message sent for its request
+        assert [m.data for m in alice_logs if "B-SECRET" in str(m.data)] == []
+        assert complete(bob, "B-ALONE") == []
+        bob_logs.wait_until(lambda logs: any("completing B-ALONE" in m.data for m in logs))
+    assert [m.data for m in bob_logs if "B-SECRET" in str(m.data)] == []

@@ -4,8 +4,8 @@
 "method not found", as a server of 2025 answers it).  What it does, each as many servers do:
 
 * ``completion/complete`` for the prompt ``greet`` logs the value it completes, asks the client's
-  roots (completing paths under them), and lets ``hold`` return; its values are the roots' URIs
-  (or the error the question got);
+  roots when the value starts with ``roots`` (completing paths under them: its one value is what
+  the question got, the roots or an error), and lets ``hold`` return;
 * ``hold`` reports progress once, then waits until a completion has run;
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
   anyway (not every tool stops at once); ``seen_late`` waits until that question has its answer
@@ -49,10 +49,14 @@ class Asking(Extension):
             raise MethodNotFound(f"Method not found: {call.method}")
         if call.method != "completion/complete":
             return proceed()
-        call.caller.log("info", f"completing {call.params['argument']['value']}")
-        got = outcome_of(lambda: call.caller.request("roots/list", None, timeout=WAIT))
+        value = call.params["argument"]["value"]
+        call.caller.log("info", f"completing {value}")
+        values = []
+        if value.startswith("roots"):
+            got = outcome_of(lambda: call.caller.request("roots/list", None, timeout=WAIT))
+            values.append(got[:100])
         completed.set()
-        return {"completion": {"values": [got[:100]], "hasMore": False}}
+        return {"completion": {"values": values, "hasMore": False}}
 
 
 server = Server("asking", "1.0", extensions=[Asking()])
