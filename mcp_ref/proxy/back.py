@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import lifecycle
 from ..client import Client
-from ..errors import MethodNotFound
+from ..errors import RequestRefused
 from ..extension import Extension
 from .forward import ASK_METHODS, Forward, Front, Plain, callbacks_run, current, put_question
 
@@ -61,25 +61,10 @@ class _Router(Extension):
 
     def _answer(self, connection: Any, context: Any, params: dict) -> dict:
         # a 2026 target's questions are answered on the thread waiting for the call's result
-        forward = getattr(current, "forward", None) or self.link.forward
+        forward = getattr(current, "forward", None)
         if forward is not None:
             return forward.ask(context.method, params)
-        session = self.link.session()
-        if session is None:
-            raise MethodNotFound(
-                f"Method not found: {context.method} outside a request forwarded by the proxy"
-            )
-        # A session's own connection, asked outside a forwarded call (the target told the roots
-        # changed, a completion that looks at them ...): the session's client is asked, as it
-        # would be by the target directly.  2025-11-25 client/roots: -32601 would say "Client
-        # does not support roots", which its back connection declared on its behalf.
-        return put_question(
-            session,
-            session.client_capabilities,
-            context.method,
-            params,
-            self.link.proxy.ask_timeout,
-        )
+        return self.link.ask(context.method, params)
 
 
 def client_capabilities(front: dict, version: str | None) -> dict:
@@ -121,8 +106,6 @@ class BackLink:
         self.session: Callable[[], Any] = (
             (lambda: None) if session is None else weakref.ref(session)
         )
-        #: The forward its questions go to now: the latest of :attr:`running`, or None.
-        self.forward: Forward | None = None
         #: Every request in flight on it now (a :class:`Forward`, or a :class:`Plain` request:
         #: a listing, a completion, one of the proxy's own), oldest first; guarded by :attr:`lock`.
         self.running: list[Forward | Plain] = []
@@ -162,6 +145,41 @@ class BackLink:
         finally:
             callbacks_run(self)
             self.leave(request)
+
+    def ask(self, method: str, params: dict | None) -> dict:
+        """The answer to a question of a handshake-era target, whose requests name none of ours:
+        it is the request's when exactly one request of any kind is in flight here (a cancelled
+        one included, until the target has answered it), else nobody's but a session's.  A
+        question that may be another client's is put to no client: the target gets an error."""
+        with self.lock:
+            running = list(self.running)
+        only = running[0] if len(running) == 1 else None
+        if isinstance(only, Forward):
+            return only.ask(method, params)
+        front = None if only is None else only.front
+        timeout = self.proxy.ask_timeout
+        if front is not None and front.envelope is None:
+            return put_question(
+                front.connection,
+                front.capabilities,
+                method,
+                params,
+                timeout,
+                related_request_id=front.context.request_id,
+            )
+        session = self.session()
+        if session is not None:
+            # A session's own connection: every request on it is its client's (the target told
+            # the roots changed, a completion that looks at them ...).  2025-11-25 client/roots:
+            # -32601 would say "Client does not support roots", declared on its behalf.
+            return put_question(session, session.client_capabilities, method, params, timeout)
+        if len(running) > 1:
+            why = "it names no request, and several clients' requests are in flight here"
+        else:
+            # 2026-07-28 basic/patterns/mrtr §Supported Requests: a 2026 listing or completion
+            # cannot ask its client anything
+            why = "no request in flight here can put it to a client"
+        raise RequestRefused(f"Request refused: {method}: {why}")
 
     def _log(self, message: Any) -> None:
         # A log message names no request (2025-11-25 server/utilities/logging): it is the request's

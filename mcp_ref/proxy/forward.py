@@ -8,6 +8,7 @@ parked until the retry) or the front request's cancellation (passed on to the ta
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 import threading
@@ -21,6 +22,7 @@ from ..errors import (
     MethodNotFound,
     MissingRequiredClientCapabilityError,
     RequestCancelled,
+    RequestRefused,
 )
 
 #: The requests a target may send its client (each one a question for the front client).
@@ -135,11 +137,17 @@ class Forward:
         self.origin = ""
         #: The -32021 error a 2026 front gets for a question it cannot answer, once asked.
         self.refusal: McpError | None = None
+        #: True once its front request was cancelled: the target may still be at work on it.
+        self.withdrawn = False
+        #: Ends a withdrawn call the target never answers, when it has no timeout of its own.
+        self.expiry: threading.Timer | None = None
 
     # -- on the back's threads -------------------------------------------------------------------
 
     def ask(self, method: str, params: dict | None) -> dict:
         """The front client's answer to a question of the target's (blocks until it comes)."""
+        if self.withdrawn:  # its client is asked nothing more, nor is any other
+            raise _withdrawn(method)
         front = self.front
         if front is not None and front.envelope is None:
             # handshake-era front: a request of our own to the client that made this request
@@ -174,6 +182,8 @@ class Forward:
         if not question.answered.wait(self.proxy.ask_timeout):
             raise McpError(f"{method}: the client in front of the proxy did not answer in time")
         if question.answer is None:
+            if self.withdrawn:
+                raise _withdrawn(method)
             raise RequestCancelled(f"{method}: the request it belonged to has ended")
         return question.answer
 
@@ -241,11 +251,13 @@ class Forward:
                         "requestState": token,
                     }
                 outcome = self.outcome
+                if outcome is None:  # cancelled by the front client: run() ends it from now on
+                    self.front = None
+                    self.withdrawn = True
         finally:
             cancelled.remove_callback(self._wake)
-        if outcome is None:  # cancelled by the front client: the target is told too
-            self.call.cancel("cancelled by the client in front of the proxy")
-            self.finish()
+        if outcome is None:
+            self._withdraw("cancelled by the client in front of the proxy")
             raise RequestCancelled("cancelled by the client")
         self.finish()
         if self.refusal is not None:  # the target went on without what it asked for: moot
@@ -254,6 +266,41 @@ class Forward:
         if kind == "error":
             raise value
         return value
+
+    def _withdraw(self, reason: str) -> None:
+        """The front request was cancelled: the target is told (2025-11-25
+        basic/utilities/cancellation).  A handshake-era command target may still ask for it
+        (receivers only "SHOULD" stop, and "MAY ignore" a cancellation), and its questions name no
+        request: so the forward stays in flight on its connection, its questions refused and its
+        turn held, until the target has answered it, the connection has ended, or the back call's
+        timeout (else ``ask_timeout``) has passed; :meth:`run` then ends it."""
+        if self.link.client.connection.modern or self.proxy.http_target:
+            # its questions come in the answers of its own request (2026-07-28), or on the
+            # request's own stream (HTTP), which the cancellation closes
+            self.call.cancel(reason)
+            self.finish()
+            return
+        with self.lock:  # the questions it has open are refused now (the target waits for them)
+            open_questions = [*self.waiting.values(), *self.shown.values()]
+            self.waiting.clear()
+            self.shown.clear()
+        for question in open_questions:
+            question.answered.set()
+        with contextlib.suppress(Exception):  # the connection has ended: nothing more will come
+            self.link.client.session.notify(
+                "notifications/cancelled", {"requestId": self.call.id, "reason": reason}
+            )
+        pending = getattr(self.call, "pending", None)
+        if pending is not None and pending.first_deadline is not None:
+            return  # its timeout ends it, if the target does not answer
+        expiry = threading.Timer(self.proxy.ask_timeout, self.call.cancel, (reason,))
+        expiry.name = "mcp-proxy-withdrawn"
+        expiry.daemon = True
+        with self.lock:
+            if self.finished:
+                return
+            self.expiry = expiry
+        expiry.start()
 
     def answer(self, responses: Any) -> None:
         """A 2026 front's retry: its ``inputResponses`` answer the questions shown to it."""
@@ -286,9 +333,17 @@ class Forward:
                 return
             self.finished = True
             open_questions = [*self.waiting.values(), *self.shown.values()]
+            expiry = self.expiry
+        if expiry is not None:
+            expiry.cancel()
         for question in open_questions:
             question.answered.set()  # answer None: the question's request ends
         self.proxy.release(self)
+
+
+def _withdrawn(method: str) -> RequestRefused:
+    """The error a target gets for a question of a call its front client cancelled."""
+    return RequestRefused(f"Request refused: {method}: the request it was asked for was cancelled")
 
 
 def put_question(

@@ -472,7 +472,6 @@ class ProxyServer(Server):
         forward = Forward(self, link, front, owner)
         forward.hold = hold
         link.enter(forward)
-        link.forward = forward
         current.forward = forward
         try:
             forward.call = link.client.connection.start(
@@ -494,11 +493,6 @@ class ProxyServer(Server):
                 self._parked.pop(forward.token, None)
         link = forward.link
         link.leave(forward)
-        with link.lock:
-            # a handshake-era target's questions name no request: those that come now are for
-            # a request still running here (its session's), not for nobody
-            forwards = [request for request in link.running if isinstance(request, Forward)]
-            link.forward = forwards[-1] if forwards else None
         self._let_go(link, forward.hold)
 
     def _let_go(self, link: BackLink, hold: str) -> None:

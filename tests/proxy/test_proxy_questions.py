@@ -112,3 +112,48 @@ def test_a_log_message_of_one_clients_request_reaches_no_other_client():
         assert complete(bob, "B-ALONE") == []
         bob_logs.wait_until(lambda logs: any("completing B-ALONE" in m.data for m in logs))
     assert [m.data for m in bob_logs if "B-SECRET" in str(m.data)] == []
+
+
+def test_a_question_during_another_clients_call_is_put_to_neither_client():
+    # Bob's completion asks for the roots while Alice's call runs on the same connection: the
+    # question names no request, so the target is refused rather than told Alice's roots.
+    with (
+        served() as (_, url),
+        Client.http(url, era="modern", timeout=WAIT, roots=["file:///home/alice"]) as alice,
+        Client.http(url, era="modern", timeout=WAIT, roots=["file:///home/bob"]) as bob,
+    ):
+        started = threading.Event()
+        held = alice.start_tool_call("hold", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        (values,) = complete(bob, "roots")
+        assert "alice" not in values and values.startswith("error: Request refused")
+        assert held.result().text == "held"
+        # alone, a 2026 completion cannot ask its client either (mrtr §Supported Requests)
+        (alone,) = complete(bob, "roots")
+        assert alone.startswith("error: Request refused")
+
+
+def test_a_cancelled_calls_late_question_is_refused_and_its_turn_held():
+    # Alice cancels her call; the target asks its question all the same.  It is refused (her
+    # client is asked nothing more for it, and no other client is), and the target's turn stays
+    # with the cancelled call until the target answers it or its timeout (here 5 s) passes: Bob's
+    # call then runs, and is asked its own question only.
+    asked_bob = Collector()
+
+    def bob_answers(params):
+        asked_bob(params.message)
+        return {"action": "accept", "content": {"name": "Bob"}}
+
+    with (
+        served(client_options={"timeout": 5.0}) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as alice,
+        Client.http(url, era="modern", timeout=WAIT, elicitation_handler=bob_answers) as bob,
+    ):
+        started = threading.Event()
+        late = alice.start_tool_call("late", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        late.cancel("the user gave up")
+        seen = bob.call_tool("seen_late").text
+    assert asked_bob.items == ["A question of this call"]
+    assert seen.startswith("late error: Request refused") and "was cancelled" in seen
+    assert seen.endswith("mine: accept {'name': 'Bob'}")
