@@ -159,12 +159,13 @@ class Forward:
                 self.proxy.ask_timeout,
                 related_request_id=front.context.request_id,
             )
-        needed = ASK_CAPABILITY[method]
-        if needed not in self.capabilities:
+        unmet = unmet_need(method, params, self.capabilities)
+        if unmet is not None:
             # 2026-07-28 mrtr: "Servers MUST NOT send an inputRequests that the client has not
             # declared support for"; the front request ends with -32021 naming it instead.
+            needs, what = unmet
             self.refusal = MissingRequiredClientCapabilityError.needing(
-                {needed: {}}, f"the server behind this proxy asks for {needed}"
+                needs, f"the server behind this proxy asks for {what}"
             )
             raise self.refusal
         # what the target said before asking (its log messages, its progress) reaches the front
@@ -358,11 +359,16 @@ def put_question(
     """A question of the target's put to a handshake-era front client (its ``connection``, which
     declared ``capabilities``) as a request of the proxy's own, for its request
     ``related_request_id`` (None: for none of them); the client's answer."""
-    if ASK_CAPABILITY[method] not in capabilities:
+    unmet = unmet_need(method, params, capabilities)
+    if unmet is not None and ASK_CAPABILITY[method] not in capabilities:
         # the target asked what the front client cannot answer: not found, as a client says
         raise MethodNotFound(
             f"Method not found: the client in front of this proxy does not offer "
             f"{ASK_CAPABILITY[method]}"
+        )
+    if unmet is not None:  # a mode or a feature it did not declare: refused, as a client does
+        raise InvalidParams(
+            f"Invalid params: the client in front of this proxy does not take {unmet[1]}"
         )
     return connection.request(
         method,
@@ -370,6 +376,35 @@ def put_question(
         timeout=timeout,
         related_request_id=related_request_id,
     )
+
+
+def unmet_need(method: str, params: dict | None, capabilities: dict) -> tuple[dict, str] | None:
+    """What a question of the target's needs of a front client that declared ``capabilities``
+    and it lacks: ``(requiredCapabilities, in words)``; None when it can be asked."""
+    needed = ASK_CAPABILITY[method]
+    if needed not in capabilities:
+        return {needed: {}}, needed
+    declared = capabilities[needed] if isinstance(capabilities[needed], dict) else {}
+    asked = params if isinstance(params, dict) else {}
+    if method == "elicitation/create":
+        # 2025-11-25 and 2026-07-28 client/elicitation: "Servers MUST NOT send elicitation
+        # requests with modes that are not supported by the client"; "an empty capabilities
+        # object is equivalent to declaring support for form mode only" (and before 2025-11-25
+        # there is no other mode).  A request without a mode is form mode.
+        mode = asked.get("mode") or "form"
+        if not isinstance(mode, str):
+            raise InvalidParams("Invalid params: an elicitation mode is a string")
+        if mode not in (declared or {"form": {}}):
+            return {"elicitation": {mode: {}}}, f"{mode}-mode elicitation"
+    elif method == "sampling/createMessage" and (
+        asked.get("tools") is not None or asked.get("toolChoice") is not None
+    ):
+        # 2025-11-25 and 2026-07-28 client/sampling: "Servers MUST NOT send tool-enabled sampling
+        # requests to Clients that have not declared support for tool use via the
+        # sampling.tools capability"
+        if "tools" not in declared:
+            return {"sampling": {"tools": {}}}, "sampling with tools"
+    return None
 
 
 def _for_2026(method: str, params: dict | None) -> dict | None:

@@ -1,5 +1,6 @@
 """Whose question is it: the target's questions (roots, elicitation, sampling) and log messages
-reach the client whose request they are about, and never another client.
+reach the client whose request they are about, and never another client; and a question a client
+did not declare it takes is not put to it.
 
 The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
 tests/servers/proxy_asking_target.py (a handshake-era server that asks outside its tool calls, and
@@ -17,6 +18,7 @@ import pytest
 from conftest import WAIT, Collector
 
 from mcp_ref import Client, proxy_server
+from mcp_ref.errors import MissingRequiredClientCapabilityError
 
 pytestmark = pytest.mark.slow
 
@@ -157,3 +159,53 @@ def test_a_cancelled_calls_late_question_is_refused_and_its_turn_held():
     assert asked_bob.items == ["A question of this call"]
     assert seen.startswith("late error: Request refused") and "was cancelled" in seen
     assert seen.endswith("mine: accept {'name': 'Bob'}")
+
+
+# -- what a 2026 client declared: a question it did not declare is never sent -------------------
+
+
+@pytest.mark.parametrize("tools", [False, True])
+def test_sampling_with_tools_reaches_only_a_2026_client_that_declared_them(tools):
+    # 2026-07-28 client/sampling: "Servers MUST NOT send tool-enabled sampling requests to Clients
+    # that have not declared support for tool use via the sampling.tools capability"; the
+    # request ends with -32021 naming it instead (as mcp_ref's own server answers).
+    asked = Collector()
+
+    def model(params):
+        asked(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "sunny"}, "model": "m"}
+
+    with (
+        served() as (_, url),
+        Client.http(
+            url, era="modern", timeout=WAIT, sampling_handler=model, sampling_tools=tools
+        ) as client,
+    ):
+        if tools:
+            assert "sunny" in client.call_tool("sample_with_tools").text
+            assert asked.items[0].tools[0]["name"] == "weather"
+            return
+        with pytest.raises(MissingRequiredClientCapabilityError) as caught:
+            client.call_tool("sample_with_tools")
+        assert caught.value.data["requiredCapabilities"] == {"sampling": {"tools": {}}}
+        assert asked.items == []
+
+
+def test_a_handshake_era_client_that_takes_form_mode_only_is_never_sent_a_url():
+    # 2025-11-25 client/elicitation: "Servers MUST NOT send elicitation requests with modes that
+    # are not supported by the client": a target that does is refused by the proxy, as the
+    # client would refuse it, and the client is sent nothing.
+    received = Collector()
+    with (
+        served() as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            elicitation_handler=lambda params: {"action": "accept"},
+            trace=lambda direction, data: received(data) if direction == "<--" else None,
+        ) as client,
+    ):
+        text = client.call_tool("visit_anyway").text
+    assert text.startswith("error: Invalid params") and "url-mode elicitation" in text
+    assert not [data for data in received if b"elicitation/create" in data]

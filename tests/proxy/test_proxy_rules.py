@@ -61,6 +61,24 @@ def test_a_2026_client_that_cannot_answer_the_targets_question_gets_missing_capa
         assert client.call_tool("echo", {"text": "still here"}).text == "still here"
 
 
+@pytest.mark.parametrize("declared", [{}, {"form": {}}])
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+def test_a_2026_client_that_takes_form_mode_only_is_never_sent_a_url(back_era, declared):
+    # 2026-07-28 client/elicitation: "Servers MUST NOT send elicitation requests with modes that
+    # are not supported by the client", and an empty object means form mode only; the request
+    # ends with -32021 naming URL mode, as mcp_ref's own server answers.
+    with served(back_era) as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": declared},
+        }
+        with pytest.raises(MissingRequiredClientCapabilityError) as caught:
+            client.connection.session.request(
+                "tools/call", {"name": "visit", "arguments": {}, "_meta": meta}, timeout=WAIT
+            )
+        assert caught.value.data["requiredCapabilities"] == {"elicitation": {"url": {}}}
+
+
 def test_a_request_state_the_proxy_did_not_issue_is_refused():
     with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
         with pytest.raises(McpError) as caught:

@@ -10,6 +10,8 @@
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
   anyway (not every tool stops at once); ``seen_late`` waits until that question has its answer
   or error, then asks its own client a question, and returns both;
+* ``sample_with_tools`` asks the client's model with a tool, and ``visit_anyway`` sends the user
+  to a page (URL-mode elicitation), whatever the client declared;
 * told the client's roots changed, it asks for them and shows what it got as the description of
   a tool ``roots_seen`` (the client is told the tools changed).
 """
@@ -94,6 +96,31 @@ def seen_late(ctx: Context) -> str:
         "A question of this call", {"type": "object", "properties": {"name": {"type": "string"}}}
     )
     return f"late {late_outcome[0]} | mine: {mine.action} {mine.content}"
+
+
+@server.tool()
+def sample_with_tools(ctx: Context) -> str:
+    """Ask the client's model, offering it a tool (sent as it is, whatever the client declared)."""
+    question = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Weather?"}}],
+        "maxTokens": 20,
+        "tools": [{"name": "weather", "inputSchema": {"type": "object"}}],
+    }
+    return outcome_of(
+        lambda: ctx.connection.request("sampling/createMessage", question, timeout=WAIT)
+    )
+
+
+@server.tool()
+def visit_anyway(ctx: Context) -> str:
+    """Send the user to a page (URL-mode elicitation), whatever modes the client declared."""
+    question = {
+        "mode": "url",
+        "message": "Sign in",
+        "url": "https://example.com/sign-in",
+        "elicitationId": "e-1",
+    }
+    return outcome_of(lambda: ctx.connection.request("elicitation/create", question, timeout=WAIT))
 
 
 @server.prompt()
