@@ -336,11 +336,15 @@ class InitializeResult(WireModel):
     meta: dict[str, Any] | None = None
     _nested = {"server_info": Implementation.from_wire}
 
-    def __post_init__(self) -> None:
-        # 2025-11-25 schema.ts: InitializeResult's "capabilities: ServerCapabilities", an object;
-        # any other value would surface later as a capability the server "did not declare".
-        if not isinstance(self.capabilities, dict):
+    @classmethod
+    def from_wire(cls, data: Any) -> Any:
+        """:meth:`WireModel.from_wire`, and a TypeError for ``capabilities`` that are not an object
+        (2025-11-25 schema.ts: "capabilities: ServerCapabilities"), which would surface later as
+        a capability the server "did not declare"."""
+        made = super().from_wire(data)
+        if not isinstance(made.capabilities, dict):
             raise TypeError("InitializeResult.capabilities must be an object")
+        return made
 
 
 @dataclass(kw_only=True)
