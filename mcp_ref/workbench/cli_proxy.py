@@ -3,7 +3,7 @@
 TARGET is what the other verbs take (a URL, or a server command line in one string).  The proxy
 (:mod:`mcp_ref.proxy`) connects to it at once, then serves it on stdio or over HTTP, in both
 eras whatever TARGET speaks.  Over HTTP the line ``mcp-ref: proxying TARGET at URL ...`` on
-stderr says where (with port 0, the port chosen).  The global ``--timeout`` bounds each forwarded
+stderr says where (with port 0, the port chosen; TARGET's credentials masked).  The global ``--timeout`` bounds each forwarded
 request, ``--connect-timeout`` each connection to TARGET, ``--era`` the era spoken to TARGET,
 ``--header`` and ``--transport`` an HTTP TARGET; ``--quiet-server`` hides a launched TARGET's
 stderr; ``--trace`` shows the messages to and from TARGET on stderr.  The options that make the
@@ -59,6 +59,11 @@ def run(args: Any, hooks: Any) -> int:
         raise CliError("--max-back-connections must be at least 2", EXIT_USAGE)
     address = http_address(args.http) if args.http else None
     target, options = _target(args)
+    from ..inspector.live import shown_target
+
+    # TARGET as messages show it: a URL's userinfo and secret query values, and what reads as a
+    # secret in a command line, masked (stderr may reach a log; common rules: no secret in logs)
+    shown = shown_target(args.target)
     if trace is not None:
         options["trace"] = trace
     try:
@@ -67,10 +72,10 @@ def run(args: Any, hooks: Any) -> int:
         )
     except (FileNotFoundError, PermissionError) as exc:
         raise CliError(
-            f"cannot launch {args.target!r}: {exc.strerror or exc}", EXIT_UNREACHABLE
+            f"cannot launch {shown!r}: {exc.strerror or exc}", EXIT_UNREACHABLE
         ) from None
     except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
-        raise CliError(f"cannot reach {args.target}: {exc}", EXIT_UNREACHABLE) from None
+        raise CliError(f"cannot reach {shown}: {exc}", EXIT_UNREACHABLE) from None
     try:
         if address is None:
             proxy.run_stdio()
@@ -79,7 +84,7 @@ def run(args: Any, hooks: Any) -> int:
 
         def announce(httpd: Any) -> None:
             to_stderr(
-                f"mcp-ref: proxying {args.target} at {httpd.url}/mcp ({mode}Streamable HTTP) "
+                f"mcp-ref: proxying {shown} at {httpd.url}/mcp ({mode}Streamable HTTP) "
                 f"and {httpd.url}/sse (HTTP+SSE)"
             )
 

@@ -252,6 +252,27 @@ def test_the_command_traces_what_it_says_to_the_target():
         )
 
 
+def test_the_command_never_prints_the_targets_credentials():
+    # Common rules: secrets never in logs.  TARGET as stderr shows it (the line saying where the
+    # proxy serves, "cannot reach", "cannot launch"): a URL's userinfo and secret query values,
+    # and a command line's secret-looking values, masked.
+    target = start_target_http("both")
+    secret_url = target.url.replace("http://", "http://alice:S3CRET-PW@") + "?api_key=S3CRET-KEY"
+    try:
+        proxy = start_proxy_http(secret_url)
+        announced = "".join(proxy.err.all)
+        proxy.stop()
+    finally:
+        target.stop()
+    assert "mcp-ref: proxying http://" in announced and "S3CRET" not in announced
+    unreachable = run_cli("--connect-timeout", "5", "proxy", secret_url, "--http", "127.0.0.1:0")
+    assert unreachable.returncode == 4 and "cannot reach http://" in unreachable.stderr
+    assert "S3CRET" not in unreachable.stderr
+    missing = run_cli("proxy", "no-such-command-for-the-proxy --api-key=S3CRET", "--stdio")
+    assert missing.returncode == 4 and "cannot launch" in missing.stderr
+    assert "S3CRET" not in missing.stderr
+
+
 def test_the_options_of_a_client_of_its_own_are_refused():
     refused = run_cli("--root", ".", "proxy", "python server.py", "--stdio")
     assert refused.returncode == 2
