@@ -30,7 +30,8 @@ connection leased from a pool for the request's life; a command target is one pr
 connection (its state is the process's), so those requests go to the watcher, side by side when
 the target speaks 2026 (its questions come in the answers of their own request), taking turns
 when it speaks the handshake era (its requests name no request of the client's).  At most
-``max_back_connections`` in all and ``max_forwarded`` forwarded requests in flight (parked ones
+``max_back_connections`` in all (an idle pool connection is closed to make room, and after
+``POOL_IDLE_TIMEOUT`` idle) and ``max_forwarded`` forwarded requests in flight (parked ones
 included): past either, the request is refused with -31000 ("server busy").
 
 The parts: :mod:`~mcp_ref.proxy.server` (the front, :class:`ProxyServer`),

@@ -18,6 +18,7 @@ from ..server.input_required import digest
 from ..server.seams import MRTR_METHODS
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
+from .links import Links
 from .translate import back_params, errors_of, plain_result
 
 __all__ = ["ProxyServer", "proxy_server"]
@@ -132,11 +133,10 @@ class ProxyServer(Server):
         self._sessions: dict[Any, BackLink] = {}  # handshake-era front connection -> its link
         self._greeted: weakref.WeakSet[Any] = weakref.WeakSet()  # front connections initialized
         self._opening = threading.Lock()
-        self._idle: list[BackLink] = []  # the pool's connections not leased now
-        self._leased = 0
+        #: The connections to the target: how many, and the pool leased to 2026 requests.
+        self.links = Links(max_back_connections)
         self._parked: dict[str, Forward] = {}
         self._forwards = 0
-        self._links_open = 1  # the watcher
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
         self._watching: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions with an _end_with
@@ -272,8 +272,7 @@ class ProxyServer(Server):
         self.end_session(connection)
 
     def _open_session(self, connection: Any) -> BackLink:
-        with self._lock:
-            self._count_link()
+        self.links.count()
         front = weakref.ref(connection)  # the link must not keep the front connection alive
 
         def list_changed(kind: str) -> None:
@@ -304,8 +303,7 @@ class ProxyServer(Server):
             )
             return link
         except BaseException:
-            with self._lock:
-                self._links_open -= 1
+            self.links.uncount()
             raise
 
     @staticmethod
@@ -545,63 +543,27 @@ class ProxyServer(Server):
                 return forward
         raise InvalidParams(f"Invalid params: requestState {refusal}")
 
-    def _count_link(self) -> None:
-        if self._links_open >= self.max_back_connections:
-            raise ServerBusy(
-                f"Server busy: this proxy holds {self.max_back_connections} connections to its "
-                "target; retry later",
-                data={"limit": self.max_back_connections},
-            )
-        self._links_open += 1
-
     def _lease(self) -> BackLink:
-        with self._lock:
-            idle = self._idle
-            while idle and not idle[-1].alive:  # ended while idle: forgotten
-                self._links_open -= 1
-                idle.pop().close()
-            if idle:
-                self._leased += 1
-                return idle.pop()
-            self._count_link()
-            self._leased += 1
-        try:
-            link = BackLink(self, None)
-        except BaseException:
-            with self._lock:
-                self._links_open -= 1
-                self._leased -= 1
-            raise
+        return self.links.lease(self._open_pooled)
+
+    def _open_pooled(self) -> BackLink:
+        link = BackLink(self, None)
         try:
             link.set_log_level("debug")  # kept at each request's own level by the front
-            return link
         except BaseException:
             link.close()  # refused: the connection is not left behind
-            with self._lock:
-                self._links_open -= 1
-                self._leased -= 1
             raise
+        return link
 
     def _return(self, link: BackLink) -> None:
-        with self._lock:
-            self._leased -= 1
-            if link.alive:
-                self._idle.append(link)
-                return
-            self._links_open -= 1
-        link.close()
-
-    def _release_link(self, link: BackLink) -> None:
-        with self._lock:
-            self._links_open -= 1
-        link.close()
+        self.links.give_back(link)
 
     def end_session(self, connection: Any) -> None:
         """Close the back connection of a handshake-era front ``connection``, if it has one."""
         with self._lock:
             link = self._sessions.pop(connection, None)
         if link is not None:
-            self._release_link(link)
+            self.links.drop(link)
 
     def close(self) -> None:
         """End every parked request (its question of the target is refused, so no thread waits
@@ -613,9 +575,8 @@ class ProxyServer(Server):
         for forward in parked:
             forward.finish()
         with self._lock:
-            links = [*self._sessions.values(), *self._idle, self.watcher]
+            links = [*self._sessions.values(), *self.links.take_idle(), self.watcher]
             self._sessions.clear()
-            self._idle.clear()
         for link in links:
             link.close()
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,114 @@
+"""The connections a proxy holds to its target (:class:`Links`): how many are open, bounded by
+``max_back_connections``, and the pool of those leased to 2026 requests (an HTTP target).
+
+A pool connection is the lease of one 2026 request at a time; given back, it waits idle for the
+next.  An idle one is closed to make room when a connection is needed at the bound (a
+handshake-era session's, which would otherwise be refused for as long as the pool stays idle),
+and once it has been idle :data:`POOL_IDLE_TIMEOUT` seconds (found at the next lease, return or
+connection counted, as the HTTP server finds its expired sessions at its next request): a pool
+that grew for a burst of requests does not hold the target's connections, and the bound, after.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ..errors import ServerBusy
+from .back import BackLink
+
+#: Seconds a pool connection may stay idle before it is closed.
+POOL_IDLE_TIMEOUT = 60.0
+
+
+class Links:
+    """How many connections a proxy holds to its target, and its pool of idle ones."""
+
+    def __init__(self, limit: int):
+        #: Connections held at most (``max_back_connections``).
+        self.limit = limit
+        #: Seconds a pool connection may stay idle (:data:`POOL_IDLE_TIMEOUT`).
+        self.idle_timeout = POOL_IDLE_TIMEOUT
+        #: Connections open now: the watcher, the sessions', the pool's.
+        self.open = 1
+        self._idle: list[tuple[float, BackLink]] = []  # (given back at, link), oldest first
+        self._lock = threading.Lock()
+
+    def count(self) -> None:
+        """Count one more connection, about to be opened.  At the bound, the pool's least recently
+        used idle connection is closed to make room; with none idle, -32000 "server busy"."""
+        with self._lock:
+            gone = self._expired()
+            if self.open >= self.limit and self._idle:
+                gone.append(self._idle.pop(0)[1])
+                self.open -= 1
+            full = self.open >= self.limit
+            if not full:
+                self.open += 1
+        _close(gone)
+        if full:
+            raise ServerBusy(
+                f"Server busy: this proxy holds {self.limit} connections to its target; "
+                "retry later",
+                data={"limit": self.limit},
+            )
+
+    def uncount(self) -> None:
+        """A connection counted is closed, or was never opened."""
+        with self._lock:
+            self.open -= 1
+
+    def lease(self, open_link: Callable[[], BackLink]) -> BackLink:
+        """A pool connection for one request: the most recently used idle one, else a new one
+        (``open_link()``, counted)."""
+        with self._lock:
+            gone = self._expired()
+            link = self._idle.pop()[1] if self._idle else None
+        _close(gone)
+        if link is not None:
+            return link
+        self.count()
+        try:
+            return open_link()
+        except BaseException:
+            self.uncount()
+            raise
+
+    def give_back(self, link: BackLink) -> None:
+        """A leased connection is free again: idle in the pool, or closed if it has ended."""
+        with self._lock:
+            gone = self._expired()
+            if link.alive:
+                self._idle.append((time.monotonic(), link))
+            else:
+                self.open -= 1
+                gone.append(link)
+        _close(gone)
+
+    def drop(self, link: BackLink) -> None:
+        """Close a counted connection (a session's that ended)."""
+        self.uncount()
+        link.close()
+
+    def take_idle(self) -> list[BackLink]:
+        """The idle connections, no longer the pool's (the proxy closes)."""
+        with self._lock:
+            idle = [link for _, link in self._idle]
+            self._idle.clear()
+            self.open -= len(idle)
+        return idle
+
+    def _expired(self) -> list[BackLink]:
+        """Under the lock: the idle connections idle too long or ended, no longer counted."""
+        oldest = time.monotonic() - self.idle_timeout
+        gone = [link for since, link in self._idle if since <= oldest or not link.alive]
+        if gone:
+            self._idle = [(since, link) for since, link in self._idle if link not in gone]
+            self.open -= len(gone)
+        return gone
+
+
+def _close(links: list[BackLink]) -> None:
+    for link in links:
+        link.close()

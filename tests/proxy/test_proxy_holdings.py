@@ -1,0 +1,126 @@
+"""What the proxy holds, and that it lets it go: its connections to the target (the pool leased to
+2026 requests, each client's share), its forwarded requests, the resources its watcher subscribes
+to, and all of it when it closes.
+
+The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
+tests/servers/proxy_target.py launched on stdio or over HTTP (a real subprocess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import pytest
+from conftest import WAIT, run_threads
+from proxy_peers import start_target_http
+
+from mcp_ref import Client, proxy_server
+
+pytestmark = pytest.mark.slow
+
+
+@contextlib.contextmanager
+def served(target, **options):
+    """A proxy of ``target`` served over HTTP; yields ``(proxy, url)``."""
+    options.setdefault("client_options", {"timeout": WAIT})
+    proxy = proxy_server(target, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+
+
+@pytest.fixture
+def http_target():
+    """The target over HTTP (both eras): 2026 requests that may ask lease pool connections."""
+    target = start_target_http("both")
+    yield target.url
+    target.stop()
+
+
+def recording(url: str, opened: list):
+    """A connector to ``url`` that keeps every back Client it opens in ``opened`` (the watcher
+    first)."""
+
+    def connect(**options):
+        client = Client.http(url, **options)
+        opened.append(client)
+        return client
+
+    return connect
+
+
+def answering(barrier: threading.Barrier | None = None) -> dict:
+    """A front client's handlers for ``work``'s three questions; elicitation waits at
+    ``barrier`` (so that several calls hold their connections at once)."""
+
+    def elicitation(params):
+        if barrier is not None:
+            barrier.wait()
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    def sampling(params):
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    return {
+        "elicitation_handler": elicitation,
+        "sampling_handler": sampling,
+        "roots": ["file:///here"],
+    }
+
+
+# -- the pool of connections leased to 2026 requests ---------------------------------------------
+
+
+def test_an_idle_pool_connection_makes_room_for_a_session(http_target):
+    # max_back_connections=2: the watcher, and the one a 2026 call leased, idle once it ended.  A
+    # handshake-era session needs a connection of its own: the idle one is closed to make room.
+    with served(http_target, max_back_connections=2) as (_, url):
+        with Client.http(url, era="modern", timeout=WAIT) as modern:
+            assert modern.call_tool("echo", {"text": "leased"}).text == "leased"
+        with Client.http(url, era="handshake", timeout=WAIT) as session:
+            assert session.call_tool("echo", {"text": "own"}).text == "own"
+        with Client.http(url, era="modern", timeout=WAIT) as modern:
+            assert modern.call_tool("echo", {"text": "again"}).text == "again"
+
+
+def test_a_burst_of_2026_calls_does_not_lock_sessions_out(http_target):
+    # Three 2026 calls at once (each waits for the others before answering the target's first
+    # question) fill the bound with pool connections; then three handshake-era sessions at once
+    # each get one, every idle pool connection closed to make room.
+    with served(http_target, max_back_connections=4) as (_, url):
+        barrier = threading.Barrier(3, timeout=WAIT)
+
+        def call(i: int) -> str:
+            with Client.http(url, era="modern", timeout=WAIT, **answering(barrier)) as client:
+                return client.call_tool("work", {"steps": 1}).text
+
+        assert run_threads(call, 3) == ["Lin|ok|1 roots|file:///here"] * 3
+        sessions = [Client.http(url, era="handshake", timeout=WAIT) for _ in range(3)]
+        try:
+            said = run_threads(lambda i: sessions[i].call_tool("echo", {"text": f"s{i}"}).text, 3)
+            assert said == ["s0", "s1", "s2"]
+        finally:
+            for session in sessions:
+                session.close()
+
+
+def test_an_idle_pool_connection_is_closed_after_its_idle_time(http_target):
+    # Idle past links.idle_timeout (POOL_IDLE_TIMEOUT, 60 s; here 0): closed at the pool's next
+    # use, and the next request gets a new connection.
+    opened: list[Client] = []
+    with served(recording(http_target, opened)) as (proxy, url):
+        proxy.links.idle_timeout = 0.0
+        with Client.http(url, era="modern", timeout=WAIT) as client:
+            assert client.call_tool("echo", {"text": "one"}).text == "one"
+            assert len(opened) == 2 and not opened[1].session.is_closed  # the watcher, the lease
+            assert client.call_tool("echo", {"text": "two"}).text == "two"
+        assert len(opened) == 3
+        assert opened[1].session.is_closed
+        assert not opened[0].session.is_closed  # the watcher stays
