@@ -7,6 +7,9 @@ handshake-era session's, which would otherwise be refused for as long as the poo
 and once it has been idle :data:`POOL_IDLE_TIMEOUT` seconds (found at the next lease, return or
 connection counted, as the HTTP server finds its expired sessions at its next request): a pool
 that grew for a burst of requests does not hold the target's connections, and the bound, after.
+
+Once the proxy closes (:meth:`Links.shut`), no connection is opened or pooled: one leased to a
+request in flight is closed with the others, and closed again (not pooled) when given back.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import ServerBusy
+from ..errors import InternalError, ServerBusy
 from .back import BackLink
 
 #: Seconds a pool connection may stay idle before it is closed.
@@ -33,12 +36,17 @@ class Links:
         #: Connections open now: the watcher, the sessions', the pool's.
         self.open = 1
         self._idle: list[tuple[float, BackLink]] = []  # (given back at, link), oldest first
+        self._leased: set[BackLink] = set()
+        #: True once the proxy has closed: nothing is opened or pooled any more.
+        self.closed = False
         self._lock = threading.Lock()
 
     def count(self) -> None:
         """Count one more connection, about to be opened.  At the bound, the pool's least recently
         used idle connection is closed to make room; with none idle, -32000 "server busy"."""
         with self._lock:
+            if self.closed:
+                raise InternalError("Internal error: this proxy has closed")
             gone = self._expired()
             if self.open >= self.limit and self._idle:
                 gone.append(self._idle.pop(0)[1])
@@ -65,21 +73,31 @@ class Links:
         with self._lock:
             gone = self._expired()
             link = self._idle.pop()[1] if self._idle else None
+            if link is not None:
+                self._leased.add(link)
         _close(gone)
         if link is not None:
             return link
         self.count()
         try:
-            return open_link()
+            link = open_link()
         except BaseException:
             self.uncount()
             raise
+        with self._lock:
+            self._leased.add(link)
+            closed = self.closed
+        if closed:  # the proxy closed meanwhile: not left open
+            self.give_back(link)
+            raise InternalError("Internal error: this proxy has closed")
+        return link
 
     def give_back(self, link: BackLink) -> None:
         """A leased connection is free again: idle in the pool, or closed if it has ended."""
         with self._lock:
+            self._leased.discard(link)
             gone = self._expired()
-            if link.alive:
+            if link.alive and not self.closed:
                 self._idle.append((time.monotonic(), link))
             else:
                 self.open -= 1
@@ -91,13 +109,16 @@ class Links:
         self.uncount()
         link.close()
 
-    def take_idle(self) -> list[BackLink]:
-        """The idle connections, no longer the pool's (the proxy closes)."""
+    def shut(self) -> list[BackLink]:
+        """The proxy closes: no connection is opened or pooled from now on.  Returns the pool's
+        connections, idle and leased, for the caller to close (a leased one is closed again when
+        given back)."""
         with self._lock:
+            self.closed = True
             idle = [link for _, link in self._idle]
             self._idle.clear()
             self.open -= len(idle)
-        return idle
+            return [*idle, *self._leased]
 
     def _expired(self) -> list[BackLink]:
         """Under the lock: the idle connections idle too long or ended, no longer counted."""

@@ -567,15 +567,15 @@ class ProxyServer(Server):
 
     def close(self) -> None:
         """End every parked request (its question of the target is refused, so no thread waits
-        ``ask_timeout`` for a retry that cannot come) and close every back connection (the proxy
-        serves nothing more)."""
+        ``ask_timeout`` for a retry that cannot come) and close every back connection, those
+        leased to requests in flight too (the proxy serves nothing more; :meth:`Links.shut`)."""
         with self._lock:
             parked = list(self._parked.values())
             self._parked.clear()
         for forward in parked:
             forward.finish()
         with self._lock:
-            links = [*self._sessions.values(), *self.links.take_idle(), self.watcher]
+            links = [*self._sessions.values(), *self.links.shut(), self.watcher]
             self._sessions.clear()
         for link in links:
             link.close()

@@ -15,7 +15,7 @@ import pytest
 from conftest import WAIT, run_threads
 from proxy_peers import start_target_http
 
-from mcp_ref import Client, proxy_server
+from mcp_ref import Client, McpError, proxy_server
 
 pytestmark = pytest.mark.slow
 
@@ -124,3 +124,25 @@ def test_an_idle_pool_connection_is_closed_after_its_idle_time(http_target):
         assert len(opened) == 3
         assert opened[1].session.is_closed
         assert not opened[0].session.is_closed  # the watcher stays
+
+
+# -- closing -------------------------------------------------------------------------------------
+
+
+def test_closing_the_proxy_closes_a_connection_leased_to_a_request_in_flight(http_target):
+    # A 2026 call in flight holds a pool connection: close() closes it with the others, and when
+    # the call ends it is not pooled by the closed proxy (nor is a new one opened).
+    opened: list[Client] = []
+    with served(recording(http_target, opened)) as (proxy, url):
+        with Client.http(url, era="modern", timeout=WAIT) as client:
+            started = threading.Event()
+            slow = client.start_tool_call("slow", on_progress=lambda *report: started.set())
+            assert started.wait(WAIT)
+            assert len(opened) == 2  # the watcher, and the lease of the call in flight
+            proxy.close()
+            assert opened[1].session.is_closed
+            with pytest.raises(McpError):
+                slow.result()
+            with pytest.raises(McpError):  # a closed proxy opens nothing
+                client.call_tool("echo", {"text": "after"})
+    assert len(opened) == 2 and all(back.session.is_closed for back in opened)
