@@ -9,7 +9,8 @@ connection counted, as the HTTP server finds its expired sessions at its next re
 that grew for a burst of requests does not hold the target's connections, and the bound, after.
 
 Once the proxy closes (:meth:`Links.shut`), no connection is opened or pooled: one leased to a
-request in flight is closed with the others, and closed again (not pooled) when given back.
+request in flight is closed with the others, and closed again (not pooled) when given back.  The
+proxy closes its connections all at once (:func:`close_all`), within one bound.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .back import BackLink
 
 #: Seconds a pool connection may stay idle before it is closed.
 POOL_IDLE_TIMEOUT = 60.0
+#: Seconds the proxy's close waits, in all, for its connections to close.
+CLOSE_TIMEOUT = 10.0
 
 
 class Links:
@@ -133,3 +136,18 @@ class Links:
 def _close(links: list[BackLink]) -> None:
     for link in links:
         link.close()
+
+
+def close_all(links: list[BackLink], timeout: float = CLOSE_TIMEOUT) -> None:
+    """Close ``links`` at once, each on a short-lived thread, waiting ``timeout`` seconds in all:
+    a stalled target (a process that reads nothing, a server that does not answer) holds its own
+    connection's close up to that connection's bound, not the others' one after the other.  A
+    close not done by then goes on behind (a daemon thread), and the caller goes on."""
+    deadline = time.monotonic() + timeout
+    threads = [
+        threading.Thread(target=link.close, name="mcp-proxy-close", daemon=True) for link in links
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))

@@ -18,7 +18,7 @@ from ..server.input_required import digest
 from ..server.seams import MRTR_METHODS
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
-from .links import Links
+from .links import Links, close_all
 from .translate import back_params, errors_of, plain_result
 
 __all__ = ["ProxyServer", "proxy_server"]
@@ -568,7 +568,8 @@ class ProxyServer(Server):
     def close(self) -> None:
         """End every parked request (its question of the target is refused, so no thread waits
         ``ask_timeout`` for a retry that cannot come) and close every back connection, those
-        leased to requests in flight too (the proxy serves nothing more; :meth:`Links.shut`)."""
+        leased to requests in flight too (the proxy serves nothing more; :meth:`Links.shut`), all
+        at once, waiting ``CLOSE_TIMEOUT`` (10 s) at most in all (:func:`close_all`)."""
         with self._lock:
             parked = list(self._parked.values())
             self._parked.clear()
@@ -577,6 +578,5 @@ class ProxyServer(Server):
         with self._lock:
             links = [*self._sessions.values(), *self.links.shut(), self.watcher]
             self._sessions.clear()
-        for link in links:
-            link.close()
+        close_all(links)  # at once: a stalled target holds its own close, not each in turn
         self._pool.shutdown(wait=False, cancel_futures=True)

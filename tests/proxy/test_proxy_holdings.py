@@ -9,11 +9,13 @@ tests/servers/proxy_target.py launched on stdio or over HTTP (a real subprocess)
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import threading
 
 import pytest
 from conftest import WAIT, run_threads
-from proxy_peers import start_target_http
+from proxy_peers import start_target_http, target_command
 
 from mcp_ref import Client, McpError, proxy_server
 
@@ -146,3 +148,51 @@ def test_closing_the_proxy_closes_a_connection_leased_to_a_request_in_flight(htt
             with pytest.raises(McpError):  # a closed proxy opens nothing
                 client.call_tool("echo", {"text": "after"})
     assert len(opened) == 2 and all(back.session.is_closed for back in opened)
+
+
+def test_closing_the_proxy_closes_stalled_command_targets_at_once():
+    # Four processes (the watcher's and three sessions') stopped with SIGSTOP: each close waits
+    # its own bound for its process before ending it.  They close at once: every close has begun
+    # before any goes on (the barrier), so the proxy's close is one bound, not four in turn.
+    closing = threading.Barrier(4, timeout=WAIT)
+    opened: list[Client] = []
+
+    def connect(**options):
+        client = Client.stdio(target_command("handshake"), **options)
+        opened.append(client)
+        close = client.close
+
+        def close_with_the_others() -> None:
+            closing.wait()  # broken (and the test failed) when closes run one after another
+            close()
+
+        client.close = close_with_the_others  # type: ignore[method-assign]
+        return client
+
+    proxy = proxy_server(connect, client_options={"timeout": WAIT})
+    sessions = []
+    try:
+        httpd = proxy.http_server("127.0.0.1", 0)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        sessions = [
+            Client.http(f"{httpd.url}/mcp", era="handshake", timeout=WAIT) for _ in range(3)
+        ]
+        for session in sessions:
+            assert session.call_tool("echo", {"text": "hi"}).text == "hi"
+        httpd.shutdown()
+        thread.join(WAIT)
+        processes = [back.session.transport.process for back in opened]
+        assert len(processes) == 4
+        for process in processes:
+            os.kill(process.pid, signal.SIGSTOP)
+        proxy.close()
+        assert not closing.broken
+        for process in processes:
+            process.wait(WAIT)  # ended, stopped as it was
+    finally:
+        for back in opened:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(back.session.transport.process.pid, signal.SIGKILL)
+        for session in sessions:
+            session.close()
