@@ -32,7 +32,9 @@ the target speaks 2026 (its questions come in the answers of their own request),
 when it speaks the handshake era (its requests name no request of the client's).  At most
 ``max_back_connections`` in all (an idle pool connection is closed to make room, and after
 ``POOL_IDLE_TIMEOUT`` idle) and ``max_forwarded`` forwarded requests in flight (parked ones
-included): past either, the request is refused with -31000 ("server busy").
+included), and of those one client's share (``max_back_connections_per_client``,
+``max_forwarded_per_client``: half and a quarter by default, so that no client starves the
+others): past any, the request is refused with -31000 ("server busy").
 
 The parts: :mod:`~mcp_ref.proxy.server` (the front, :class:`ProxyServer`),
 :mod:`~mcp_ref.proxy.forward` (one forwarded request and the target's questions),

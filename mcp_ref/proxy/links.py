@@ -1,6 +1,11 @@
 """The connections a proxy holds to its target (:class:`Links`): how many are open, bounded by
 ``max_back_connections``, and the pool of those leased to 2026 requests (an HTTP target).
 
+One client holds at most ``max_back_connections_per_client`` of them at once (its handshake-era
+sessions' and those leased to its requests), so that no client starves the others: the same
+client as the HTTP server's shares name (``shares.client_of_connection``: the principal of its
+token, else its address), counted as they count theirs (``shares.ClientCounts``).
+
 A pool connection is the lease of one 2026 request at a time; given back, it waits idle for the
 next.  An idle one is closed to make room when a connection is needed at the bound (a
 handshake-era session's, which would otherwise be refused for as long as the pool stays idle),
@@ -20,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from ..errors import InternalError, ServerBusy
+from ..http.server.shares import ClientCounts, once
 from .back import BackLink
 
 #: Seconds a pool connection may stay idle before it is closed.
@@ -29,17 +35,23 @@ CLOSE_TIMEOUT = 10.0
 
 
 class Links:
-    """How many connections a proxy holds to its target, and its pool of idle ones."""
+    """The connections a proxy holds to its target: how many, in all and by client, and its pool
+    of idle ones."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, per_client: int | None):
         #: Connections held at most (``max_back_connections``).
         self.limit = limit
+        #: Connections one client holds at most (``max_back_connections_per_client``; None: no
+        #: cap beside ``limit``).
+        self.per_client = per_client
         #: Seconds a pool connection may stay idle (:data:`POOL_IDLE_TIMEOUT`).
         self.idle_timeout = POOL_IDLE_TIMEOUT
         #: Connections open now: the watcher, the sessions', the pool's.
         self.open = 1
         self._idle: list[tuple[float, BackLink]] = []  # (given back at, link), oldest first
-        self._leased: set[BackLink] = set()
+        self._leased: dict[BackLink, Callable[[], None]] = {}  # -> its client's place's release
+        self._kept: dict[BackLink, Callable[[], None]] = {}  # a session's -> its release (take)
+        self._clients = ClientCounts()
         #: True once the proxy has closed: nothing is opened or pooled any more.
         self.closed = False
         self._lock = threading.Lock()
@@ -70,47 +82,85 @@ class Links:
         with self._lock:
             self.open -= 1
 
-    def lease(self, open_link: Callable[[], BackLink]) -> BackLink:
-        """A pool connection for one request: the most recently used idle one, else a new one
-        (``open_link()``, counted)."""
-        with self._lock:
-            gone = self._expired()
-            link = self._idle.pop()[1] if self._idle else None
-            if link is not None:
-                self._leased.add(link)
-        _close(gone)
-        if link is not None:
-            return link
+    def take(self, client: str) -> Callable[[], None]:
+        """Room for a connection of ``client``'s own, about to be opened (a session's): counted
+        in all (:meth:`count`), then among the client's; its release (idempotent)."""
         self.count()
         try:
-            link = open_link()
+            place = self._place(client)
         except BaseException:
             self.uncount()
             raise
+        return once(self.uncount, place)
+
+    def keep(self, link: BackLink, release: Callable[[], None]) -> None:
+        """``link`` was opened in the room ``release`` (:meth:`take`) gives back at :meth:`drop`."""
         with self._lock:
-            self._leased.add(link)
+            self._kept[link] = release
+
+    def drop(self, link: BackLink) -> None:
+        """Close a session's connection, giving its room back."""
+        with self._lock:
+            release = self._kept.pop(link, self.uncount)
+        release()
+        link.close()
+
+    def lease(self, client: str, open_link: Callable[[], BackLink]) -> BackLink:
+        """A pool connection for one request of ``client``'s, held in its place among the
+        client's until given back: the most recently used idle one, else a new one
+        (``open_link()``, counted)."""
+        place = self._place(client)  # first: a client at its share takes no room from others
+        try:
+            link = self._pooled(open_link)
+        except BaseException:
+            place()
+            raise
+        with self._lock:
+            self._leased[link] = place
             closed = self.closed
         if closed:  # the proxy closed meanwhile: not left open
             self.give_back(link)
             raise InternalError("Internal error: this proxy has closed")
         return link
 
+    def _pooled(self, open_link: Callable[[], BackLink]) -> BackLink:
+        with self._lock:
+            gone = self._expired()
+            link = self._idle.pop()[1] if self._idle else None
+        _close(gone)
+        if link is not None:
+            return link
+        self.count()
+        try:
+            return open_link()
+        except BaseException:
+            self.uncount()
+            raise
+
+    def _place(self, client: str) -> Callable[[], None]:
+        place = self._clients.hold(client, self.per_client)
+        if place is None:
+            # worded as the HTTP server's per-client refusals (shares, share_handlers)
+            raise ServerBusy(
+                f"Server busy: one client may hold {self.per_client} connections to the server "
+                "behind this proxy at once; end a session, or retry when a request has finished",
+                data={"limit": self.per_client},
+            )
+        return place
+
     def give_back(self, link: BackLink) -> None:
         """A leased connection is free again: idle in the pool, or closed if it has ended."""
         with self._lock:
-            self._leased.discard(link)
+            place = self._leased.pop(link, None)
             gone = self._expired()
             if link.alive and not self.closed:
                 self._idle.append((time.monotonic(), link))
             else:
                 self.open -= 1
                 gone.append(link)
+        if place is not None:
+            place()
         _close(gone)
-
-    def drop(self, link: BackLink) -> None:
-        """Close a counted connection (a session's that ended)."""
-        self.uncount()
-        link.close()
 
     def shut(self) -> list[BackLink]:
         """The proxy closes: no connection is opened or pooled from now on.  Returns the pool's

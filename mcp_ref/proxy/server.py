@@ -13,6 +13,7 @@ from .. import lifecycle
 from ..client import Client
 from ..errors import InvalidParams, McpError, MissingRequiredClientCapabilityError, ServerBusy
 from ..extension import Extension
+from ..http.server.shares import ClientCounts, cap_of, check_share_setting, client_of_connection
 from ..server import Server
 from ..server.input_required import digest
 from ..server.seams import MRTR_METHODS
@@ -43,6 +44,11 @@ MIRRORED = ("tools", "resources", "prompts", "logging")
 DEFAULT_MAX_BACK_CONNECTIONS = 16
 #: Forwarded requests that may ask (in flight or parked) at most by default (``max_forwarded``).
 DEFAULT_MAX_FORWARDED = 64
+#: The default ``max_back_connections_per_client``: half of ``max_back_connections`` (8 of 16).
+DEFAULT_BACK_CONNECTION_SHARE = 0.5
+#: The default ``max_forwarded_per_client``: a quarter of ``max_forwarded`` (16 of 64), as the
+#: HTTP server's ``max_handlers_per_client`` is of its handler threads.
+DEFAULT_FORWARDED_SHARE = 0.25
 #: Resources the watcher subscribes to for 2026 listen streams, at most.
 MAX_WATCHED_URIS = 1024
 
@@ -55,11 +61,14 @@ def proxy_server(
     max_forwarded: int = DEFAULT_MAX_FORWARDED,
     ask_timeout: float = DEFAULT_ASK_TIMEOUT,
     client_options: dict[str, Any] | None = None,
+    max_back_connections_per_client: int | float | None = DEFAULT_BACK_CONNECTION_SHARE,
+    max_forwarded_per_client: int | float | None = DEFAULT_FORWARDED_SHARE,
 ) -> ProxyServer:
     """A :class:`ProxyServer` for ``target`` (see :func:`connector`), connected to it now.
 
     ``name``: the front's server name (default: the target's).  ``client_options``: keywords for
-    every back ``Client`` (``timeout``, ``era``, ``headers``, ``stderr`` ...)."""
+    every back ``Client`` (``timeout``, ``era``, ``headers``, ``stderr`` ...).  The bounds: see
+    :class:`ProxyServer`."""
     return ProxyServer(
         connector(target),
         name=name,
@@ -67,6 +76,8 @@ def proxy_server(
         max_forwarded=max_forwarded,
         ask_timeout=ask_timeout,
         client_options=client_options,
+        max_back_connections_per_client=max_back_connections_per_client,
+        max_forwarded_per_client=max_forwarded_per_client,
     )
 
 
@@ -90,7 +101,14 @@ class _FrontDoor(Extension):
 
 
 class ProxyServer(Server):
-    """A server that serves what another server serves (see the module docstring)."""
+    """A server that serves what another server serves (see the module docstring).
+
+    What one client may hold at once, so that no client starves the others (the client as the
+    HTTP server's per-client shares name it: the principal of its token, else its address):
+    ``max_back_connections_per_client`` connections to the target (its sessions' and those leased
+    to its requests; default half of ``max_back_connections``) and ``max_forwarded_per_client``
+    forwarded requests, parked ones included (default a quarter of ``max_forwarded``); each an
+    int, a float share of the whole, or None (no cap).  Past either, -32000 "server busy"."""
 
     def __init__(
         self,
@@ -101,7 +119,15 @@ class ProxyServer(Server):
         max_forwarded: int = DEFAULT_MAX_FORWARDED,
         ask_timeout: float = DEFAULT_ASK_TIMEOUT,
         client_options: dict[str, Any] | None = None,
+        max_back_connections_per_client: int | float | None = DEFAULT_BACK_CONNECTION_SHARE,
+        max_forwarded_per_client: int | float | None = DEFAULT_FORWARDED_SHARE,
     ):
+        check_share_setting(
+            max_back_connections_per_client,
+            "max_back_connections_per_client",
+            "max_back_connections",
+        )
+        check_share_setting(max_forwarded_per_client, "max_forwarded_per_client", "max_forwarded")
         for setting, value in (
             ("max_back_connections", max_back_connections),
             ("max_forwarded", max_forwarded),
@@ -126,6 +152,8 @@ class ProxyServer(Server):
         self.max_back_connections = max_back_connections
         #: Forwarded requests that may ask, in flight or parked, at most.
         self.max_forwarded = max_forwarded
+        #: Of those, one client's at most (None: no cap beside ``max_forwarded``).
+        self.max_forwarded_per_client = cap_of(max_forwarded_per_client, max_forwarded)
         #: Seconds a question of the target waits for the front client (and a parked request for
         #: its retry).
         self.ask_timeout = ask_timeout
@@ -134,9 +162,12 @@ class ProxyServer(Server):
         self._greeted: weakref.WeakSet[Any] = weakref.WeakSet()  # front connections initialized
         self._opening = threading.Lock()
         #: The connections to the target: how many, and the pool leased to 2026 requests.
-        self.links = Links(max_back_connections)
+        self.links = Links(
+            max_back_connections, cap_of(max_back_connections_per_client, max_back_connections)
+        )
         self._parked: dict[str, Forward] = {}
-        self._forwards = 0
+        self._forwarded = ClientCounts()  # the forwards in flight or parked, by client
+        self._places: dict[Forward, Callable[[], None]] = {}  # -> its place's release
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
         self._watching: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions with an _end_with
@@ -272,7 +303,7 @@ class ProxyServer(Server):
         self.end_session(connection)
 
     def _open_session(self, connection: Any) -> BackLink:
-        self.links.count()
+        room = self.links.take(client_of_connection(connection))
         front = weakref.ref(connection)  # the link must not keep the front connection alive
 
         def list_changed(kind: str) -> None:
@@ -301,9 +332,10 @@ class ProxyServer(Server):
                 on_resource_updated=updated,
                 on_elicitation_complete=completed,
             )
+            self.links.keep(link, room)
             return link
         except BaseException:
-            self.links.uncount()
+            room()
             raise
 
     @staticmethod
@@ -331,7 +363,7 @@ class ProxyServer(Server):
         if method in MRTR_METHODS:
             front = Front(call.caller, call.context, None)
             with errors_of(method, None):
-                link, hold = self._link_for_2026()
+                link, hold = self._link_for_2026(call.caller)
             forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
             return self._serve_for_handshake(forward, front, method)
         watcher = self.live_watcher()
@@ -362,7 +394,7 @@ class ProxyServer(Server):
                     raise
             else:
                 with errors_of(method, envelope):
-                    link, hold = self._link_for_2026()
+                    link, hold = self._link_for_2026(call.caller)
                 forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
                 forward.origin = digest(method, params)
             with errors_of(method, envelope):
@@ -455,20 +487,14 @@ class ProxyServer(Server):
     def _start(
         self, link: BackLink, method: str, params: dict, front: Front, owner: Any, *, hold: str
     ) -> Forward:
-        with self._lock:
-            if self._forwards >= self.max_forwarded:
-                busy = True
-            else:
-                busy = False
-                self._forwards += 1
-        if busy:
+        try:
+            place = self._count_forward(front.connection)
+        except ServerBusy:
             self._let_go(link, hold)
-            raise ServerBusy(
-                f"Server busy: this proxy has {self.max_forwarded} requests in flight; retry later",
-                data={"limit": self.max_forwarded},
-            )
+            raise
         forward = Forward(self, link, front, owner)
         forward.hold = hold
+        self._places[forward] = place
         link.enter(forward)
         current.forward = forward
         try:
@@ -486,12 +512,35 @@ class ProxyServer(Server):
     def release(self, forward: Forward) -> None:
         """A forward has ended: forget it, and give its leased connection back."""
         with self._lock:
-            self._forwards -= 1
+            place = self._places.pop(forward, None)
             if forward.token is not None:
                 self._parked.pop(forward.token, None)
+        if place is not None:
+            place()  # among every client's forwards, and its own
         link = forward.link
         link.leave(forward)
         self._let_go(link, forward.hold)
+
+    def _count_forward(self, connection: Any) -> Callable[[], None]:
+        """A place for one more forward of ``connection``'s client, among every client's
+        (``max_forwarded``) and its own (``max_forwarded_per_client``); its release."""
+        cap = self.max_forwarded_per_client
+        with self._lock:  # every place is taken under it: the sum stays within max_forwarded
+            full = self._forwarded.held() >= self.max_forwarded
+            place = None if full else self._forwarded.hold(client_of_connection(connection), cap)
+        if full:
+            raise ServerBusy(
+                f"Server busy: this proxy has {self.max_forwarded} requests in flight; retry later",
+                data={"limit": self.max_forwarded},
+            )
+        if place is None:
+            # worded as the HTTP server's share of its handlers (HttpAppBase.share_handlers)
+            raise ServerBusy(
+                f"Server busy: one client may have {cap} requests forwarded by this proxy at "
+                "once (those waiting for its answers included); retry when some have finished",
+                data={"limit": cap},
+            )
+        return place
 
     def _let_go(self, link: BackLink, hold: str) -> None:
         if hold == "leased":
@@ -499,10 +548,11 @@ class ProxyServer(Server):
         elif hold == "turn":
             self._turn.release()
 
-    def _link_for_2026(self) -> tuple[BackLink, str]:
-        """The back connection of a 2026 front request that may ask, and how it is held."""
+    def _link_for_2026(self, caller: Any) -> tuple[BackLink, str]:
+        """The back connection of a 2026 front request (of the front connection ``caller``) that
+        may ask, and how it is held."""
         if self.http_target:
-            return self._lease(), "leased"
+            return self.links.lease(client_of_connection(caller), self._open_pooled), "leased"
         # One process behind one connection, whose state is the process's: the watcher's.  A 2026
         # target's questions come in the answers of the request they are for, so requests share
         # it; a handshake-era target's questions name no request, so these requests take turns.
@@ -542,9 +592,6 @@ class ProxyServer(Server):
                 del self._parked[state]
                 return forward
         raise InvalidParams(f"Invalid params: requestState {refusal}")
-
-    def _lease(self) -> BackLink:
-        return self.links.lease(self._open_pooled)
 
     def _open_pooled(self) -> BackLink:
         link = BackLink(self, None)

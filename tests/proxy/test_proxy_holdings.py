@@ -9,15 +9,19 @@ tests/servers/proxy_target.py launched on stdio or over HTTP (a real subprocess)
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import signal
 import threading
+import urllib.parse
 
 import pytest
 from conftest import WAIT, run_threads
 from proxy_peers import start_target_http, target_command
 
-from mcp_ref import Client, McpError, proxy_server
+from mcp_ref import Client, McpError, lifecycle, proxy_server
+from mcp_ref.errors import ServerBusy
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +100,11 @@ def test_a_burst_of_2026_calls_does_not_lock_sessions_out(http_target):
     # Three 2026 calls at once (each waits for the others before answering the target's first
     # question) fill the bound with pool connections; then three handshake-era sessions at once
     # each get one, every idle pool connection closed to make room.
-    with served(http_target, max_back_connections=4) as (_, url):
+    # One client here, whose share of the connections is not what this test is about.
+    with served(http_target, max_back_connections=4, max_back_connections_per_client=None) as (
+        _,
+        url,
+    ):
         barrier = threading.Barrier(3, timeout=WAIT)
 
         def call(i: int) -> str:
@@ -126,6 +134,92 @@ def test_an_idle_pool_connection_is_closed_after_its_idle_time(http_target):
         assert len(opened) == 3
         assert opened[1].session.is_closed
         assert not opened[0].session.is_closed  # the watcher stays
+
+
+# -- each client's share ---------------------------------------------------------------------------
+
+
+class Raw:
+    """A client of the proxy's HTTP front at its own address (127.0.0.2: another client than the
+    Clients at 127.0.0.1), one POST at a time."""
+
+    def __init__(self, url: str, source: str = "127.0.0.2"):
+        self.url = urllib.parse.urlparse(url)
+        self.source = source
+
+    def post(self, method: str, params: dict | None, session: str | None = None, **headers):
+        """``(status, session id, the JSON-RPC answer or None)`` of one request (a notification:
+        no ``id``, when ``params`` is None)."""
+        body: dict = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body.update(id=1, params=params)
+        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        sent.update(headers)
+        if session is not None:
+            sent["Mcp-Session-Id"] = session
+        connection = http.client.HTTPConnection(
+            self.url.hostname, self.url.port, timeout=WAIT, source_address=(self.source, 0)
+        )
+        try:
+            connection.request("POST", self.url.path, json.dumps(body), sent)
+            response = connection.getresponse()
+            text = response.read().decode()
+            session = response.getheader("Mcp-Session-Id") or session
+        finally:
+            connection.close()
+        if response.getheader("Content-Type", "").startswith("text/event-stream"):
+            text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+        return response.status, session, json.loads(text) if text.strip() else None
+
+    def session(self) -> str:
+        """A new handshake-era session (initialized): its id."""
+        version = {"MCP-Protocol-Version": "2025-11-25"}
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw"}}
+        _, session, _ = self.post("initialize", hello, **version)
+        self.post("notifications/initialized", None, session, **version)
+        return session
+
+    def call_2026(self, name: str, arguments: dict) -> dict:
+        """One 2026-07-28 ``tools/call`` (declaring elicitation): its answer."""
+        meta = lifecycle.request_meta("2026-07-28", {"elicitation": {}}, {"name": "raw"})
+        params = {"name": name, "arguments": arguments, "_meta": meta}
+        headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+        return self.post("tools/call", params, **headers, **{"Mcp-Name": name})[2]
+
+
+def test_one_client_cannot_hold_every_connection_to_the_target():
+    # max_back_connections=6, so one client's share is 3 (half).  A client at 127.0.0.2 opens five
+    # handshake-era sessions, each with a connection of its own once it asks something: its first
+    # three get one, the next are refused, and the client at 127.0.0.1 still gets its own.
+    with served(target_command("handshake"), max_back_connections=6) as (_, url):
+        hog = Raw(url)
+        answers = []
+        for _ in range(5):
+            session = hog.session()
+            version = {"MCP-Protocol-Version": "2025-11-25"}
+            answers.append(hog.post("tools/list", {}, session, **version)[2])
+        assert ["result" in answer for answer in answers] == [True] * 3 + [False] * 2
+        refusal = answers[3]["error"]
+        assert refusal["code"] == ServerBusy.code and refusal["data"] == {"limit": 3}
+        assert "one client may hold 3 connections" in refusal["message"]
+        with Client.http(url, era="handshake", timeout=WAIT) as other:
+            assert other.call_tool("echo", {"text": "mine"}).text == "mine"
+
+
+def test_one_client_cannot_park_every_forwarded_request():
+    # max_forwarded=8, so one client's share is 2 (a quarter).  A 2026 client at 127.0.0.2 sends
+    # eight calls that each ask it a question and never retries them: two are parked (for
+    # ask_timeout), the rest refused, and the client at 127.0.0.1 is still served.
+    with served(target_command("modern"), max_forwarded=8) as (_, url):
+        hog = Raw(url)
+        answers = [hog.call_2026("work", {"steps": 1}) for _ in range(8)]
+        parked = [a for a in answers if a.get("result", {}).get("resultType") == "input_required"]
+        refused = [a["error"] for a in answers if "error" in a]
+        assert (len(parked), len(refused)) == (2, 6)
+        assert refused[0]["code"] == ServerBusy.code and refused[0]["data"] == {"limit": 2}
+        assert "one client may have 2 requests" in refused[0]["message"]
+        with Client.http(url, era="modern", timeout=WAIT) as other:
+            assert other.call_tool("echo", {"text": "mine"}).text == "mine"
 
 
 # -- closing -------------------------------------------------------------------------------------

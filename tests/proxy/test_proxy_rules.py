@@ -418,6 +418,8 @@ def test_forwarded_requests_are_bounded():
         {"max_forwarded": 0},
         {"ask_timeout": 0},
         {"ask_timeout": "5"},
+        {"max_back_connections_per_client": 0},
+        {"max_forwarded_per_client": 1.5},
     ],
 )
 def test_the_bounds_are_checked_before_anything_is_launched(setting):

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from ...errors import LIMIT_EXCEEDED
 from ...server.principal import principal_id
+from .http_session import HttpSession
 from .status import ServiceUnavailable, TooManyRequests
 
 #: The environ key in which a WSGI server tells how many requests it can serve at once (an int).
@@ -56,6 +57,18 @@ def client_of(environ: dict) -> str:
     of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
     caller = environ.get("mcp_ref.oauth")
     return peer_of(environ) if caller is None else principal_id(caller)
+
+
+def client_of_connection(connection: Any) -> str:
+    """Who makes the requests of a server ``connection``, named as :func:`client_of` names the
+    caller of an HTTP request: its HTTP session's client (the principal of the token that opened
+    it, else the peer's address), else the connection's principal (a token's; a stateless
+    request's address, ``http-client:...``; ``stdio``; ``connection-<n>``).  For a share kept
+    beside the app's, such as the proxy's of its connections to its target."""
+    transport = connection.transport
+    if isinstance(transport, HttpSession) and transport.client is not None:
+        return transport.client
+    return connection.principal.id
 
 
 def check_share_setting(
