@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..http.server.shares import ClientCounts, cap_of, check_share_setting, clie
 from ..server import Server
 from ..server.input_required import digest
 from ..server.seams import MRTR_METHODS
+from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
 from .links import Links, close_all
@@ -168,6 +169,8 @@ class ProxyServer(Server):
         self._parked: dict[str, Forward] = {}
         self._forwarded = ClientCounts()  # the forwards in flight or parked, by client
         self._places: dict[Forward, Callable[[], None]] = {}  # -> its place's release
+        self._watched: dict[str, int] = {}  # a resource the watcher subscribes to -> its streams
+        self._watch_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
         self._watching: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions with an _end_with
@@ -185,6 +188,7 @@ class ProxyServer(Server):
             extensions=[_FrontDoor(self)],
         )
         self.on_roots_list_changed = self.pass_roots_changed
+        self.subscriptions.on_end = self._streams_ended
 
     def pass_roots_changed(self, connection: Any) -> None:
         """A handshake-era front client's roots changed: its back connection tells the target
@@ -377,8 +381,7 @@ class ProxyServer(Server):
         method, params = call.method, call.params
         call.context.envelope = envelope
         if method == "subscriptions/listen":
-            self._watch(params)
-            return proceed()
+            return self._listen(params, proceed)
         if method not in PASSED and method not in MRTR_METHODS:
             return proceed()
         front = Front(call.caller, call.context, envelope)
@@ -415,30 +418,73 @@ class ProxyServer(Server):
             add_hints(self, method, params, result)
         return lifecycle.complete_result(result, self.server_info(envelope.version))
 
-    def _watch(self, params: dict) -> None:
-        """A 2026 listen stream names resources: the watcher subscribes to them at the target."""
-        notifications = params.get("notifications")
-        uris = (
-            notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
-        )
-        if not isinstance(uris, list):
-            return
+    def _listen(self, params: dict, proceed: Callable[[], Any]) -> Any:
+        """A 2026 listen stream names resources: the watcher subscribes to them at the target, and
+        the stream is acknowledged for those it holds only (2026-07-28 basic/patterns/subscriptions
+        §Acknowledgment: "The notifications field in the acknowledgment reflects the subset the
+        server agreed to honor"); once the stream ends, those no open stream names are let go."""
+        try:
+            asked = Filter.from_wire(params.get("notifications"))
+        except InvalidParams:
+            return proceed()  # refused by the listen itself, in its words
+        if not asked.uris:
+            return proceed()
+        held = self._watch(asked.uris)
+        # the request's own params: the server's listen acknowledges what they name
+        params["notifications"] = {**params["notifications"], "resourceSubscriptions": sorted(held)}
+        try:
+            return proceed()
+        except BaseException:
+            self._unwatch(held)  # refused: no stream holds them
+            raise
+
+    def _watch(self, uris: Collection[str]) -> set[str]:
+        """Count one more open stream for each of ``uris`` the watcher holds at the target (or
+        subscribes to now); those, without a URI past ``MAX_WATCHED_URIS`` or refused."""
         watcher = self.live_watcher()
         if not watcher.client.server_capabilities.get("resources", {}).get("subscribe"):
-            return
-        for uri in uris:
-            if not isinstance(uri, str) or uri in watcher.subscribed:
-                continue
-            if len(watcher.subscribed) >= MAX_WATCHED_URIS:
-                log.warning("proxy: %d resources watched already; %s is not", MAX_WATCHED_URIS, uri)
-                return
-            try:
-                with watcher.carrying(None):  # the proxy's own request: its log messages, nobody's
-                    watcher.client.subscribe(uri)
-            except McpError as exc:
-                log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
-                continue
-            watcher.subscribed.add(uri)
+            return set()
+        held = set()
+        with self._watch_lock:
+            for uri in sorted(uris):
+                if uri not in watcher.subscribed:
+                    if len(watcher.subscribed) >= MAX_WATCHED_URIS:
+                        log.warning("proxy: %d resources watched; %s is not", MAX_WATCHED_URIS, uri)
+                        continue
+                    try:
+                        with watcher.carrying(None):  # the proxy's own: its logs are nobody's
+                            watcher.client.subscribe(uri)
+                    except McpError as exc:
+                        log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
+                        continue
+                    watcher.subscribed.add(uri)
+                self._watched[uri] = self._watched.get(uri, 0) + 1
+                held.add(uri)
+        return held
+
+    def _unwatch(self, uris: Collection[str]) -> None:
+        """One open stream fewer for each of ``uris``: the watcher unsubscribes at the target from
+        those no open stream names any more."""
+        with self._watch_lock:  # held while unsubscribing: a new stream's subscribe comes after
+            watcher = self.watcher
+            for uri in uris:
+                left = self._watched.pop(uri, 0) - 1
+                if left > 0:
+                    self._watched[uri] = left
+                    continue
+                if uri not in watcher.subscribed:
+                    continue
+                watcher.subscribed.discard(uri)
+                try:
+                    if watcher.alive:
+                        with watcher.carrying(None):
+                            watcher.client.unsubscribe(uri)
+                except Exception:  # the target went away: it holds nothing more
+                    log.debug("proxy: unsubscribing from %s failed", uri, exc_info=True)
+
+    def _streams_ended(self, streams: list) -> None:
+        for stream in streams:
+            self._unwatch(stream.filter.uris)
 
     def _open_watcher(self) -> BackLink:
         watcher = BackLink(

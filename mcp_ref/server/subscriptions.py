@@ -216,6 +216,10 @@ class Subscriptions:
         self._open: dict[tuple[int, object], Subscription] = {}
         self._held: HeldSets | None = None  # see held_resources
         self._held_asked = False
+        #: Called with the streams that ended (cancelled, their connection gone, or closed by the
+        #: server), once each, after they are forgotten: whoever holds something for a stream
+        #: lets it go (the proxy: its subscriptions at its target).
+        self.on_end: Callable[[list[Subscription]], None] | None = None
 
     def __len__(self) -> int:
         return len(self._open)
@@ -388,6 +392,8 @@ class Subscriptions:
             if stream.filter.uris:
                 connection = stream.connection
                 self.let_go(connection.principal.limit_id, connection.server, stream.filter.uris)
+        if self.on_end is not None and streams:
+            self.on_end(streams)
 
 
 def _say_held(hub_ref: weakref.ref, server_ref: weakref.ref) -> Callable[[], None]:

@@ -17,7 +17,7 @@ import threading
 import urllib.parse
 
 import pytest
-from conftest import WAIT, run_threads
+from conftest import WAIT, Collector, run_threads
 from proxy_peers import start_target_http, target_command
 
 from mcp_ref import Client, McpError, lifecycle, proxy_server
@@ -220,6 +220,71 @@ def test_one_client_cannot_park_every_forwarded_request():
         assert "one client may have 2 requests" in refused[0]["message"]
         with Client.http(url, era="modern", timeout=WAIT) as other:
             assert other.call_tool("echo", {"text": "mine"}).text == "mine"
+
+
+# -- the resources the watcher subscribes to for 2026 listen streams ------------------------------
+
+
+def sent(trace: Collector, method: str, uri: str) -> bool:
+    """True once a back connection has sent ``method`` for ``uri`` to the target."""
+    needles = (f'"method":"{method}"'.encode(), f'"uri":"{uri}"'.encode())
+    return any(
+        way == "-->" and all(n in data.replace(b" ", b"") for n in needles) for way, data in trace
+    )
+
+
+def test_a_closed_listen_streams_resources_are_let_go_at_the_target(monkeypatch):
+    # The watcher holds 2 resources at most here.  A listen stream names two, then closes: the
+    # watcher unsubscribes from them at the target, so a later stream's resource fits, is
+    # acknowledged, and its updates reach that stream (they never did once the table was full).
+    monkeypatch.setattr("mcp_ref.proxy.server.MAX_WATCHED_URIS", 2)
+    trace = Collector()
+    options = {"timeout": WAIT, "trace": trace}
+    with (
+        served(target_command("handshake"), client_options=options) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as client,
+    ):
+        first = client.listen(resource_uris=["note://2/text", "note://3/text"])
+        assert first.acknowledged["resourceSubscriptions"] == ["note://2/text", "note://3/text"]
+        first.close()
+        trace.wait_until(
+            lambda _: (
+                sent(trace, "resources/unsubscribe", "note://2/text")
+                and sent(trace, "resources/unsubscribe", "note://3/text")
+            )
+        )
+        updated = threading.Event()
+
+        def on_notification(method: str, params: dict) -> None:
+            if method == "notifications/resources/updated" and params.get("uri") == "note://1":
+                updated.set()
+
+        with client.listen(resource_uris=["note://1"], on_notification=on_notification) as later:
+            assert later.acknowledged["resourceSubscriptions"] == ["note://1"]
+            assert client.call_tool("touch").text == "touched"
+            assert updated.wait(WAIT)
+
+
+def test_a_listen_stream_is_acknowledged_for_the_resources_the_proxy_holds(monkeypatch):
+    # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: "The notifications field in the
+    # acknowledgment reflects the subset the server agreed to honor."  The watcher holds 2
+    # resources at most here: a stream is acknowledged for those it holds (note://1, another
+    # stream's too), not one the target refused (aaa://x, unknown), nor one past the bound.
+    monkeypatch.setattr("mcp_ref.proxy.server.MAX_WATCHED_URIS", 2)
+    trace = Collector()
+    options = {"timeout": WAIT, "trace": trace}
+    with (
+        served(target_command("handshake"), client_options=options) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as client,
+        client.listen(resource_uris=["note://1"]) as first,
+    ):
+        assert first.acknowledged["resourceSubscriptions"] == ["note://1"]
+        asked = ["aaa://x", "note://1", "note://2/text", "note://3/text"]
+        with client.listen(resource_uris=asked) as second:
+            assert second.acknowledged["resourceSubscriptions"] == ["note://1", "note://2/text"]
+        # the second stream closed: note://2/text is let go, note://1 is still the first's
+        trace.wait_until(lambda _: sent(trace, "resources/unsubscribe", "note://2/text"))
+        assert not sent(trace, "resources/unsubscribe", "note://1")
 
 
 # -- closing -------------------------------------------------------------------------------------
