@@ -58,7 +58,7 @@ class Links:
 
     def count(self) -> None:
         """Count one more connection, about to be opened.  At the bound, the pool's least recently
-        used idle connection is closed to make room; with none idle, -32000 "server busy"."""
+        used idle connection is closed to make room; with none idle, -31000 "server busy"."""
         with self._lock:
             if self.closed:
                 raise InternalError("Internal error: this proxy has closed")

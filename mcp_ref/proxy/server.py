@@ -109,7 +109,7 @@ class ProxyServer(Server):
     ``max_back_connections_per_client`` connections to the target (its sessions' and those leased
     to its requests; default half of ``max_back_connections``) and ``max_forwarded_per_client``
     forwarded requests, parked ones included (default a quarter of ``max_forwarded``); each an
-    int, a float share of the whole, or None (no cap).  Past either, -32000 "server busy"."""
+    int, a float share of the whole, or None (no cap).  Past either, -31000 "server busy"."""
 
     def __init__(
         self,
