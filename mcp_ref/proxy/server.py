@@ -11,11 +11,18 @@ from typing import Any
 
 from .. import lifecycle
 from ..client import Client
-from ..errors import InvalidParams, McpError, MissingRequiredClientCapabilityError, ServerBusy
+from ..errors import (
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    MissingRequiredClientCapabilityError,
+    ServerBusy,
+)
 from ..extension import Extension
 from ..http.server.shares import ClientCounts, cap_of, check_share_setting, client_of_connection
 from ..server import Server
 from ..server.input_required import digest
+from ..server.resources import stateless_refusal
 from ..server.seams import MRTR_METHODS
 from ..server.subscriptions import Filter
 from .back import BackLink, connector
@@ -227,9 +234,16 @@ class ProxyServer(Server):
     # -- what the front declares ---------------------------------------------------------------
 
     def capabilities(self, version: str | None = None, caller: Any = None) -> dict:
-        """The target's capabilities, as the front's at ``version``."""
+        """The target's capabilities, as the front's at ``version``; to a ``caller`` served over
+        stateless HTTP, no ``listChanged`` or ``subscribe`` (as :meth:`Server.capabilities`: no
+        notification can reach its client after the request)."""
         back = self.watcher.client.server_capabilities
         caps = {key: dict(back[key]) for key in MIRRORED if isinstance(back.get(key), dict)}
+        if caller is not None and caller.stateless:
+            for declared in caps.values():
+                declared.update(
+                    {key: False for key in ("listChanged", "subscribe") if key in declared}
+                )
         if "completions" in back and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
             caps["completions"] = {}
         return caps
@@ -360,10 +374,8 @@ class ProxyServer(Server):
         method, params = call.method, call.params
         if method == "logging/setLevel":
             return proceed()
-        if method in SESSION_METHODS:
-            raise InvalidParams(
-                f"Invalid params: {method} needs a session; this proxy is stateless"
-            )
+        if method in SESSION_METHODS:  # as Server's own resources.subscribable words it
+            raise InvalidRequest(stateless_refusal(method))
         if method in MRTR_METHODS:
             front = Front(call.caller, call.context, None)
             with errors_of(method, None):

@@ -22,7 +22,7 @@ from proxy_peers import (
 )
 
 from mcp_ref import Client, McpError, proxy_server
-from mcp_ref.errors import MissingRequiredClientCapabilityError, ServerBusy
+from mcp_ref.errors import InvalidRequest, MissingRequiredClientCapabilityError, ServerBusy
 
 pytestmark = pytest.mark.slow
 
@@ -141,6 +141,16 @@ def test_a_stateless_http_front_serves_both_eras(era):
         with Client.http(proxy.url, era=era, timeout=WAIT) as client:
             assert client.call_tool("echo", {"text": "no session"}).text == "no session"
             assert client.read_resource("note://1").contents[0].text == "note one"
+            if era == "handshake":
+                # no notification can reach a stateless client after its request: none promised,
+                # and a subscription refused saying why (as mcp_ref's own server does)
+                declared = client.server_capabilities
+                assert declared["resources"]["subscribe"] is False
+                assert declared["resources"]["listChanged"] is False
+                assert declared["tools"]["listChanged"] is False
+                with pytest.raises(InvalidRequest) as refused:
+                    client.connection.request("resources/subscribe", {"uri": "note://1"})
+                assert "cannot apply over stateless HTTP" in refused.value.message
     finally:
         proxy.stop()
 
