@@ -1,11 +1,13 @@
-"""What can still be read of a message nested too deep to parse: the id of an answer.
+"""What can still be read of a message nested too deep to parse: its id, and whether it answers.
 
-A peer's answer nested past :data:`~mcp_ref.jsonrpc.MAX_NESTING` (``{"jsonrpc": "2.0", "id": 7,
-"result": [[[[...]]]]}``) is refused, as any JSON that deep is; but its request, left waiting, would
-fail only at its timeout.  :func:`answer_id` reads the top level of the text alone (the nested
-values are skipped, never parsed) and :func:`too_deep` makes the refusal name that request, so the
-session fails it at once (JSON-RPC 2.0 §5: an answer is never answered back).  Loaded only when
-such a message comes.
+A peer's message nested past :data:`~mcp_ref.jsonrpc.MAX_NESTING` (``{"jsonrpc": "2.0", "id": 7,
+"result": [[[[...]]]]}``) is refused, as any JSON that deep is; but the request it answers, or the
+peer's request itself, left waiting, would fail only at its timeout.  :func:`top_level_id` reads
+the top level of the text alone (the nested values are skipped, never parsed) and :func:`too_deep`
+makes the refusal name that id: the session fails the request an answer answers at once (JSON-RPC
+2.0 §5: an answer is never answered back), and answers a request -32600 with its id (JSON-RPC 2.0
+§5.1: the id is null only "If there was an error in detecting the id").  Loaded only when such a
+message comes.
 """
 
 from __future__ import annotations
@@ -24,18 +26,26 @@ _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[^"\[\]{}]+')
 
 def answer_id(text: str):
     """The id of the answer ``text`` is (an object with ``id`` and ``result`` or ``error`` at its
-    top level, and no ``method``), or None: not an answer, or its id is not a string or an integer.
-    It stops once the id and the result (or error) are seen, or after :data:`MAX_TOKENS` pieces."""
+    top level, and no ``method``), or None: not an answer, or its id is not a string or an integer."""
+    request_id, answer = top_level_id(text)
+    return request_id if answer else None
+
+
+def top_level_id(text: str) -> tuple[str | int | None, bool]:
+    """``(id, answer)`` of the message ``text`` is: the string or integer ``id`` at its top level,
+    and whether it is an answer (``result`` or ``error``, no ``method``) rather than a request
+    (``method``); ``(None, False)`` for neither, or an id of another kind.  It stops once the id and
+    what the message is are seen, or after :data:`MAX_TOKENS` pieces."""
     # the top level's keys (as written), each with its value's text ("": a nested value)
     top: dict[str, str] = {}
     depth, key, value_next = 0, None, False
     for seen, match in enumerate(_TOKENS.finditer(text)):
         token = match.group()
         if seen == MAX_TOKENS:
-            return None
+            return None, False
         if token[0] in "[{":
             if depth == 0 and token[0] != "{":
-                return None  # not an object: a batch, or not a message
+                return None, False  # not an object: a batch, or not a message
             if depth == 1 and key is not None:
                 top[key], key, value_next = "", None, False  # a nested value: skipped, never read
             depth += len(token)
@@ -56,28 +66,30 @@ def answer_id(text: str):
             value = (after if colon else before).split(",", 1)[0].strip()
             if value_next and value:
                 top[key], key, value_next = value, None, False
-        if '"id"' in top and ('"result"' in top or '"error"' in top):
+        if '"id"' in top and ('"result"' in top or '"error"' in top or '"method"' in top):
             break
-    if '"method"' in top or not ('"result"' in top or '"error"' in top):
-        return None
+    answer = '"method"' not in top and ('"result"' in top or '"error"' in top)
+    if not answer and '"method"' not in top:
+        return None, False
     try:
         request_id = json.loads(top.get('"id"') or "null")
     except ValueError:
-        return None
+        return None, False
     valid = isinstance(request_id, str) or (
         isinstance(request_id, int) and not isinstance(request_id, bool)
     )
-    return request_id if valid else None
+    return (request_id, answer) if valid else (None, False)
 
 
 def too_deep(text: str, limit: int) -> ParseError | InvalidRequest:
-    """The refusal of ``text``, nested deeper than ``limit``: a parse error, or, for an answer whose
-    id can be read, an invalid answer naming that id (the session fails its request at once)."""
+    """The refusal of ``text``, nested deeper than ``limit``: a parse error, or, for a message whose
+    id can be read, an invalid request naming that id: an answer's request fails at once, a request
+    is answered -32600 with its id."""
     message = f"JSON nested deeper than the limit of {limit}"
-    request_id = answer_id(text)
+    request_id, answer = top_level_id(text)
     if request_id is None:
         return ParseError(f"Parse error: {message}")
     refusal = InvalidRequest(f"Invalid Request: {message}")
     refusal.request_id = request_id
-    refusal.answer = True
+    refusal.answer = answer
     return refusal

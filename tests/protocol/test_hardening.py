@@ -74,6 +74,22 @@ def test_json_nested_too_deep_is_an_error_and_the_server_goes_on(raw_peer, versi
 
 
 @pytest.mark.slow
+def test_a_request_nested_too_deep_is_answered_with_its_id(raw_peer):
+    """JSON-RPC 2.0 §5.1: the id is null only "If there was an error in detecting the id"; a
+    request too deep to parse has its id at the top level, read without parsing the rest, so its
+    caller is answered at once rather than left to its timeout."""
+    peer = raw_peer()
+    peer.initialize()
+    params = b'{"a":' * 70 + b"1" + b"}" * 70
+    peer.send(b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":' + params + b"}\n")
+    answer = peer.recv()
+    assert answer["id"] == "deep"
+    assert answer["error"]["code"] == INVALID_REQUEST
+    assert "nested deeper than the limit of 64" in answer["error"]["message"]
+    ping_answered(peer)
+
+
+@pytest.mark.slow
 def test_nesting_up_to_the_limit_is_served(raw_peer):
     peer = raw_peer()
     peer.initialize()

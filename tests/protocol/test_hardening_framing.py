@@ -268,6 +268,23 @@ def test_the_id_of_an_answer_too_deep_is_read_from_its_top_level_alone(text, req
     assert answer_id(text) == request_id
 
 
+@pytest.mark.parametrize(
+    "text, read",
+    [
+        ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":' + NESTED + "}", (5, False)),
+        ('{"params":' + NESTED + ',"method":"x","id":"a"}', ("a", False)),
+        ('{"jsonrpc":"2.0","method":"notifications/x","params":' + NESTED + "}", (None, False)),
+        ('{"jsonrpc":"2.0","id":5,"result":' + NESTED + "}", (5, True)),
+        ('{"id":7,"params":' + NESTED + "}", (None, False)),  # neither a request nor an answer
+    ],
+    ids=["request", "request-id-last", "notification", "answer", "neither"],
+)
+def test_the_id_of_a_request_too_deep_is_read_too(text, read):
+    from mcp_ref.unparsed import top_level_id
+
+    assert top_level_id(text) == read
+
+
 # -- framing the client refuses, or reads once ----------------------------------------------------
 
 
