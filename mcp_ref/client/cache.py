@@ -102,7 +102,7 @@ class ResultCache:
             or ttl <= 0
         ):
             return
-        text = json.dumps(result)
+        text = json.dumps(result, ensure_ascii=False)  # compact: a str of what came
         with self._lock:
             self._entries[key] = (self._clock() + ttl / 1000, text)
             self._entries.move_to_end(key)

@@ -81,8 +81,9 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
     """``(schema, converter)`` of ``Union[*args]`` (``Optional[T]`` too); a value goes to the first
     member that accepts it: its JSON type, then its converter and constraints (a member that refuses
     it passes it on to the next; when all refuse, the first refusal is raised).  An object no
-    member takes whole holds a key none names: the first member it fits but for that key says
-    which (a dataclass refuses it), so that it never reaches the tool as a bare dict."""
+    member takes whole holds a key none names: it goes to the first member it fits but for that
+    key; a TypedDict keeps it, a dataclass refuses it by name (the next member may still take it),
+    so that it never reaches the tool as a bare dict where a dataclass was meant."""
     members = [a for a in args if a is not _NONE]
     nullable = len(members) < len(args)
     analysed = [analyse(m, seen) for m in members]
@@ -118,12 +119,15 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
                 return c(v)
             except ValueError as exc:  # this member refuses it: the next may take it
                 refusal = refusal or exc
-        for s, c in analysed:
-            if refusal is None and c is not None and _accepts(s, v, other_keys=True):
-                try:
-                    return c(v)
-                except ValueError as exc:
-                    refusal = exc
+        for s, c in analysed:  # no member took it whole: the first that takes its other keys too
+            if not _accepts(s, v, other_keys=True):
+                continue
+            if c is None:  # a TypedDict (or an open object) keeps them
+                return v
+            try:
+                return c(v)
+            except ValueError as exc:  # a dataclass refuses them, naming them
+                refusal = refusal or exc
         if refusal is not None:
             raise refusal
         return v

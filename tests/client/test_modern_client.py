@@ -517,6 +517,23 @@ def test_a_result_reached_through_input_required_is_not_cached(connect, wire):
     assert cache.get(cache.key("tools/list", None))["tools"] == []
 
 
+def test_the_cache_keeps_a_non_ascii_result_as_compact_text():
+    """A result is kept as its JSON text, written as it came (not ``\\uXXXX`` escapes, six
+    characters a character), and read back unchanged."""
+    import sys
+
+    from mcp_ref.client.cache import ResultCache
+
+    cache = ResultCache()
+    text = "é" * 100_000
+    result = {"contents": [{"uri": "a://b", "text": text}], "ttlMs": 60_000}
+    key = cache.key("resources/read", {"uri": "a://b"})
+    cache.put(key, result)
+    assert cache.get(key) == result
+    kept = max(sys.getsizeof(entry[1]) for entry in cache._entries.values())
+    assert kept < 2 * sys.getsizeof(text)
+
+
 def test_the_cache_is_bounded_and_expires_by_the_clock():
     from mcp_ref.client.cache import ResultCache
 

@@ -101,6 +101,15 @@ def test_an_unknown_key_is_refused_in_a_union_of_dataclasses_too(peer):
     goes_on(peer)
 
 
+def test_a_typed_dict_later_in_the_union_still_takes_an_object_with_other_keys(peer):
+    """A TypedDict keeps keys it does not name: ``Point | Tagged`` given a point with a ``tag``
+    is no Point (``tag`` is no field of it) but is a Tagged, as the listed schema says."""
+    answer = call(peer, "mark", '{"m": {"x": 1, "y": 2, "tag": "t"}}')
+    assert answer["result"]["content"][0]["text"] == "dict"
+    assert call(peer, "mark", '{"m": {"x": 1, "y": 2}}')["result"]["content"][0]["text"] == "Point"
+    goes_on(peer)
+
+
 def test_before_2025_11_25_an_unknown_dataclass_key_is_invalid_params(old_peer):
     answer = call(old_peer, "place", '{"p": {"x": 1, "y": 2, "z": 3}}')
     assert answer["error"]["code"] == -32602

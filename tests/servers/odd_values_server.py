@@ -11,6 +11,7 @@ import dataclasses
 import math
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -30,6 +31,12 @@ class Circle:
     """A second dataclass, for a union of two."""
 
     r: int
+
+
+class Tagged(TypedDict, total=False):
+    """A TypedDict, which keeps keys it does not name."""
+
+    tag: str
 
 
 @dataclasses.dataclass
@@ -57,6 +64,11 @@ def build() -> Server:
     def shape(s: Point | Circle) -> str:
         """Name a shape (a union of two dataclasses)."""
         return type(s).__name__
+
+    @server.tool()
+    def mark(m: Point | Tagged) -> str:
+        """Name what a mark is (a dataclass or a TypedDict)."""
+        return type(m).__name__
 
     @server.tool()
     def half(x: float, xs: list[float] | None = None) -> str:
