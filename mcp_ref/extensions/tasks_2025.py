@@ -610,24 +610,51 @@ class TaskReceiver(Extension):
         "MUST transition the task to cancelled status before sending the response", and stays so); its
         handler is asked to stop.  A terminal task: -32602."""
         store, task = self._task_of(connection, params, "tasks/cancel")
-        record = store.records.transition(
-            task.id,
-            {
-                "status": CANCELLED,
-                "cancelRequested": True,
-                "inputRequests": {},
-                "statusMessage": "The task was cancelled by request.",
-                "lastUpdatedAt": iso_now(),
-            },
-        )
+        record = cancel(store, task, "The task was cancelled by request.")
         if record is None:  # terminal already (or expired just now)
             status = task.record()["status"]
             raise InvalidParams(
                 f"Invalid params: cannot cancel task {task.id!r}: already in terminal status {status!r}"
             )
-        store.cancel(task)  # wakes its handler here, or tells the process running it (the bus)
         log.info("task %s cancelled", task.id)
         return wire_of(record)
+
+
+def cancel(store: TaskStore, task: Task, message: str) -> dict | None:
+    """Move ``task`` to ``cancelled`` (§Task Cancellation: receivers "MUST transition the task to
+    cancelled status before sending the response", and it stays so) and ask its handler to stop;
+    the record after, or None when it was terminal already (or just expired)."""
+    changes = {
+        "status": CANCELLED,
+        "cancelRequested": True,
+        "inputRequests": {},
+        "statusMessage": message,
+        "lastUpdatedAt": iso_now(),
+    }
+    record = store.records.transition(task.id, changes)
+    if record is not None:
+        store.cancel(task)  # wakes its handler here, or tells the process running it (the bus)
+    return record
+
+
+def cancel_unreachable(store: TaskStore, owner: str) -> int:
+    """Cancel every unfinished task of ``owner``, a session that ended (no requestor can reach its
+    tasks any more: :meth:`Tasks2025Extension.http_session_ended`); how many were cancelled."""
+    cursor, cancelled = None, 0
+    while True:
+        records, cursor = store.records.list(owner, cursor, LIST_PAGE)
+        for record in records:
+            if record["status"] in TERMINAL:
+                continue
+            try:
+                task = store.find(record["taskId"], owner)
+            except InvalidParams:  # expired meanwhile
+                continue
+            if cancel(store, task, "The task was cancelled: the session that created it ended."):
+                log.info("task %s cancelled: the session that created it ended", task.id)
+                cancelled += 1
+        if cursor is None:
+            return cancelled
 
 
 def _ended(task: Any, records: Any, context: RequestContext, deadline: float) -> dict:
@@ -707,6 +734,27 @@ class Tasks2025Extension(TaskReceiver):
 
     #: The ``tools/call`` interceptor (:func:`intercept_call`).
     intercept_tool_call = staticmethod(intercept_call)
+
+    def http_session_ended(self, connection: Any) -> None:
+        """The session's unfinished tasks are cancelled when no one else can reach them: those of a
+        session without a token, whose requestor was the session itself (:func:`requestor`).
+
+        §Task Isolation: "When an authorization context is provided, receivers MUST bind tasks to
+        said context"; without one this server binds them to the session, so once it has ended
+        (basic/transports §Session Management: the client's DELETE, or "The server MAY terminate the
+        session at any time") no ``tasks/get``, ``tasks/result`` or ``tasks/cancel`` can name them,
+        and no one can read their results.  Left to run, they would hold workers and count against
+        the client's ``max_tasks_per_principal`` (``Principal.limit_id``: all its sessions) for up
+        to their ``ttl``, while the refusal tells it to cancel what it cannot (§Resource Management:
+        receivers SHOULD "Enforce limits on concurrent tasks per requestor", "Clean up expired tasks
+        promptly to free resources").  A token's tasks are its principal's: they outlive the
+        session, as the next session of the same principal may ask for them."""
+        if not told(connection) or connection.auth is not None or requestor(connection) is None:
+            return
+        try:
+            cancel_unreachable(store_of(self.server), owner_of(connection))
+        except McpError as exc:  # a shared store out of reach: they end with their ttl instead
+            log.warning("the ended session's tasks could not be cancelled (%s)", exc.message)
 
     def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
         """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""

@@ -450,6 +450,85 @@ def test_the_cap_of_tasks_per_caller_holds_over_the_sessions_of_one_client(serve
         second.request("tasks/cancel", {"taskId": create(second, "forever")["taskId"]})
 
 
+def stoppable(server: Server) -> tuple[threading.Event, threading.Event]:
+    """Add ``until_stopped`` to ``server``: a task that runs until it is cancelled; the events are
+    set once a run of it has started, and once it has stopped (a task cancelled before its run
+    began never runs)."""
+    started, stopped = threading.Event(), threading.Event()
+
+    @server.tool(task="required")
+    def until_stopped(ctx: Context) -> str:
+        """Runs until it is cancelled."""
+        ctx.start_task()
+        started.set()
+        try:
+            ctx.sleep(3 * WAIT)  # raises as soon as the task is cancelled
+        finally:
+            stopped.set()
+        return "never cancelled"
+
+    return started, stopped
+
+
+@pytest.mark.parametrize("ended_by", ["the client (DELETE)", "the server (expired)"])
+def test_an_ended_sessions_tasks_are_cancelled_and_no_longer_count(serve, ended_by):
+    """Without a token a session owns its tasks (§Task Isolation), but they count against its
+    client (``max_tasks_per_principal`` per ``Principal.limit_id``).  Once the session has ended no
+    one can reach them: they are cancelled (their handlers stop), so the client's next session may
+    create tasks at once (was: refused with -31005 "cancel one", which it could not, for the TTL)."""
+    from mcp_ref.extensions.tasks import TaskStore
+
+    server = TASKS.build()
+    started, stopped = stoppable(server)
+    server.tasks = TaskStore(max_tasks_per_principal=2)
+    served = serve(server)
+    first = Client.http(served.mcp, era="handshake", timeout=WAIT)
+    try:
+        ids = [create(first, "until_stopped")["taskId"], create(first, "forever")["taskId"]]
+        assert started.wait(WAIT)
+        if ended_by == "the server (expired)":
+            assert served.app.end_session(first.session.transport.session_id)
+    finally:
+        first.close()  # DELETE (404 once the server has ended the session: ended all the same)
+    assert stopped.wait(WAIT)  # its handler was told to stop
+    for task_id in ids:
+        record = server.tasks.records.get(task_id)
+        assert record["status"] == "cancelled", record
+        assert (
+            record["statusMessage"] == "The task was cancelled: the session that created it ended."
+        )
+    with Client.http(served.mcp, era="handshake", timeout=WAIT) as second:
+        for _ in range(2):  # the client's whole allowance again
+            second.request("tasks/cancel", {"taskId": create(second, "forever")["taskId"]})
+        # still not the new session's: the ended one's tasks are found by no one
+        assert code_of(lambda: second.request("tasks/get", {"taskId": ids[0]})) == -32602
+
+
+def test_a_tokens_tasks_outlive_the_session_that_made_them(serve):
+    """With a token, a task is its principal's (§Task Isolation: "receivers MUST bind tasks to said
+    context"), not its session's: the session ends, the task goes on, and the principal's next
+    session reads it and may cancel it; a session of another principal's ending cancels nothing."""
+    from policy_tokens import Tokens, bearer
+
+    from mcp_ref.oauth.resource import ProtectedResource
+
+    server = TASKS.build()
+    started, stopped = stoppable(server)
+    tokens = Tokens()
+    served = serve(app=server.wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
+    tokens.audience = (served.mcp,)
+    with Client.http(served.mcp, era="handshake", auth=bearer("alice-token"), timeout=WAIT) as one:
+        task_id = create(one, "until_stopped")["taskId"]
+        assert started.wait(WAIT)
+    with Client.http(served.mcp, era="handshake", auth=bearer("bob-token"), timeout=WAIT) as bob:
+        assert code_of(lambda: bob.request("tasks/get", {"taskId": task_id})) == -32602
+    with Client.http(served.mcp, era="handshake", auth=bearer("alice-token"), timeout=WAIT) as two:
+        assert two.request("tasks/get", {"taskId": task_id})["status"] == "working"
+        assert not stopped.is_set()
+        two.request("tasks/cancel", {"taskId": task_id})
+        assert stopped.wait(WAIT)
+
+
 def test_over_stateless_http_tasks_work_unlisted(serve):
     http = Http(serve(TASKS.build(), stateless=True).mcp)
     init = http.ask(

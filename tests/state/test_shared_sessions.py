@@ -812,3 +812,52 @@ def test_one_store_given_keeps_sessions_in_their_process():
     server = Server("mixed", state="redis://127.0.0.1:1/0")  # never connected: nothing here asks it
     app = server.wsgi_app(event_store=MemoryEventStore())
     assert not app.shared and isinstance(app.session_table, MemorySessionTable)
+
+
+def test_a_sessions_task_on_one_worker_is_cancelled_when_the_session_is_deleted_on_the_other(
+    redis_url,
+):
+    """A session without a token owns its 2025-11-25 tasks (basic/utilities/tasks §Task Isolation),
+    in records every worker shares.  Made on A, its task created (and run) on B, then deleted on A:
+    the task is cancelled (no one can reach it any more) and B's handler stops, told over the bus;
+    it no longer counts against the client's ``max_tasks_per_principal``."""
+    started, stopped = threading.Event(), threading.Event()
+    workers = []  # (server, served)
+    for name in ("a", "b"):
+        server = Server(f"shared-tasks-{name}", state=redis_url)
+
+        @server.tool(task="required")
+        def until_stopped(ctx: Context) -> str:
+            """Runs until it is cancelled."""
+            ctx.start_task()
+            started.set()
+            try:
+                ctx.sleep(3 * WAIT)  # raises as soon as the task is cancelled
+            finally:
+                stopped.set()
+            return "never cancelled"
+
+        workers.append((server, start(server, keepalive=0.5)))
+    (on_a, a), (on_b, b) = workers
+    raw = RawSession(a.mcp)
+    try:
+        raw.initialize()
+        raw.url = b.mcp
+        request_id, response = raw.call(
+            "tools/call", {"name": "until_stopped", "arguments": {}, "task": {}}
+        )
+        answer, _ = raw.result(response, request_id)
+        task_id = answer["result"]["task"]["taskId"]
+        assert started.wait(WAIT)  # running on B (a task cancelled before its run began never runs)
+        assert on_b.tasks.records.count("http-client:127.0.0.1") == 1
+        raw.url = a.mcp
+        assert raw.delete().status_code == 200
+        assert stopped.wait(WAIT)  # B's handler heard the cancel
+        record = on_a.tasks.records.get(task_id)
+        assert record["status"] == "cancelled", record
+        assert on_b.tasks.records.count("http-client:127.0.0.1") == 0
+    finally:
+        raw.close()
+        for server, one in workers:
+            one.stop()
+            server.shared_state.close()

@@ -115,6 +115,10 @@ class Host(Protocol):
         """The deployment's bus (``mcp_ref.state.stores.Bus``): a shared state's reaches every worker."""
 
     @property
+    def extensions(self) -> list[Any]:
+        """Its extensions (``mcp_ref.extension.Extension``), in the order they were added."""
+
+    @property
     def shared_state(self) -> Any:
         """The deployment's shared state (``Server(state=...)``, ``MCP_REF_STATE``), or None."""
 
