@@ -16,9 +16,11 @@ import random
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from ..extension import Extension
 from ..server import Context, Server, ToolError
 from ..types import EmbeddedResource, ImageContent, TextResourceContents
 
@@ -64,7 +66,9 @@ def build_protected_server() -> Server:
 #: The variable ``protected_wsgi_app`` reads its resource URL from (the URL clients reach).
 RESOURCE_ENV = "MCP_REF_RESOURCE"
 
-#: ``add_tool``: the most tools one caller may add (past it, a clear tool error: nothing is replaced).
+#: ``add_tool``: the most tools one caller may have added (past it, a clear tool error: nothing is
+#: replaced).  Counted against ``ctx.principal.limit_id``: a client without a token, over all its
+#: HTTP sessions (a new session is free to open); a session's tools go when it ends.
 MAX_ADDED_PER_CALLER = 5
 #: ``add_tool``: the most added tools the server holds for all callers together; past it the
 #: oldest added tool (whoever added it) is removed to make room.  Built-in tools are never removed.
@@ -83,17 +87,32 @@ def demo_policy(principal, action: str, name: str) -> bool:
     return True
 
 
+class SessionEnd(Extension):
+    """Calls ``ended(connection)`` when a handshake-era HTTP session ends for good
+    (:meth:`~mcp_ref.extension.Extension.http_session_ended`)."""
+
+    name = "demo-session-end"
+
+    def __init__(self, ended: Callable[[Any], None]):
+        self.ended = ended
+
+    def http_session_ended(self, connection: Any) -> None:
+        """The session of ``connection`` ended: tell ``ended``."""
+        self.ended(connection)
+
+
 def build_server() -> Server:
     """A fresh demo server (each call returns a new, independent one)."""
-    # add_tool's tools: name -> the principal that added it, oldest first (bounded: MAX_ADDED_TOOLS).
-    added: collections.OrderedDict[str, str] = collections.OrderedDict()
+    # add_tool's tools: name -> (the principal that added it, whom it counts against: its
+    # limit_id), oldest first (bounded: MAX_ADDED_TOOLS).
+    added: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
     added_lock = threading.Lock()
 
     def policy(principal, action: str, name: str) -> bool:
         # A tool added at run time is its caller's own: listed for and callable by it alone.
-        owner = added.get(name) if action == "tools/call" else None
-        if owner is not None:
-            return owner == principal.id
+        entry = added.get(name) if action == "tools/call" else None
+        if entry is not None:
+            return entry[0] == principal.id
         return demo_policy(principal, action, name)
 
     server = Server(
@@ -106,6 +125,20 @@ def build_server() -> Server:
     )
     counter = {"value": 0}
     counter_lock = threading.Lock()
+
+    def drop_added_tools(connection) -> None:
+        # A session without a token is the owner of the tools it added, and no later session is:
+        # they go with it (else they would count against its client for good).  A token's tools
+        # are its principal's, for its next session too.
+        principal = connection.principal
+        if principal.authenticated:
+            return
+        with added_lock:
+            for name in [name for name, entry in added.items() if entry[0] == principal.id]:
+                server.remove_tool(name)
+                del added[name]
+
+    server.add_extension(SessionEnd(drop_added_tools))
 
     # -- tools ---------------------------------------------------------------------
 
@@ -233,15 +266,19 @@ def build_server() -> Server:
         """
         # A server that lets callers add tools must scope and bound them: a caller adds its own
         # tools (no one else sees them), never replaces another's or a built-in one, and holds at
-        # most MAX_ADDED_PER_CALLER; all callers together hold at most MAX_ADDED_TOOLS.
+        # most MAX_ADDED_PER_CALLER (over all its sessions); all callers together hold at most
+        # MAX_ADDED_TOOLS.
         if not ADDED_TOOL_NAME.match(name):
             raise ToolError("name must be 1 to 64 letters, digits, '_', '-' or '.'")
-        caller = ctx.principal.id
+        caller = ctx.principal.id  # the owner: who sees and calls it
+        counted_as = ctx.principal.limit_id  # every HTTP session of a client without a token
         with added_lock:
-            owner = added.get(name)
+            entry = added.get(name)
+            owner = None if entry is None else entry[0]
             if owner not in (None, caller) or (owner is None and server.get_tool(name) is not None):
                 raise ToolError(f"the name {name} is taken: choose another")
-            if owner is None and list(added.values()).count(caller) >= MAX_ADDED_PER_CALLER:
+            held = sum(1 for _, counted in added.values() if counted == counted_as)
+            if owner is None and held >= MAX_ADDED_PER_CALLER:
                 raise ToolError(
                     f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may"
                 )
@@ -250,7 +287,7 @@ def build_server() -> Server:
                 oldest = next(iter(added))
                 server.remove_tool(oldest)
                 del added[oldest]
-            added[name] = caller  # owned before it exists: no one else ever sees it
+            added[name] = (caller, counted_as)  # owned before it exists: no one else sees it
 
             def extra() -> str:
                 return f"I am {name}"

@@ -657,15 +657,32 @@ def test_the_login_trace_shows_an_authorization_servers_escape_sequences_instead
 # -- the demo's add_tool: the caller's own, bounded --------------------------------------------------
 
 
+#: The address another client's requests come from (:func:`from_address`).
+OTHER_CLIENT = {"X-Test-Client": "192.0.2.7"}
+
+
+def from_address(app):
+    """A fronting proxy's report of each request's client, as ``REMOTE_ADDR``: ``X-Test-Client``
+    when a request carries it, so one test's clients can be of different addresses."""
+
+    def reported(environ, start_response):
+        address = environ.get("HTTP_X_TEST_CLIENT")
+        if address is not None:
+            environ = {**environ, "REMOTE_ADDR": address}
+        return app(environ, start_response)
+
+    return reported
+
+
 def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):
     from mcp_ref import Client
     from mcp_ref.errors import InvalidParams
     from mcp_ref.workbench import demo
 
-    served = serve()
+    served = serve(wrap=from_address)
     with (
         Client.http(served.mcp, era="handshake", timeout=WAIT) as alice,
-        Client.http(served.mcp, era="handshake", timeout=WAIT) as bob,
+        Client.http(served.mcp, era="handshake", timeout=WAIT, headers=OTHER_CLIENT) as bob,
     ):
         assert alice.call_tool("add_tool", {"name": "mine"}).text == "added mine"
         assert alice.call_tool("mine").text == "I am mine"
@@ -698,6 +715,37 @@ def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):
         with pytest.raises(InvalidParams):
             alice.call_tool("mine")  # the oldest: gone
         assert alice.call_tool("a1").text == "I am a1" and bob.call_tool("b1").text == "I am b1"
+
+
+def test_add_tool_counts_a_client_over_its_sessions_and_a_sessions_tools_go_with_it(
+    serve, monkeypatch
+):
+    """The demo's cap of tools per caller counts a client without a token over all its HTTP
+    sessions (``ctx.principal.limit_id``): a new session is free to open, and used to bring another
+    MAX_ADDED_PER_CALLER with it, until the tools of other callers were pushed out (MAX_ADDED_TOOLS
+    in all).  A session's tools are its own (``ctx.principal.id``) and go when it ends, so its
+    client's next session has its allowance back."""
+    from mcp_ref import Client
+    from mcp_ref.workbench import demo
+
+    cap = demo.MAX_ADDED_PER_CALLER
+    monkeypatch.setattr(demo, "MAX_ADDED_TOOLS", cap + 1)  # room for one more than one client's
+    served = serve(wrap=from_address)
+    with Client.http(served.mcp, era="handshake", timeout=WAIT, headers=OTHER_CLIENT) as other:
+        assert other.call_tool("add_tool", {"name": "others"}).text == "added others"
+        first = Client.http(served.mcp, era="handshake", timeout=WAIT)
+        for n in range(cap):
+            assert first.call_tool("add_tool", {"name": f"first{n}"}).text == f"added first{n}"
+        with Client.http(served.mcp, era="handshake", timeout=WAIT) as second:
+            refused = second.call_tool("add_tool", {"name": "second0"})
+            assert refused.is_error and f"you have added {cap} tools" in refused.text
+            first.close()  # DELETE: the session's tools go with it
+            assert all(served.app.server.get_tool(f"first{n}") is None for n in range(cap))
+            for n in range(cap):
+                added = second.call_tool("add_tool", {"name": f"second{n}"})
+                assert added.text == f"added second{n}"
+            assert second.call_tool("second0").text == "I am second0"
+        assert other.call_tool("others").text == "I am others"  # never pushed out
 
 
 # -- a 431 answered without a traceback -------------------------------------------------------------
