@@ -14,7 +14,6 @@ session's ``max_incoming`` (each is in its table of incoming requests, or counte
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 import threading
@@ -85,6 +84,8 @@ class RequestContext:
     that runs long should check ``is_cancelled`` (or call
     ``check_cancelled()``) and stop.  ``report_progress`` sends progress only
     when the requester asked for it, and only until the request has ended (:meth:`end`).
+    ``send_lock`` orders a message about the request (its progress, a 2026-07-28 log message)
+    against its end: a sender that finds ``ended`` False under it writes before the answer.
     """
 
     __slots__ = (
@@ -101,7 +102,7 @@ class RequestContext:
         "_on_end",
         "started",
         "ended",
-        "_progress_lock",
+        "send_lock",
     )
 
     def __init__(self, session: Channel, request_id: jsonrpc.RequestId, method: str, params: dict):
@@ -128,8 +129,11 @@ class RequestContext:
         #: True once a handler thread took the request (it may wait in the queue of requests before).
         self.started = False
         self.ended = False  # True once the request has ended (:meth:`end`)
-        # orders a progress report against the end; only a request that asked for progress has any
-        self._progress_lock = None if self.progress_token is None else threading.Lock()
+        #: Held to send a message about this request (:meth:`report_progress`, a 2026-07-28
+        #: ``ctx.log``) and by :meth:`end`: one sent under it after checking ``ended`` is written
+        #: before the answer.  Every request has one: a lock is cheap to make, and one taken only
+        #: when present would let a sender that made it late miss an end that found none.
+        self.send_lock = threading.Lock()
 
     def defer(self, on_end: Callable[[], None]) -> None:
         """Keep the request open after the handler returns: its answer comes later, from
@@ -179,8 +183,7 @@ class RequestContext:
         """The request has ended (answered, or unanswered): its progress stops, on any transport
         and from any thread (2025-11-25 basic/utilities/progress: "MUST stop after completion").
         Returns, once, the ``on_end`` given to :meth:`defer` (called if it ended unanswered)."""
-        # a report being written is written first, before the answer (no lock: none was asked for)
-        with self._progress_lock or contextlib.nullcontext():
+        with self.send_lock:  # a message being written about the request is written first
             self.ended = True
             on_end, self._on_end = self._on_end, None
         return on_end
@@ -195,10 +198,9 @@ class RequestContext:
         with each notification, even if the total is unknown."  2026-07-28 basic/transports/stdio
         §Cancellation: servers "MUST NOT send any further messages for" a cancelled request.
         """
-        lock = self._progress_lock
-        if lock is None or self.progress_token is None:  # none asked for (or a task took it over)
+        if self.progress_token is None:  # none asked for (or a task took it over)
             return False
-        with lock:
+        with self.send_lock:
             if self.ended or self.is_cancelled:
                 return False
             if self._last_progress is not None and progress <= self._last_progress:

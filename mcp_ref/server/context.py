@@ -197,24 +197,28 @@ class Context:
         logging §Per-request log level, messages go "on the response stream of that request,
         before the final response"; ``notifications/message`` is request-scoped.  In the handshake
         era a log message belongs to the session, not to a request (2025-11-25
-        server/utilities/logging), and is still sent after the answer."""
+        server/utilities/logging), and is still sent after the answer.  The check that the
+        request has not ended and the sending are one step under ``request.send_lock``, which
+        its end takes too: a message that passed the check is written before the final response."""
         request = self.request
-        if request.is_cancelled or (request.envelope is not None and request.ended):
+        if request.is_cancelled:
             return done(False)
         if level is None and (data is not None or message is not None):  # log(level, data)
             level, text = first, (data if data is not None else message)
         else:  # FastMCP 2.x: log(message, level=...)
             level = level or "info"
             text = first if first is not None else (data if data is not None else message)
-        return done(
-            self.connection.log(
+        with request.send_lock:
+            if request.envelope is not None and request.ended:
+                return done(False)
+            sent = self.connection.log(
                 level,
                 text,
                 logger or logger_name,
                 related_request_id=self.request_id,
-                envelope=self.request.envelope,
+                envelope=request.envelope,
             )
-        )
+        return done(sent)
 
     def debug(
         self, data: Any, logger: str | None = None, *, logger_name: str | None = None

@@ -484,3 +484,27 @@ def test_a_log_after_the_answer_is_dropped_where_logs_are_request_scoped(raw_pee
         assert sent == {"logged": False, "progress": False} and late == []
     else:
         assert sent == {"logged": True, "progress": False} and late == ["after the answer"]
+
+
+@pytest.mark.slow
+def test_a_log_message_being_written_as_the_request_ends_comes_before_the_answer(raw_peer):
+    """2026-07-28 server/utilities/logging §Per-request log level: messages go "on the response
+    stream of that request, before the final response".  A thread the handler left behind has
+    found its request not ended and is writing its message when the request ends: the end waits
+    for it (the check and the write are one step under the request's ``send_lock``, which its end
+    takes too), so the message comes before the answer, never after it."""
+    peer = raw_peer(UNTESTED)
+    envelope = meta({}, **{"io.modelcontextprotocol/logLevel": "debug"})
+    params = {"name": "log_as_the_call_ends", "arguments": {}, "_meta": envelope}
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    arrived: list = []
+
+    def both_arrived(message: dict) -> bool:
+        if message.get("id") == 1:
+            arrived.append(("answer", message["result"]["content"][0]["text"]))
+        elif message.get("method") == "notifications/message":
+            arrived.append(("log", message["params"]["data"]))
+        return len(arrived) == 2
+
+    next_message(peer, both_arrived)
+    assert arrived == [("log", {"n": "logged"}), ("answer", "answered")]

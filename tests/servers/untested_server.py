@@ -20,6 +20,9 @@ Tools:
   ``elicit_optional`` (a form with no required field), ``bad_progress``.
 * ``log_after_answer(key)`` answers at once and leaves a thread that logs and reports progress for
   the ended request once ``release_late_log(key)`` is called; that call returns what was sent.
+* ``log_as_the_call_ends`` answers while a thread's log message for the call is being written:
+  the message's data is held in serialisation until the call's end asks for the request's
+  ``send_lock`` (at most 5 s).
 * ``env(name)`` and ``cwd()`` describe the server process.
 """
 
@@ -51,6 +54,23 @@ WEATHER_TOOL = {
 }
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 AUDIO_DATA = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
+
+
+class SignallingLock:
+    """A request's ``send_lock`` that tells (``contended``) when a thread asks for it while
+    another holds it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.contended = threading.Event()
+
+    def __enter__(self) -> None:
+        if self.lock.locked():
+            self.contended.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc_info) -> None:
+        self.lock.release()
 
 
 def _error_text(exc: Exception) -> str:
@@ -223,6 +243,25 @@ def full(slow_init: bool = False) -> Server:
         go, sent = late.pop(key)
         go.set()
         return json.dumps(sent.get(timeout=30))
+
+    @server.tool()
+    def log_as_the_call_ends(ctx: Context) -> str:
+        """Answer while a thread logs for this call: its message, past the check that the call
+        has not ended, is held in serialisation until the call's end asks for ``send_lock``."""
+        lock = SignallingLock()
+        ctx.request.send_lock = lock  # type: ignore[assignment]
+        serialising = threading.Event()
+
+        class HeldData(dict):
+            def items(self):  # the JSON encoder asks a dict subclass for its items
+                serialising.set()
+                lock.contended.wait(5)
+                return super().items()
+
+        threading.Thread(target=ctx.info, args=(HeldData(n="logged"),), daemon=True).start()
+        if not serialising.wait(30):
+            raise RuntimeError("the log message was not written")
+        return "answered"
 
     @server.tool()
     def bad_progress(ctx: Context) -> str:
