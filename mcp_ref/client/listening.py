@@ -353,6 +353,9 @@ class Streams:
         self._by_id: dict[Any, Subscription] = {}
         self._local: list[Subscription] = []
         self._lock = threading.Lock()
+        #: Handshake era, per resource URI: the turn of the last ``resources/subscribe`` or
+        #: ``resources/unsubscribe`` decided for it, until it is answered (:meth:`_take_turn`).
+        self._turns: dict[str, threading.Event] = {}
         #: The stream behind the change callbacks and ``Client.subscribe`` (opened when first needed).
         self.feed = CallbackFeed(self)
 
@@ -364,16 +367,19 @@ class Streams:
         """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
         (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28)."""
         connection, feed = self.connection, self.feed
-        if uri in feed.uris:
-            return
-        feed.uris.add(uri)
+        with self._lock:
+            if uri in feed.uris:
+                return
+            feed.uris.add(uri)
+            turn = None if connection.modern else self._take_turn(uri)
         try:
-            if connection.modern:
+            if turn is None:
                 feed.update(connection.session.default_timeout)
             else:
-                connection.request("resources/subscribe", {"uri": uri})
+                self._send_in_turn("resources/subscribe", uri, turn)
         except BaseException:
-            feed.uris.discard(uri)
+            with self._lock:
+                feed.uris.discard(uri)
             raise
 
     def unsubscribe(self, uri: str) -> None:
@@ -383,11 +389,11 @@ class Streams:
         connection, feed = self.connection, self.feed
         with self._lock:
             feed.uris.discard(uri)
-            still_wanted = uri in self.subscribed_uris()
+            turn = None if connection.modern or self._holds(uri) else self._take_turn(uri)
         if connection.modern:
             feed.update(connection.session.default_timeout)
-        elif not still_wanted:
-            connection.request("resources/unsubscribe", {"uri": uri})
+        elif turn is not None:
+            self._send_in_turn("resources/unsubscribe", uri, turn)
 
     def open(
         self,
@@ -417,17 +423,16 @@ class Streams:
         agreed = honoured(wanted, connection.client.server_capabilities)
         uris = agreed.get("resourceSubscriptions", ())
         with self._lock:
-            subscribed = self.subscribed_uris()
             self._local.append(stream)
-            stream.held.update(uri for uri in uris if uri in subscribed)
         try:
             for uri in uris:
-                if uri in subscribed:
-                    continue
-                with self._lock:
+                with self._lock:  # the decision and its turn in one step (see _take_turn)
+                    turn = None if self._holds(uri) else self._take_turn(uri)
                     stream.held.add(uri)  # from now on: a subscribe may reach the server
+                if turn is None:
+                    continue  # subscribed already, for the client or another stream
                 try:
-                    connection.request("resources/subscribe", {"uri": uri})
+                    self._send_in_turn("resources/subscribe", uri, turn)
                 except McpError:
                     with self._lock:
                         stream.held.discard(uri)  # refused: the server holds nothing for it
@@ -449,6 +454,49 @@ class Streams:
             uris.update(stream.held)
         return uris
 
+    def _holds(self, uri: str) -> bool:
+        """Whether ``uri`` is in :meth:`subscribed_uris` (called with the lock held)."""
+        return uri in self.feed.uris or any(uri in stream.held for stream in self._local)
+
+    # -- handshake era: one resources/subscribe or /unsubscribe about a URI at a time ----------
+
+    def _take_turn(self, uri: str) -> tuple[threading.Event | None, threading.Event]:
+        """Called with the lock held, as the client decides to send ``resources/subscribe`` or
+        ``resources/unsubscribe`` about ``uri``: the turn of the one decided before it (None if
+        that one was answered), and this one's, which ends once it is answered (:meth:`_end_turn`).
+
+        2025-11-25 server/resources §Subscriptions: "Clients can subscribe to specific resources
+        and receive notifications when they change"; a stream acknowledged with a URI must get
+        them.  The decisions are made under the lock, in order, but sent outside it; and nothing
+        in JSON-RPC orders how a server handles two requests (mcp_ref's handles them at once), so
+        even one written first may be acted on last.  So each waits for the answer to the one
+        before it: what the client decided last about a URI (a stream opening on it while another
+        closes) is what the server does last.  The wait is bounded by a request timeout; every
+        turn ends, answered or not."""
+        previous = self._turns.get(uri)
+        turn = self._turns[uri] = threading.Event()
+        return previous, turn
+
+    def _wait_turn(self, uri: str, previous: threading.Event | None, timeout) -> None:
+        if previous is not None and not previous.is_set():
+            log.debug("a request about %s waits for the answer to the one before it", uri)
+            previous.wait(timeout)
+
+    def _end_turn(self, uri: str, turn: threading.Event) -> None:
+        turn.set()
+        with self._lock:
+            if self._turns.get(uri) is turn:
+                del self._turns[uri]
+
+    def _send_in_turn(self, method: str, uri: str, turns: tuple) -> None:
+        """``method`` about ``uri`` in its turn (:meth:`_take_turn`); its answer waited for."""
+        previous, turn = turns
+        try:
+            self._wait_turn(uri, previous, self.connection.session.default_timeout)
+            self.connection.request(method, {"uri": uri})
+        finally:
+            self._end_turn(uri, turn)
+
     def forget(self, request_id) -> None:
         """A modern listen stream ended: route no more to it."""
         with self._lock:
@@ -462,36 +510,46 @@ class Streams:
                 return
             self._local.remove(stream)
             still = self.subscribed_uris()
-            unwanted = sorted(stream.held - still)
-        self.unsubscribe_all(unwanted)
+            turns = {uri: self._take_turn(uri) for uri in sorted(stream.held - still)}
+        self.unsubscribe_all(turns)
 
-    def unsubscribe_all(self, uris: list[str]) -> None:
-        """``resources/unsubscribe`` for each of ``uris``: all sent at once, then waited for until
-        one deadline, a request timeout from now (the client's requests are futures: no thread is
+    def unsubscribe_all(self, turns: dict[str, tuple]) -> None:
+        """``resources/unsubscribe`` for each URI of ``turns`` (URI -> its turn,
+        :meth:`_take_turn`): all sent at once, each in its turn, then waited for until one
+        deadline, a request timeout from now (the client's requests are futures: no thread is
         needed).  One the server refuses, does not answer in time (it is then sent
         ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the server's
         failure, and the caller is closing."""
         connection = self.connection
         timeout = connection.session.default_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
         sent = []
-        for uri in uris:
-            if connection.session.is_closed:
-                break  # the server forgot every subscription of the session already
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                request = connection.send_request(
-                    "resources/unsubscribe", {"uri": uri}, timeout=left
-                )
-            except PEER_FAILURES as exc:
-                log.debug("resources/unsubscribe %s was not sent: %s", uri, exc)
-                continue
-            sent.append((uri, request))
-        for uri, request in sent:
-            try:
-                request.result()  # its deadline is the shared one
-            except PEER_FAILURES as exc:
-                log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+        try:
+            for uri, (previous, turn) in turns.items():
+                self._wait_turn(uri, previous, left())
+                if connection.session.is_closed:
+                    break  # the server forgot every subscription of the session already
+                try:
+                    request = connection.send_request(
+                        "resources/unsubscribe", {"uri": uri}, timeout=left()
+                    )
+                except PEER_FAILURES as exc:
+                    log.debug("resources/unsubscribe %s was not sent: %s", uri, exc)
+                    continue
+                sent.append((uri, turn, request))
+            for uri, turn, request in sent:
+                try:
+                    request.result()  # its deadline is the shared one
+                except PEER_FAILURES as exc:
+                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+                self._end_turn(uri, turn)
+        finally:
+            for uri, (_, turn) in turns.items():
+                self._end_turn(uri, turn)  # those not sent, or not waited for
 
     def deliver(self, subscription, method: str, params: dict) -> None:
         """A notification of the modern stream ``subscription`` (its ``subscriptionId``)."""

@@ -10,6 +10,7 @@ the same server in both eras.  Every message is checked against the official
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sys
 import threading
@@ -511,6 +512,7 @@ def test_a_stream_the_server_ends_says_so(transport, serve):
 # -- the handshake era's subscriptions behind Client.listen --------------------------------------
 
 STALLS_UNSUBSCRIBE = [sys.executable, str(SERVERS / "untested_raw_server.py"), "stall-unsubscribe"]
+HOLDS_UNSUBSCRIBE = [sys.executable, str(SERVERS / "untested_raw_server.py"), "hold-unsubscribe"]
 
 
 def resource_params(wire: WireChecker, method: str) -> list[str]:
@@ -573,3 +575,70 @@ def test_closing_a_stream_the_server_never_unsubscribes_does_not_raise(connect, 
     stream.close()
     assert len(wire.sent("resources/unsubscribe")) == 4
     client.ping()
+
+
+class TurnWatch(logging.Handler):
+    """Sets ``waiting`` when the client logs that a request about a resource waits for the answer
+    to the one decided before it (``Streams._wait_turn``)."""
+
+    def __init__(self, waiting: threading.Event):
+        super().__init__(logging.DEBUG)
+        self.waiting = waiting
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "waits for the answer to the one before it" in record.getMessage():
+            self.waiting.set()
+
+
+@pytest.fixture
+def turn_watch():
+    """An Event set once a subscription request waits for its turn (the client's debug log)."""
+    waiting = threading.Event()
+    logger = logging.getLogger("mcp_ref.client.listening")
+    handler, level = TurnWatch(waiting), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield waiting
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+@pytest.mark.parametrize("let_go", ["close", "unsubscribe"])
+@pytest.mark.parametrize("take", ["listen", "subscribe"])
+def test_a_resource_let_go_as_it_is_taken_again_stays_subscribed(connect, turn_watch, let_go, take):
+    # A session has one subscription to a resource at a handshake-era server.  One thread lets
+    # test://x go (the last stream on it closes, or client.unsubscribe) while another takes it
+    # again (a listen stream, or client.subscribe).  The server may act on the two requests in
+    # any order (it handles them at once): this one acts on the unsubscribe only when the next
+    # ping arrives.  The client sends the subscribe only once the unsubscribe is answered, so
+    # the server acts on it last and the resource stays subscribed for the one that took it.
+    held = queue.Queue()
+    client = connect(HOLDS_UNSUBSCRIBE, era="handshake", on_log=lambda m: held.put(m.data))
+    if let_go == "close":
+        letting_go = threading.Thread(target=client.listen(resource_uris=["test://x"]).close)
+    else:
+        client.subscribe("test://x")
+        letting_go = threading.Thread(target=client.unsubscribe, args=("test://x",))
+    letting_go.start()
+    assert held.get(timeout=WAIT) == "test://x"  # its resources/unsubscribe is not answered yet
+    taken: list = []
+    decided = turn_watch  # set when the subscribe waits for its turn, or (without one) is done
+
+    def take_again() -> None:
+        if take == "listen":
+            taken.append(client.listen(resource_uris=["test://x"]))
+        else:
+            taken.append(client.subscribe("test://x"))
+        decided.set()
+
+    taking = threading.Thread(target=take_again)
+    taking.start()
+    assert decided.wait(WAIT)
+    client.ping()  # the server answers the held unsubscribe, and acts on it, now
+    letting_go.join(WAIT)
+    taking.join(WAIT)
+    assert not letting_go.is_alive() and not taking.is_alive() and len(taken) == 1
+    if take == "listen":
+        assert taken[0].acknowledged == {"resourceSubscriptions": ["test://x"]}
+    answer = client.request("tools/call", {"name": "subscribed", "arguments": {}})
+    assert json.loads(answer["content"][0]["text"]) == ["test://x"]

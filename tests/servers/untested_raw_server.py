@@ -15,6 +15,13 @@ python untested_raw_server.py empty-cursor [forever]
 python untested_raw_server.py stall-unsubscribe
     Answers initialize (resources with subscribe) and every other request with an empty
     result, but never resources/unsubscribe.
+python untested_raw_server.py hold-unsubscribe
+    Answers initialize (resources with subscribe, tools, logging).  Acts on a subscription
+    request when it answers it: resources/subscribe at once; resources/unsubscribe is held,
+    announced with a notifications/message whose data is its URI, and answered (and acted on)
+    only when the next ping arrives, as a server handling requests at once may act on it after
+    a later request.  A held request the client cancels is dropped.  tools/call answers the URIs
+    subscribed now, as JSON text; every other request is answered with an empty result.
 python untested_raw_server.py batch-ping
     Answers initialize (tools only) at the version asked for.  On
     notifications/initialized it sends the client a JSON-RPC batch of two pings
@@ -125,6 +132,44 @@ def stall_unsubscribe() -> None:
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
 
 
+def hold_unsubscribe() -> None:
+    subscribed: set[str] = set()
+    held: dict = {}  # id -> URI of the resources/unsubscribe requests not answered yet
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method, params = message.get("method"), message.get("params") or {}
+        result: dict = {}
+        if method == "initialize":
+            answer = initialize_result(message)
+            capabilities = {"resources": {"subscribe": True}, "tools": {}, "logging": {}}
+            answer["result"]["capabilities"] = capabilities
+            send(answer)
+            continue
+        if method == "notifications/cancelled":
+            held.pop(params.get("requestId"), None)
+            continue
+        if "id" not in message:
+            continue
+        if method == "resources/subscribe":
+            subscribed.add(params["uri"])
+        elif method == "resources/unsubscribe":
+            held[message["id"]] = params["uri"]
+            log = {"level": "info", "data": params["uri"]}
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+            continue
+        elif method == "ping":
+            for request_id, uri in held.items():
+                subscribed.discard(uri)
+                send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+            held.clear()
+        elif method == "tools/call":
+            text = json.dumps(sorted(subscribed))
+            result = {"content": [{"type": "text", "text": text}]}
+        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
 def batch_ping() -> None:
     answer = None
     waiting: list = []  # ids of tools/call requests that arrived before the answer to the batch
@@ -169,6 +214,8 @@ if __name__ == "__main__":
         empty_cursor(sys.argv[2:] == ["forever"])
     elif mode == "stall-unsubscribe":
         stall_unsubscribe()
+    elif mode == "hold-unsubscribe":
+        hold_unsubscribe()
     elif mode == "batch-ping":
         batch_ping()
     else:
