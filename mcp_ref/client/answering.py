@@ -290,7 +290,7 @@ def route_notification(
             )
     elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
         connection.tools_changed += 1 if method == "notifications/tools/list_changed" else 0
-        notify_callbacks(connection, method, params)
+        notify_callbacks(connection, method, params, () if streams is None else streams.feed.uris)
         if streams is not None:
             streams.deliver_local(method, params)
     else:

@@ -5,7 +5,7 @@ and the change callbacks (``on_list_changed``, ``on_resource_updated``)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any
 
 from ..session import RequestContext
@@ -40,11 +40,20 @@ def result_dict(value: Any) -> dict:
     raise TypeError(f"a handler must return a result object or dict, not {type(value).__name__}")
 
 
-def notify_callbacks(connection: Connection, method: str, params: dict) -> None:
-    """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
+def notify_callbacks(
+    connection: Connection, method: str, params: dict, subscribed: Container[str]
+) -> None:
+    """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread).
+
+    ``on_resource_updated`` gets the updates about the URIs in ``subscribed``, those the client
+    asked for with ``Client.subscribe`` (and has not unsubscribed since), in both eras: a
+    handshake-era server sends the session's updates once, whoever on the client subscribed, and
+    a listen stream's are that stream's (its ``on_notification``)."""
     client = connection.client
     if method == "notifications/resources/updated":
         callback, argument = client.on_resource_updated, params.get("uri")
+        if argument not in subscribed:
+            return
     elif method.startswith("notifications/") and method.endswith("/list_changed"):
         callback, argument = (
             client.on_list_changed,

@@ -598,7 +598,8 @@ class Client:
         return built(ReadResourceResult.from_wire, "resources/read", raw, self.protocol_version)
 
     def subscribe(self, uri: str) -> None:
-        """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``).
+        """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``,
+        which gets the updates about the URIs subscribed here, and no others, in both eras).
 
         Handshake era: ``resources/subscribe``.  2026-07-28, which has no such method: the
         callbacks' ``subscriptions/listen`` stream is re-opened with ``uri`` in its filter
@@ -611,8 +612,9 @@ class Client:
 
     def unsubscribe(self, uri: str) -> None:
         """Stop updates about ``uri`` to ``on_resource_updated`` (handshake era:
-        ``resources/unsubscribe``, unless an open :meth:`listen` stream still wants ``uri``;
-        2026-07-28: the callbacks' stream is re-opened without it)."""
+        ``resources/unsubscribe``, unless an open :meth:`listen` stream still wants ``uri``: that
+        stream still gets them, the callback no longer; 2026-07-28: the callbacks' stream is
+        re-opened without it)."""
         self._require("resources", "resources/unsubscribe")
         self.connection.streams.unsubscribe(uri)
 

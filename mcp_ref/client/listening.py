@@ -303,7 +303,7 @@ class CallbackFeed:
 
     def _deliver(self, method: str, params: dict) -> None:
         self._failures = 0  # the stream works: a later drop starts the count of attempts again
-        notify_callbacks(self.connection, method, params)
+        notify_callbacks(self.connection, method, params, self.uris)
 
     def _ended(self, stream: Subscription) -> None:
         """A stream ended (on the callback thread): if it is the current one and the client did

@@ -521,7 +521,8 @@ def resource_params(wire: WireChecker, method: str) -> list[str]:
 
 def test_unsubscribe_keeps_what_a_listen_stream_still_wants(connect, wire):
     # A session holds one subscription to a resource at a handshake-era server, whoever on the
-    # client asked for it: client.unsubscribe(uri) must not cut off a listen stream on uri.
+    # client asked for it: client.unsubscribe(uri) must not cut off a listen stream on uri, but
+    # it stops the updates to on_resource_updated, as its docstring says.
     got, updated = Events(), Events()
     client = connect(SERVER, era="handshake", on_resource_updated=updated)
     with client.listen(resource_uris=["test://stable"], on_notification=got) as stream:
@@ -531,7 +532,6 @@ def test_unsubscribe_keeps_what_a_listen_stream_still_wants(connect, wire):
         client.call_tool("touch", {"uri": "test://stable"})
         method, params = got.next()
         assert (method, params["uri"]) == ("notifications/resources/updated", "test://stable")
-        assert updated.next() == "test://stable"  # the session's updates reach the callback too
     assert stream.closed  # and now nothing wants it
     assert resource_params(wire, "resources/unsubscribe") == ["test://stable"]
     client.subscribe("test://fresh")
@@ -539,6 +539,26 @@ def test_unsubscribe_keeps_what_a_listen_stream_still_wants(connect, wire):
         pass  # the client's own subscription outlives the stream
     assert resource_params(wire, "resources/unsubscribe") == ["test://stable"]
     client.call_tool("touch", {"uri": "test://fresh"})
+    assert updated.next() == "test://fresh"  # the first: test://stable's update did not reach it
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_on_resource_updated_gets_only_what_client_subscribe_asked_for(connect, era):
+    # A listen stream's updates are its own (on_notification): on_resource_updated gets those
+    # about the URIs client.subscribe asked for and client.unsubscribe has not let go, in both
+    # eras, although a handshake-era server sends the session's updates once for everyone.
+    got, updated = Events(), Events()
+    client = connect(SERVER, era=era, on_resource_updated=updated)
+    client.subscribe("test://fresh")
+    with client.listen(resource_uris=["test://stable"], on_notification=got):
+        client.call_tool("touch", {"uri": "test://stable"})  # the stream's: never subscribed here
+        assert got.next()[1]["uri"] == "test://stable"
+        client.subscribe("test://stable")
+        client.unsubscribe("test://stable")
+        client.call_tool("touch", {"uri": "test://stable"})  # unsubscribed here
+        assert got.next()[1]["uri"] == "test://stable"
+        client.call_tool("touch", {"uri": "test://fresh"})
+    # the callbacks run in order on one thread: an update about test://stable would come first
     assert updated.next() == "test://fresh"
 
 
