@@ -61,7 +61,7 @@ class Links:
         used idle connection is closed to make room; with none idle, -31000 "server busy"."""
         with self._lock:
             if self.closed:
-                raise InternalError("Internal error: this proxy has closed")
+                raise closed_error()
             gone = self._expired()
             if self.open >= self.limit and self._idle:
                 gone.append(self._idle.pop(0)[1])
@@ -120,7 +120,7 @@ class Links:
             closed = self.closed
         if closed:  # the proxy closed meanwhile: not left open
             self.give_back(link)
-            raise InternalError("Internal error: this proxy has closed")
+            raise closed_error()
         return link
 
     def _pooled(self, open_link: Callable[[], BackLink]) -> BackLink:
@@ -181,6 +181,11 @@ class Links:
             self._idle = [(since, link) for since, link in self._idle if link not in gone]
             self.open -= len(gone)
         return gone
+
+
+def closed_error() -> InternalError:
+    """The error of a request that needs the target once the proxy has closed."""
+    return InternalError("Internal error: this proxy has closed")
 
 
 def _close(links: list[BackLink]) -> None:

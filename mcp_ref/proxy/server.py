@@ -27,7 +27,7 @@ from ..server.seams import MRTR_METHODS
 from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
-from .links import Links, close_all
+from .links import Links, close_all, closed_error
 from .translate import back_params, errors_of, plain_result
 
 __all__ = ["ProxyServer", "proxy_server"]
@@ -303,8 +303,13 @@ class ProxyServer(Server):
                 link = None
             if link is None:
                 link = self._open_session(connection)
-                with self._lock:
-                    self._sessions[connection] = link
+                with self._lock:  # as close() takes the sessions: kept for it, or refused
+                    closed = self.links.closed
+                    if not closed:
+                        self._sessions[connection] = link
+                if closed:  # the proxy closed while it opened: not left open
+                    self.links.drop(link)
+                    raise closed_error()
                 if connection not in self._watching:
                     # closed with the session: one thread per session (at most max_back_connections)
                     self._watching.add(connection)
@@ -518,10 +523,14 @@ class ProxyServer(Server):
         """The watcher, opened again if its connection ended (the target exited or went away):
         the resources it watched are subscribed again."""
         watcher = self.watcher
+        if self.links.closed:  # a closed proxy opens nothing
+            raise closed_error()
         if watcher.alive:
             return watcher
         with self._opening:
             if self.watcher is watcher:
+                if self.links.closed:
+                    raise closed_error()
                 log.warning("proxy: the connection to the target ended; connecting again")
                 fresh = self._open_watcher()
                 for uri in sorted(watcher.subscribed):
@@ -530,8 +539,14 @@ class ProxyServer(Server):
                     except McpError:
                         continue
                     fresh.subscribed.add(uri)
-                self.watcher = fresh
+                with self._lock:  # as close() takes the watcher: closed by it, or refused here
+                    closed = self.links.closed
+                    if not closed:
+                        self.watcher = fresh
                 watcher.close()
+                if closed:  # the proxy closed while it opened: not left open
+                    fresh.close()
+                    raise closed_error()
         return self.watcher
 
     def _publish_list_changed(self, kind: str) -> None:
@@ -556,6 +571,8 @@ class ProxyServer(Server):
         link.enter(forward)
         current.forward = forward
         try:
+            if self.links.closed:  # nothing more is sent to the target once the proxy closed
+                raise closed_error()
             forward.call = link.client.connection.start(
                 method, back_params(params), on_progress=forward.progress
             )
@@ -564,7 +581,11 @@ class ProxyServer(Server):
             raise
         finally:
             current.forward = None
-        self._pool.submit(forward.run)
+        try:
+            self._pool.submit(forward.run)
+        except RuntimeError:  # the proxy closed since: its close ends the call with the link
+            forward.finish()
+            raise closed_error() from None
         return forward
 
     def release(self, forward: Forward) -> None:

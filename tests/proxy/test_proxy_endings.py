@@ -1,0 +1,163 @@
+"""What ends, and what it lets go of: a forwarded call its client cancelled (the connection it ran
+on, when the target may still ask for it), a listen stream (the resources the watcher holds for
+it), and the proxy itself (nothing is opened, kept or sent once it has closed).
+
+The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
+tests/servers/proxy_target.py launched on stdio or over HTTP (a real subprocess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+import pytest
+from conftest import WAIT
+from proxy_peers import target_command
+
+from mcp_ref import Client, McpError, proxy_server
+from mcp_ref.errors import InternalError
+
+pytestmark = pytest.mark.slow
+
+
+@contextlib.contextmanager
+def served(target, **options):
+    """A proxy of ``target`` served over HTTP; yields ``(proxy, url)``."""
+    options.setdefault("client_options", {"timeout": WAIT})
+    proxy = proxy_server(target, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+
+
+def recording(command: list[str], opened: list, before=None):
+    """A connector to the target ``command`` on stdio that keeps every back Client it opens in
+    ``opened`` (the watcher first); ``before(n)`` runs before the n-th is opened (0: the watcher)."""
+
+    def connect(**options):
+        if before is not None:
+            before(len(opened))
+        client = Client.stdio(command, **options)
+        opened.append(client)
+        return client
+
+    return connect
+
+
+class Turn:
+    """A handshake-era command target's turn (``ProxyServer._turn``) that counts who asks for it."""
+
+    def __init__(self, lock):
+        self.lock = lock
+        self.asked = threading.Semaphore(0)
+
+    def acquire(self, *args, **kwargs) -> bool:
+        self.asked.release()
+        return self.lock.acquire(*args, **kwargs)
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def locked(self) -> bool:
+        return self.lock.locked()
+
+
+def ended(back: Client) -> None:
+    """Assert that a back connection is closed and its process has exited."""
+    assert back.session.is_closed
+    back.session.transport.process.wait(WAIT)
+
+
+def tracebacks(caplog) -> list[str]:
+    """The messages logged with a traceback."""
+    return [record.getMessage() for record in caplog.records if record.exc_info]
+
+
+# -- closing: nothing is opened, kept or sent once the proxy has closed ----------------------------
+
+
+def test_a_request_waiting_for_the_turn_at_close_opens_no_connection(caplog):
+    # Alice's call holds the handshake-era command target's turn, Bob's waits for it; the proxy
+    # closes.  Alice's call ends with the watcher, and Bob's, given the turn, is refused: the
+    # closed proxy opens no new connection (a process nobody would end), sends nothing, and its
+    # places are given back.
+    caplog.set_level(logging.ERROR)
+    opened: list[Client] = []
+    with served(recording(target_command("handshake"), opened)) as (proxy, url):
+        proxy._turn = turn = Turn(proxy._turn)
+        with (
+            Client.http(url, era="modern", timeout=WAIT) as alice,
+            Client.http(url, era="modern", timeout=WAIT) as bob,
+        ):
+            started = threading.Event()
+            slow = alice.start_tool_call("slow", on_progress=lambda *report: started.set())
+            assert started.wait(WAIT)
+            outcome: list = []
+
+            def bob_calls() -> None:
+                try:
+                    outcome.append(bob.call_tool("echo", {"text": "hi"}).text)
+                except McpError as exc:
+                    outcome.append(exc)
+
+            waiting = threading.Thread(target=bob_calls)
+            waiting.start()
+            assert turn.asked.acquire(timeout=WAIT) and turn.asked.acquire(timeout=WAIT)
+            proxy.close()
+            waiting.join(WAIT)
+            with pytest.raises(McpError):
+                slow.result()
+        (refusal,) = outcome
+        assert isinstance(refusal, InternalError)
+        assert "this proxy has closed" in refusal.message
+        assert len(opened) == 1  # the watcher only
+        ended(opened[0])
+        assert proxy._forwarded.held() == 0 and not proxy._turn.locked()
+    assert tracebacks(caplog) == []
+
+
+def test_a_sessions_connection_opened_during_close_is_closed(caplog):
+    # A handshake-era session's first request opens its own connection to the target, which is
+    # slow to start; the proxy closes meanwhile.  The connection, once open, is closed at once
+    # and the request refused: the closed proxy keeps no session and leaves no process behind.
+    caplog.set_level(logging.ERROR)
+    opening, go_on = threading.Event(), threading.Event()
+
+    def slow_start(n: int) -> None:
+        if n == 1:  # the session's (the watcher is the first)
+            opening.set()
+            assert go_on.wait(WAIT)
+
+    opened: list[Client] = []
+    with served(recording(target_command("handshake"), opened, slow_start)) as (proxy, url):
+        with Client.http(url, era="handshake", timeout=WAIT) as session:
+            outcome: list = []
+
+            def first_request() -> None:
+                try:
+                    outcome.append(session.call_tool("echo", {"text": "hi"}).text)
+                except McpError as exc:
+                    outcome.append(exc)
+
+            asking = threading.Thread(target=first_request)
+            asking.start()
+            assert opening.wait(WAIT)
+            proxy.close()
+            go_on.set()
+            asking.join(WAIT)
+            (refusal,) = outcome
+            assert isinstance(refusal, InternalError)
+            assert "this proxy has closed" in refusal.message
+            assert proxy._sessions == {}
+            assert len(opened) == 2
+            for back in opened:
+                ended(back)
+    assert tracebacks(caplog) == []
