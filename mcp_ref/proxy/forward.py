@@ -142,6 +142,16 @@ class Forward:
         #: Ends a withdrawn call the target never answers, when it has no timeout of its own.
         self.expiry: threading.Timer | None = None
 
+    @property
+    def abandoned(self) -> bool:
+        """True when it ended without the target's answer (its front request cancelled, its back
+        call timed out, its connection gone): the target may still be at work on it, and ask."""
+        outcome = self.outcome
+        if outcome is None:
+            return self.withdrawn
+        kind, value = outcome
+        return kind == "error" and not isinstance(value, McpError)
+
     # -- on the back's threads -------------------------------------------------------------------
 
     def ask(self, method: str, params: dict | None) -> dict:
@@ -276,8 +286,8 @@ class Forward:
         turn held, until the target has answered it, the connection has ended, or the back call's
         timeout (else ``ask_timeout``) has passed; :meth:`run` then ends it."""
         if self.link.client.connection.modern or self.proxy.http_target:
-            # its questions come in the answers of its own request (2026-07-28), or on the
-            # request's own stream (HTTP), which the cancellation closes
+            # its questions come in the answers of its own request (2026-07-28); or (HTTP) its
+            # lease is closed, not pooled (ProxyServer.release): its session at the target ends
             self.call.cancel(reason)
             self.finish()
             return

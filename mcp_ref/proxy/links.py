@@ -7,7 +7,8 @@ client as the HTTP server's shares name (``shares.client_of_connection``: the pr
 token, else its address), counted as they count theirs (``shares.ClientCounts``).
 
 A pool connection is the lease of one 2026 request at a time; given back, it waits idle for the
-next.  An idle one is closed to make room when a connection is needed at the bound (a
+next (unless a handshake-era target may still be at work on that request, cancelled or timed out,
+and ask for it: then it is closed, ``give_back(reuse=False)``).  An idle one is closed to make room when a connection is needed at the bound (a
 handshake-era session's, which would otherwise be refused for as long as the pool stays idle),
 and once it has been idle :data:`POOL_IDLE_TIMEOUT` seconds (found at the next lease, return or
 connection counted, as the HTTP server finds its expired sessions at its next request): a pool
@@ -148,12 +149,13 @@ class Links:
             )
         return place
 
-    def give_back(self, link: BackLink) -> None:
-        """A leased connection is free again: idle in the pool, or closed if it has ended."""
+    def give_back(self, link: BackLink, *, reuse: bool = True) -> None:
+        """A leased connection is free again: idle in the pool, or closed if it has ended or is
+        not to be used again (``reuse`` False)."""
         with self._lock:
             place = self._leased.pop(link, None)
             gone = self._expired()
-            if link.alive and not self.closed:
+            if reuse and link.alive and not self.closed:
                 self._idle.append((time.monotonic(), link))
             else:
                 self.open -= 1

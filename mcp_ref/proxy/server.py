@@ -598,7 +598,13 @@ class ProxyServer(Server):
             place()  # among every client's forwards, and its own
         link = forward.link
         link.leave(forward)
-        self._let_go(link, forward.hold)
+        # A handshake-era target's questions name no request: while it may still be at work on
+        # this one, its connection serves no other client's request.  Over HTTP it may even ask on
+        # its GET stream (2025-11-25 basic/transports §Listening for Messages from the Server:
+        # "The server MAY send JSON-RPC requests and notifications on the stream"; that they be
+        # "unrelated to any concurrently-running JSON-RPC request" is only a SHOULD).
+        spent = forward.abandoned and not link.client.connection.modern
+        self._let_go(link, forward.hold, spent=spent)
 
     def _count_forward(self, connection: Any) -> Callable[[], None]:
         """A place for one more forward of ``connection``'s client, among every client's
@@ -621,9 +627,10 @@ class ProxyServer(Server):
             )
         return place
 
-    def _let_go(self, link: BackLink, hold: str) -> None:
+    def _let_go(self, link: BackLink, hold: str, *, spent: bool = False) -> None:
+        """Give back ``link``, held as ``hold``; ``spent``: never to another request (closed)."""
         if hold == "leased":
-            self._return(link)
+            self.links.give_back(link, reuse=not spent)
         elif hold == "turn":
             self._turn.release()
 
@@ -680,9 +687,6 @@ class ProxyServer(Server):
             link.close()  # refused: the connection is not left behind
             raise
         return link
-
-    def _return(self, link: BackLink) -> None:
-        self.links.give_back(link)
 
     def end_session(self, connection: Any) -> None:
         """Close the back connection of a handshake-era front ``connection``, if it has one."""

@@ -11,15 +11,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from pathlib import Path
 
 import pytest
-from conftest import WAIT
-from proxy_peers import target_command
+from conftest import WAIT, Collector
+from proxy_peers import PYTHON, Spawned, target_command
 
 from mcp_ref import Client, McpError, proxy_server
 from mcp_ref.errors import InternalError
 
 pytestmark = pytest.mark.slow
+
+ASKING_TARGET = [
+    PYTHON,
+    str(Path(__file__).resolve().parents[1] / "servers" / "proxy_asking_target.py"),
+]
 
 
 @contextlib.contextmanager
@@ -79,6 +85,48 @@ def ended(back: Client) -> None:
 def tracebacks(caplog) -> list[str]:
     """The messages logged with a traceback."""
     return [record.getMessage() for record in caplog.records if record.exc_info]
+
+
+# -- a cancelled call: the connection it ran on serves no other client while the target may ask -----
+
+
+def test_a_cancelled_calls_pool_connection_is_closed_not_leased_again():
+    # A handshake-era HTTP target asks for Alice's call after she cancelled it, on its GET stream
+    # (its question names no request; the spec lets it send requests there).  The pool connection
+    # her call leased is closed, its session at the target ended, never leased to Bob's call: the
+    # question reaches no client, and Bob is asked his own question only.
+    target = Spawned([*ASKING_TARGET, "--http"], r"^URL (\S+)", "stdout")
+    asked_bob = Collector()
+
+    def bob_answers(params):
+        asked_bob(params.message)
+        return {"action": "accept", "content": {"name": "Bob"}}
+
+    try:
+        with (
+            served(target.url) as (proxy, url),
+            Client.http(url, era="modern", timeout=WAIT) as alice,
+            Client.http(url, era="modern", timeout=WAIT, elicitation_handler=bob_answers) as bob,
+        ):
+            given_back = threading.Event()
+            give_back = proxy.links.give_back
+
+            def give_back_and_tell(link, **options) -> None:
+                give_back(link, **options)
+                given_back.set()
+
+            proxy.links.give_back = give_back_and_tell  # type: ignore[method-assign]
+            started = threading.Event()
+            late = alice.start_tool_call("late", on_progress=lambda *report: started.set())
+            assert started.wait(WAIT)
+            late.cancel("the user gave up")
+            assert given_back.wait(WAIT)  # Alice's lease has ended before Bob's call comes
+            seen = bob.call_tool("seen_late").text
+    finally:
+        target.stop()
+    assert asked_bob.items == ["A question of this call"]
+    assert seen.startswith("late error:")
+    assert seen.endswith("mine: accept {'name': 'Bob'}")
 
 
 # -- closing: nothing is opened, kept or sent once the proxy has closed ----------------------------

@@ -1,15 +1,18 @@
 """A handshake-era server behind the proxy that asks its client outside a tool call, and late.
 
-``python proxy_asking_target.py`` serves on stdio, the handshake era only (a 2026-07-28 request is
-"method not found", as a server of 2025 answers it).  What it does, each as many servers do:
+``python proxy_asking_target.py [--http]`` serves on stdio, or over HTTP on a free port of
+127.0.0.1 (its URL printed on stdout as ``URL <url>``), the handshake era only (a 2026-07-28
+request is "method not found", as a server of 2025 answers it).  What it does, each as many
+servers do:
 
 * ``completion/complete`` for the prompt ``greet`` logs the value it completes, asks the client's
   roots when the value starts with ``roots`` (completing paths under them: its one value is what
   the question got, the roots or an error), and lets ``hold`` return;
 * ``hold`` reports progress once, then waits until a completion has run;
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
-  anyway (not every tool stops at once); ``seen_late`` waits until that question has its answer
-  or error, then asks its own client a question, and returns both;
+  anyway (not every tool stops at once; over HTTP on its GET stream, as the question names no
+  request); ``seen_late`` waits until that question has its answer or error, then asks its own
+  client a question, and returns both;
 * ``sample_with_tools`` asks the client's model with a tool, and ``visit_anyway`` sends the user
   to a page (URL-mode elicitation), whatever the client declared;
 * told the client's roots changed, it asks for them and shows what it got as the description of
@@ -18,6 +21,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 from mcp_ref import Context, Server
@@ -145,4 +149,9 @@ def roots_changed(connection) -> None:
 server.on_roots_list_changed = roots_changed
 
 if __name__ == "__main__":
-    server.run_stdio()
+    if "--http" in sys.argv[1:]:
+        server.run_http(
+            "127.0.0.1", 0, on_ready=lambda httpd: print(f"URL {httpd.url}/mcp", flush=True)
+        )
+    else:
+        server.run_stdio()
