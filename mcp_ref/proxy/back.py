@@ -112,6 +112,8 @@ class BackLink:
         self.lock = threading.Lock()
         self.log_level: str | None = None
         self.subscribed: set[str] = set()
+        #: True once its close has begun: not alive from then on.
+        self.ended = False
         options = dict(proxy.client_options)
         options.update(
             extensions=[*options.get("extensions", ()), _Router(self, declared)],
@@ -199,7 +201,7 @@ class BackLink:
     @property
     def alive(self) -> bool:
         """False once the connection to the target has ended (closed, or the target went away)."""
-        return not self.client.session.is_closed
+        return not self.ended and not self.client.session.is_closed
 
     def set_log_level(self, level: str | None) -> None:
         """Ask the target for log messages at ``level`` (None: none), unless asked already."""
@@ -211,7 +213,22 @@ class BackLink:
         self.log_level = level
 
     def close(self) -> None:
-        """End the connection to the target."""
+        """End the connection to the target (the first call does; a later one returns at once)."""
+        if self._ending():
+            self._close()
+
+    def end(self) -> None:
+        """:meth:`close` without waiting: not alive from now on, closed on a thread of its own."""
+        if self._ending():
+            threading.Thread(target=self._close, name="mcp-proxy-close", daemon=True).start()
+
+    def _ending(self) -> bool:
+        with self.lock:
+            first = not self.ended
+            self.ended = True
+        return first
+
+    def _close(self) -> None:
         try:
             self.client.close()
         except Exception:  # closing a connection that already broke

@@ -37,6 +37,10 @@ ASK_CAPABILITY = {
 DEFAULT_ASK_TIMEOUT = 300.0
 #: How long an answer waits for the callbacks of what came before it (seconds; see Forward.run).
 CALLBACKS_WAIT = 10.0
+#: How long a cancelled call keeps a handshake-era command target's turn for the target's answer
+#: (seconds): a target that answers a cancelled request (some answer it with an error) keeps its
+#: connection; one that does not by then is closed (see Forward._withdraw).
+CANCEL_GRACE = 2.0
 #: The prefix of a ``requestState`` the proxy issues (the rest: a random key of a parked request).
 STATE_PREFIX = "mcp-ref-proxy."
 
@@ -139,7 +143,8 @@ class Forward:
         self.refusal: McpError | None = None
         #: True once its front request was cancelled: the target may still be at work on it.
         self.withdrawn = False
-        #: Ends a withdrawn call the target never answers, when it has no timeout of its own.
+        #: Ends a withdrawn call the target has not answered: after CANCEL_GRACE on the watcher's
+        #: turn, else after ``ask_timeout`` when it has no timeout of its own.
         self.expiry: threading.Timer | None = None
 
     @property
@@ -282,9 +287,12 @@ class Forward:
         """The front request was cancelled: the target is told (2025-11-25
         basic/utilities/cancellation).  A handshake-era command target may still ask for it
         (receivers only "SHOULD" stop, and "MAY ignore" a cancellation), and its questions name no
-        request: so the forward stays in flight on its connection, its questions refused and its
-        turn held, until the target has answered it, the connection has ended, or the back call's
-        timeout (else ``ask_timeout``) has passed; :meth:`run` then ends it."""
+        request: so the forward stays in flight on its connection, its questions refused, until
+        the target has answered it or the connection has ended; :meth:`run` then ends it.  On the
+        watcher, whose turn every other client's request waits for, that is :data:`CANCEL_GRACE`
+        at most: then the connection is closed, its process with it (a target that stops as asked
+        never answers, so it would hold the turn for the call's whole timeout).  On a session's
+        own connection, the back call's timeout (else ``ask_timeout``)."""
         if self.link.client.connection.modern or self.proxy.http_target:
             # its questions come in the answers of its own request (2026-07-28); or (HTTP) its
             # lease is closed, not pooled (ProxyServer.release): its session at the target ends
@@ -302,9 +310,12 @@ class Forward:
                 "notifications/cancelled", {"requestId": self.call.id, "reason": reason}
             )
         pending = getattr(self.call, "pending", None)
-        if pending is not None and pending.first_deadline is not None:
+        if self.hold == "turn":  # unanswered, it ends with its connection (ProxyServer.release)
+            expiry = threading.Timer(CANCEL_GRACE, self.link.close)
+        elif pending is not None and pending.first_deadline is not None:
             return  # its timeout ends it, if the target does not answer
-        expiry = threading.Timer(self.proxy.ask_timeout, self.call.cancel, (reason,))
+        else:
+            expiry = threading.Timer(self.proxy.ask_timeout, self.call.cancel, (reason,))
         expiry.name = "mcp-proxy-withdrawn"
         expiry.daemon = True
         with self.lock:

@@ -463,6 +463,7 @@ class ProxyServer(Server):
             return set()
         held = set()
         with self._watch_lock:
+            watcher = self.watcher  # (opened again meanwhile, it holds what this one did)
             for uri in sorted(uris):
                 if uri not in watcher.subscribed:
                     if len(watcher.subscribed) >= MAX_WATCHED_URIS:
@@ -533,16 +534,17 @@ class ProxyServer(Server):
                     raise closed_error()
                 log.warning("proxy: the connection to the target ended; connecting again")
                 fresh = self._open_watcher()
-                for uri in sorted(watcher.subscribed):
-                    try:
-                        fresh.client.subscribe(uri)
-                    except McpError:
-                        continue
-                    fresh.subscribed.add(uri)
-                with self._lock:  # as close() takes the watcher: closed by it, or refused here
-                    closed = self.links.closed
-                    if not closed:
-                        self.watcher = fresh
+                with self._watch_lock:  # what it watched, as the streams hold it now
+                    for uri in sorted(watcher.subscribed):
+                        try:
+                            fresh.client.subscribe(uri)
+                        except McpError:
+                            continue
+                        fresh.subscribed.add(uri)
+                    with self._lock:  # as close() takes the watcher: closed by it, or refused
+                        closed = self.links.closed
+                        if not closed:
+                            self.watcher = fresh
                 watcher.close()
                 if closed:  # the proxy closed while it opened: not left open
                     fresh.close()
@@ -632,7 +634,22 @@ class ProxyServer(Server):
         if hold == "leased":
             self.links.give_back(link, reuse=not spent)
         elif hold == "turn":
+            if spent:  # its process ends: the next request that needs one starts another
+                link.end()
             self._turn.release()
+            if spent and len(self.subscriptions) and not self.links.closed:
+                self._watch_again()
+
+    def _watch_again(self) -> None:
+        """The watcher was closed while 2026 listen streams are open: it is opened again now (and
+        subscribes again to what it watched), so that their notifications keep coming."""
+        try:
+            self.live_watcher()
+        except Exception as exc:  # the next request that needs it tries again
+            log.warning(
+                "proxy: the connection to the target was not opened again (%s)",
+                type(exc).__name__,
+            )
 
     def _link_for_2026(self, caller: Any) -> tuple[BackLink, str]:
         """The back connection of a 2026 front request (of the front connection ``caller``) that

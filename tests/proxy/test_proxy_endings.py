@@ -22,10 +22,9 @@ from mcp_ref.errors import InternalError
 
 pytestmark = pytest.mark.slow
 
-ASKING_TARGET = [
-    PYTHON,
-    str(Path(__file__).resolve().parents[1] / "servers" / "proxy_asking_target.py"),
-]
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
+ASKING_TARGET = [PYTHON, str(SERVERS / "proxy_asking_target.py")]
+ANSWERING_TARGET = [PYTHON, str(SERVERS / "proxy_answering_target.py")]
 
 
 @contextlib.contextmanager
@@ -127,6 +126,59 @@ def test_a_cancelled_calls_pool_connection_is_closed_not_leased_again():
     assert asked_bob.items == ["A question of this call"]
     assert seen.startswith("late error:")
     assert seen.endswith("mine: accept {'name': 'Bob'}")
+
+
+def test_a_cancel_costs_a_handshake_era_command_target_its_process_not_the_turn():
+    # Alice cancels her call; the target stops as asked and, as the spec says, never answers it.
+    # Her call held the target's turn, which every other 2026 call waits for: after CANCEL_GRACE,
+    # not the call's timeout (here 3 x WAIT, past Bob's), its connection is closed, its process
+    # with it, and the turn passes on.  Bob's call is served by a new process, which subscribes
+    # again to what a listen stream watches.
+    updated = Collector()
+
+    def on_notification(method: str, params: dict) -> None:
+        if method == "notifications/resources/updated":
+            updated(params["uri"])
+
+    opened: list[Client] = []
+    options = {"timeout": 3 * WAIT}
+    with (
+        served(recording(target_command("handshake"), opened), client_options=options) as (
+            proxy,
+            url,
+        ),
+        Client.http(url, era="modern", timeout=WAIT) as alice,
+        Client.http(url, era="modern", timeout=WAIT) as bob,
+        bob.listen(resource_uris=["note://1"], on_notification=on_notification) as stream,
+    ):
+        assert stream.acknowledged["resourceSubscriptions"] == ["note://1"]
+        started = threading.Event()
+        slow = alice.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        slow.cancel("the user gave up")
+        assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
+        ended(opened[0])
+        assert proxy.watcher.client is not opened[0]
+        assert bob.call_tool("touch").text == "touched"
+        updated.wait_until(lambda uris: "note://1" in uris)
+
+
+def test_a_target_that_answers_a_cancelled_call_keeps_its_connection():
+    # A target that answers a cancelled request (with an error, as some do) ends the call within
+    # CANCEL_GRACE: the turn passes on to Bob's call on the same connection, nothing restarted.
+    opened: list[Client] = []
+    with (
+        served(recording(ANSWERING_TARGET, opened)) as (proxy, url),
+        Client.http(url, era="modern", timeout=WAIT) as alice,
+        Client.http(url, era="modern", timeout=WAIT) as bob,
+    ):
+        started = threading.Event()
+        stop_me = alice.start_tool_call("stop_me", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        stop_me.cancel("the user gave up")
+        assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
+        assert len(opened) == 1
+        assert proxy.watcher.client is opened[0] and proxy.watcher.alive
 
 
 # -- closing: nothing is opened, kept or sent once the proxy has closed ----------------------------

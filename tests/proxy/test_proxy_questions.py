@@ -135,19 +135,19 @@ def test_a_question_during_another_clients_call_is_put_to_neither_client():
         assert alone.startswith("error: Request refused")
 
 
-def test_a_cancelled_calls_late_question_is_refused_and_its_turn_held():
+def test_a_cancelled_calls_late_question_is_refused_and_reaches_no_other_client():
     # Alice cancels her call; the target asks its question all the same.  It is refused (her
-    # client is asked nothing more for it, and no other client is), and the target's turn stays
-    # with the cancelled call until the target answers it or its timeout (here 5 s) passes: Bob's
-    # call then runs, and is asked its own question only.
-    asked_bob = Collector()
+    # client is asked nothing more for it, and no other client is).  The target never answers the
+    # cancelled call, so its turn is held for CANCEL_GRACE, then its process closed: Bob's call,
+    # which waited for the turn, then runs on a new process, and is asked its own question only.
+    asked_bob, target_said = Collector(), Collector()
 
     def bob_answers(params):
         asked_bob(params.message)
         return {"action": "accept", "content": {"name": "Bob"}}
 
     with (
-        served(client_options={"timeout": 5.0}) as (_, url),
+        served(client_options={"timeout": WAIT, "stderr": target_said}) as (_, url),
         Client.http(url, era="modern", timeout=WAIT) as alice,
         Client.http(url, era="modern", timeout=WAIT, elicitation_handler=bob_answers) as bob,
     ):
@@ -155,10 +155,12 @@ def test_a_cancelled_calls_late_question_is_refused_and_its_turn_held():
         late = alice.start_tool_call("late", on_progress=lambda *report: started.set())
         assert started.wait(WAIT)
         late.cancel("the user gave up")
-        seen = bob.call_tool("seen_late").text
+        mine = bob.call_tool("ask").text
+        said = target_said.wait_until(lambda lines: any(line.startswith("late ") for line in lines))
     assert asked_bob.items == ["A question of this call"]
-    assert seen.startswith("late error: Request refused") and "was cancelled" in seen
-    assert seen.endswith("mine: accept {'name': 'Bob'}")
+    assert mine == "mine: accept {'name': 'Bob'}"
+    (late_said,) = [line for line in said if line.startswith("late ")]
+    assert late_said.startswith("late error: Request refused") and "was cancelled" in late_said
 
 
 # -- what a 2026 client declared: a question it did not declare is never sent -------------------

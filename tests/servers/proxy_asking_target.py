@@ -11,8 +11,9 @@ servers do:
 * ``hold`` reports progress once, then waits until a completion has run;
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
   anyway (not every tool stops at once; over HTTP on its GET stream, as the question names no
-  request); ``seen_late`` waits until that question has its answer or error, then asks its own
-  client a question, and returns both;
+  request), and writes what it got on stderr (``late <outcome>``); ``seen_late`` waits until that
+  question has its answer or error, then asks its own client a question, and returns both;
+  ``ask`` asks its client a question, and returns the answer;
 * ``sample_with_tools`` asks the client's model with a tool, and ``visit_anyway`` sends the user
   to a page (URL-mode elicitation), whatever the client declared;
 * told the client's roots changed, it asks for them and shows what it got as the description of
@@ -87,6 +88,7 @@ def late(ctx: Context) -> str:
     late_outcome.append(
         outcome_of(lambda: ctx.connection.request("elicitation/create", question, timeout=WAIT))
     )
+    print(f"late {late_outcome[0]}", file=sys.stderr, flush=True)
     late_answered.set()
     return "asked"
 
@@ -96,10 +98,16 @@ def seen_late(ctx: Context) -> str:
     """What the cancelled call's question got; then a question of this call's own."""
     if not late_answered.wait(WAIT):
         return "the late question was never asked"
+    return f"late {late_outcome[0]} | {ask(ctx)}"
+
+
+@server.tool()
+def ask(ctx: Context) -> str:
+    """Ask the client a question of this call's own."""
     mine = ctx.elicit(
         "A question of this call", {"type": "object", "properties": {"name": {"type": "string"}}}
     )
-    return f"late {late_outcome[0]} | mine: {mine.action} {mine.content}"
+    return f"mine: {mine.action} {mine.content}"
 
 
 @server.tool()
