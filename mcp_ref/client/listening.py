@@ -28,10 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CapabilityError, McpError, MCPRefError, RequestCancelled, RequestTimeout
+from ..request import DEFAULT, Default
 from .callbacks import notify_callbacks
 
 if TYPE_CHECKING:
@@ -513,15 +514,37 @@ class Streams:
             turns = {uri: self._take_turn(uri) for uri in sorted(stream.held - still)}
         self.unsubscribe_all(turns)
 
-    def unsubscribe_all(self, turns: dict[str, tuple]) -> None:
+    def unsubscribe_many(self, uris: Collection[str], timeout: float | None) -> None:
+        """``Client.unsubscribe`` for each of ``uris`` at once, waiting ``timeout`` seconds at most
+        in all: handshake era, their ``resources/unsubscribe`` sent together, each in its turn
+        (:meth:`unsubscribe_all`), but for those an open listen stream still wants; 2026-07-28,
+        the callbacks' stream re-opened once without them.  The server's failures are logged,
+        not raised."""
+        connection, feed = self.connection, self.feed
+        with self._lock:
+            feed.uris.difference_update(uris)
+            unwanted = sorted(set(uris) - self.subscribed_uris())
+            turns = {} if connection.modern else {uri: self._take_turn(uri) for uri in unwanted}
+        if not connection.modern:
+            self.unsubscribe_all(turns, timeout)
+            return
+        try:
+            feed.update(timeout)
+        except PEER_FAILURES as exc:
+            log.debug("the callbacks' stream was not re-opened without %s: %s", unwanted, exc)
+
+    def unsubscribe_all(
+        self, turns: dict[str, tuple], timeout: float | None | Default = DEFAULT
+    ) -> None:
         """``resources/unsubscribe`` for each URI of ``turns`` (URI -> its turn,
         :meth:`_take_turn`): all sent at once, each in its turn, then waited for until one
-        deadline, a request timeout from now (the client's requests are futures: no thread is
-        needed).  One the server refuses, does not answer in time (it is then sent
-        ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the server's
-        failure, and the caller is closing."""
+        deadline, ``timeout`` (default: a request timeout) from now (the client's requests are
+        futures: no thread is needed).  One the server refuses, does not answer in time (it is then
+        sent ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the
+        server's failure, and the caller is closing."""
         connection = self.connection
-        timeout = connection.session.default_timeout
+        if timeout is DEFAULT:
+            timeout = connection.session.default_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def left() -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,9 @@ DEFAULT_BACK_CONNECTION_SHARE = 0.5
 DEFAULT_FORWARDED_SHARE = 0.25
 #: Resources the watcher subscribes to for 2026 listen streams, at most.
 MAX_WATCHED_URIS = 1024
+#: Seconds the watcher waits, in all, for the target to let go of the resources of the listen
+#: streams that just ended (so a stalled target holds up no shutdown for long).
+UNWATCH_WAIT = 2.0
 
 
 def proxy_server(
@@ -177,6 +181,7 @@ class ProxyServer(Server):
         self._forwarded = ClientCounts()  # the forwards in flight or parked, by client
         self._places: dict[Forward, Callable[[], None]] = {}  # -> its place's release
         self._watched: dict[str, int] = {}  # a resource the watcher subscribes to -> its streams
+        self._leaving: dict[str, threading.Event] = {}  # one being unsubscribed -> set once done
         self._watch_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
@@ -461,6 +466,13 @@ class ProxyServer(Server):
         watcher = self.live_watcher()
         if not watcher.client.server_capabilities.get("resources", {}).get("subscribe"):
             return set()
+        # a resource an ended stream's unsubscribe is in flight for is subscribed once that is
+        # done, not beside it (the target may handle two requests in either order)
+        with self._watch_lock:
+            leaving = {self._leaving[uri] for uri in uris if uri in self._leaving}
+        deadline = time.monotonic() + UNWATCH_WAIT
+        for done in leaving:
+            done.wait(max(0.0, deadline - time.monotonic()))
         held = set()
         with self._watch_lock:
             watcher = self.watcher  # (opened again meanwhile, it holds what this one did)
@@ -481,28 +493,39 @@ class ProxyServer(Server):
         return held
 
     def _unwatch(self, uris: Collection[str]) -> None:
-        """One open stream fewer for each of ``uris``: the watcher unsubscribes at the target from
-        those no open stream names any more."""
-        with self._watch_lock:  # held while unsubscribing: a new stream's subscribe comes after
+        """One open stream fewer for each of ``uris`` (a URI once per stream): the watcher
+        unsubscribes at the target from those no open stream names any more.  Decided under the
+        lock, sent after it, all at once, waiting ``UNWATCH_WAIT`` at most in all (a stalled
+        target holds neither the other listens nor a shutdown that ends every stream); nothing is
+        sent once the proxy has closed (its connections end, and what they held with them)."""
+        gone: list[str] = []
+        done = threading.Event()
+        with self._watch_lock:
             watcher = self.watcher
             for uri in uris:
                 left = self._watched.pop(uri, 0) - 1
                 if left > 0:
                     self._watched[uri] = left
-                    continue
-                if uri not in watcher.subscribed:
-                    continue
-                watcher.subscribed.discard(uri)
-                try:
-                    if watcher.alive:
-                        with watcher.carrying(None):
-                            watcher.client.unsubscribe(uri)
-                except Exception:  # the target went away: it holds nothing more
-                    log.debug("proxy: unsubscribing from %s failed", uri, exc_info=True)
+                elif uri in watcher.subscribed:
+                    watcher.subscribed.discard(uri)
+                    gone.append(uri)
+                    self._leaving[uri] = done
+        try:
+            if gone and watcher.alive and not self.links.closed:
+                with watcher.carrying(None):  # the proxy's own: its logs are nobody's
+                    watcher.client.connection.streams.unsubscribe_many(gone, UNWATCH_WAIT)
+        except Exception:  # the target went away: it holds nothing more
+            log.debug("proxy: unsubscribing from %s failed", gone, exc_info=True)
+        finally:
+            with self._watch_lock:
+                for uri in gone:
+                    if self._leaving.get(uri) is done:
+                        del self._leaving[uri]
+            done.set()
 
     def _streams_ended(self, streams: list) -> None:
-        for stream in streams:
-            self._unwatch(stream.filter.uris)
+        # all their resources at once: a shutdown that ends every stream waits one bound in all
+        self._unwatch([uri for stream in streams for uri in stream.filter.uris])
 
     def _open_watcher(self) -> BackLink:
         watcher = BackLink(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import WAIT, Collector
-from proxy_peers import PYTHON, Spawned, target_command
+from proxy_peers import PYTHON, Spawned, start_target_http, target_command
 
 from mcp_ref import Client, McpError, proxy_server
 from mcp_ref.errors import InternalError
@@ -179,6 +181,63 @@ def test_a_target_that_answers_a_cancelled_call_keeps_its_connection():
         assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
         assert len(opened) == 1
         assert proxy.watcher.client is opened[0] and proxy.watcher.alive
+
+
+# -- a listen stream's end: what the watcher held for it is let go, within one short bound --------
+
+
+@pytest.mark.parametrize("era", ["both", "handshake"])
+def test_a_shutdown_with_a_listen_stream_open_is_not_held_by_a_stalled_target(era):
+    # What run_http does at Ctrl-C: the HTTP server closes, its app ends every listen stream, and
+    # the watcher lets go at the target of the resources they named.  The target (over HTTP; a
+    # 2026 watcher, or a handshake-era one) is stalled (SIGSTOP): the six resources are let go
+    # together, within UNWATCH_WAIT, not one after another each for a request timeout (here
+    # 3 x WAIT).
+    target = start_target_http(era)
+    proxy = proxy_server(target.url, client_options={"timeout": 3 * WAIT})
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    client = Client.http(f"{httpd.url}/mcp", era="modern", timeout=WAIT)
+    try:
+        uris = [f"note://{n}/text" for n in range(6)]
+        stream = client.listen(resource_uris=uris)
+        assert stream.acknowledged["resourceSubscriptions"] == uris
+        os.kill(target.proc.pid, signal.SIGSTOP)
+        httpd.shutdown()
+        thread.join(WAIT)
+        httpd.server_close()
+        closed = threading.Event()
+        threading.Thread(target=lambda: (httpd.app.close(), closed.set()), daemon=True).start()
+        assert closed.wait(WAIT)
+        assert proxy.watcher.subscribed == set()
+    finally:
+        os.kill(target.proc.pid, signal.SIGCONT)
+        client.close()
+        proxy.close()
+        target.stop()
+
+
+def test_a_listen_stream_opened_again_at_once_still_gets_its_updates():
+    # A client closes its stream and opens another naming the same resource at once, a few times
+    # (the old stream's unsubscribe is sent outside the lock; the new one's subscribe waits for
+    # it): the target is left subscribed, and the update reaches the last stream.
+    updated = Collector()
+
+    def on_notification(method: str, params: dict) -> None:
+        if method == "notifications/resources/updated":
+            updated(params["uri"])
+
+    with (
+        served(target_command("handshake")) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as client,
+    ):
+        for _ in range(3):
+            client.listen(resource_uris=["note://1"]).close()
+        with client.listen(resource_uris=["note://1"], on_notification=on_notification) as stream:
+            assert stream.acknowledged["resourceSubscriptions"] == ["note://1"]
+            assert client.call_tool("touch").text == "touched"
+            updated.wait_until(lambda uris: "note://1" in uris)
 
 
 # -- closing: nothing is opened, kept or sent once the proxy has closed ----------------------------
