@@ -110,8 +110,12 @@ def exercise(client: Client, back_era: str, front_era: str, events: dict) -> Non
     assert started.wait(WAIT)
     mark = events["changed"].mark()
     call.cancel("the user gave up")
+    # the witness: the tool the target adds once cancelled changes its list (nothing else does now)
     events["changed"].wait_until(lambda items: "tools" in items, since=mark)
-    assert "slow_was_cancelled" in [tool.name for tool in client.list_tools()]
+    if not (front_era == "modern" and back_era == "handshake"):
+        # (there the target, which answers no cancelled request, may have been restarted after the
+        # proxy's CANCEL_GRACE, its tools with it: the list change above is the witness)
+        assert "slow_was_cancelled" in [tool.name for tool in client.list_tools()]
 
 
 @pytest.mark.slow
