@@ -218,12 +218,15 @@ def check_message(
     revision: str | None,
     answered: str | None = None,
     task_augmented: bool = False,
+    validate: bool = True,
 ) -> Check:
     """Check one JSON-RPC message (a parsed dict) against ``revision``'s schema.
 
     ``answered``: for a result or an error, the method of the request it answers (a result is
     checked as that method's result type).  ``task_augmented``: the request it answers asked
     for a task (2025-11-25 tasks).  Anything but a dict is invalid: it is no JSON-RPC message.
+    ``validate`` False: its method and spec section only, ``valid`` None (the schema's walk
+    recurses: a message nested deeper than the session reads is not walked).
     """
     if not isinstance(message, dict):
         return Check(False, ("not a JSON-RPC message (a JSON object)",), revision, None, None, None)
@@ -231,6 +234,8 @@ def check_message(
     spec = spec_section(method, revision)
     if revision not in schemas.VERSIONS:
         return Check(None, (), None, None, method, spec)
+    if not validate:
+        return Check(None, (), revision, None, method, spec)
     assert revision is not None
     name, _payload, found = schema_type(message, revision, answered, task_augmented)
     if name is None and not found:
@@ -277,11 +282,12 @@ class MessageChecker:
         with self._lock:
             self._pending.clear()
 
-    def check(self, direction: str, message: Any) -> Check:
-        """Check one message sent in ``direction`` (``"-->"`` or ``"<--"``)."""
+    def check(self, direction: str, message: Any, validate: bool = True) -> Check:
+        """Check one message sent in ``direction`` (``"-->"`` or ``"<--"``); ``validate`` False:
+        paired, and not checked against the schema (:func:`check_message`)."""
         with self._lock:
             if not isinstance(message, dict):
-                return check_message(message, self.revision)
+                return check_message(message, self.revision, validate=validate)
             method = message.get("method")
             request_id = message.get("id")
             if isinstance(method, str):
@@ -300,7 +306,7 @@ class MessageChecker:
                     self._pending[(direction, request_id)] = (method, modern, augmented)
                     if len(self._pending) > self.MAX_PENDING:
                         self._pending.popitem(last=False)
-                return check_message(message, revision)
+                return check_message(message, revision, validate=validate)
             asked_way = "<--" if direction == "-->" else "-->"
             request = (
                 self._pending.pop((asked_way, request_id), None) if _hashable(request_id) else None
@@ -314,7 +320,7 @@ class MessageChecker:
             ):
                 self.revision = result["protocolVersion"]
             revision = modern or self.revision or (self._modern if answered is None else None)
-            return check_message(message, revision, answered, augmented)
+            return check_message(message, revision, answered, augmented, validate)
 
 
 def _hashable(value: Any) -> bool:

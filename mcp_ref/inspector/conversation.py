@@ -14,9 +14,11 @@ string ``"NaN"`` there, a lone surrogate U+FFFD), with ``seq`` (1, 2, ... per co
 never reused, not even after :meth:`~Conversation.clear`), ``time`` (epoch seconds) and ``kind``:
 
 - ``"message"``: ``direction`` (``"send"``: client to server; ``"receive"``: server to client),
-  ``message`` (the JSON-RPC object, masked; for what is no JSON, or nests deeper than the
-  session reads, :data:`~mcp_ref.jsonrpc.MAX_NESTING`, its text, masked as free text), ``type``
-  (``"request"``, ``"notification"``, ``"result"``, ``"error"`` or ``"invalid"``), ``method``
+  ``message`` (the JSON-RPC object, masked; for one nested deeper than the session reads,
+  :data:`~mcp_ref.jsonrpc.MAX_NESTING`, that object masked and written as compact JSON text, read
+  and written without recursing; for what is no JSON, its text, masked as free text), ``type``
+  (``"request"``, ``"notification"``, ``"result"``, ``"error"`` or ``"invalid"``: no JSON-RPC
+  message, no JSON, or a message received nested too deep, which the client refuses), ``method``
   (a request's or notification's; for a result or error the method of the request it answers,
   when known), ``id``, ``label`` (``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``),
   ``valid`` (true, false, or null when no schema type applies), ``errors`` (at most 5 lines),
@@ -66,7 +68,9 @@ from typing import Any
 
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..jsonrpc import MAX_NESTING
-from ..workbench.diagram import Recorder, method_label, short, subject_label, too_deep
+from ..unparsed import answer_id
+from ..workbench.deep_json import dumps as dumps_deep, loads as loads_deep, too_deep
+from ..workbench.diagram import Recorder, method_label, short, subject_label
 from .checks import MessageChecker
 from .http_view import carried_messages, cut, http_record, sse_record
 from .masking import mask_free_text, mask_json
@@ -221,28 +225,22 @@ class Conversation:
     def trace(self, direction: str, data: bytes) -> None:
         """The client's ``trace`` hook: ``"-->"`` a message sent, ``"<--"`` one received."""
         now = time.time()
-        refused = None  # why the message is shown as text only
+        # Counted first, without recursing: Python's parser recurses, a level a frame, and gives up
+        # some 900 levels down (RecursionError) on what is JSON all the same.
+        deep = too_deep(data)
         try:
-            parsed = json.loads(data)
+            parsed = loads_deep(data) if deep else json.loads(data)
         except (ValueError, RecursionError):
-            refused = "not JSON"
-        else:
-            if too_deep(data):  # what the session refuses too: nothing below recurses that deep
-                refused = f"nested deeper than the limit of {MAX_NESTING}"
+            parsed = _NOT_JSON
         with self._lock:
-            if refused is not None:
-                raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
-                text = mask_free_text(bytes(raw).decode("utf-8", errors="replace"))
-                record = self._invalid(direction, cut(text)[0], len(data), now, refused)
-                self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
-                self._flush_held()
-                self._append(record)
+            if parsed is _NOT_JSON or (deep and direction == "<--"):
+                self._refused(direction, data, parsed, now)
                 return
             items = parsed if isinstance(parsed, list) and parsed else [parsed]
             self._recorder.record(direction, mask_json(parsed))
             for item in items:
                 size = len(data) if len(items) == 1 else len(_canonical(item).encode())
-                record = self._message(direction, item, size, now)
+                record = self._message(direction, item, size, now, deep)
                 if direction == "-->":
                     if self._http is not False:  # HTTP, or not known yet: wait for the request
                         self._hold(_canonical(item), record)
@@ -407,7 +405,25 @@ class Conversation:
         if len(table) > MAX_PAIRING:
             table.popitem(last=False)
 
-    def _invalid(self, direction: str, text: str, size: int, now: float, error: str) -> dict:
+    def _refused(self, direction: str, data: bytes, parsed: Any, now: float) -> None:
+        """Record what is no JSON, or a message received nested deeper than the session reads
+        (``parsed``), as its text, invalid, saying what the client does with it (under the lock).
+        """
+        raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
+        text = bytes(raw).decode("utf-8", errors="replace")
+        if parsed is _NOT_JSON:
+            label, error = "(not JSON)", "not JSON"
+            text = mask_free_text(text)
+        else:  # masked as any message is, and written again without recursing
+            label, error = f"(nested deeper than the limit of {MAX_NESTING})", _refusal(text)
+            text = dumps_deep(mask_json(parsed))
+        self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
+        self._flush_held()
+        self._append(self._invalid(direction, cut(text)[0], len(data), now, label, error))
+
+    def _invalid(
+        self, direction: str, text: str, size: int, now: float, label: str, error: str
+    ) -> dict:
         return {
             "kind": "message",
             "time": now,
@@ -416,7 +432,7 @@ class Conversation:
             "type": "invalid",
             "method": None,
             "id": None,
-            "label": f"({error})",
+            "label": label,
             "valid": False,
             "errors": [error],
             "schema": self._checker.revision,
@@ -426,27 +442,51 @@ class Conversation:
             "size": size,
         }
 
-    def _message(self, direction: str, message: Any, size: int, now: float) -> dict:
-        check = self._checker.check(direction, message)
+    def _message(self, direction: str, message: Any, size: int, now: float, deep: bool) -> dict:
+        """The record of a message; ``deep``: one the client sends nested deeper than the session
+        reads, written as text and not checked against the schema (both would recurse)."""
+        check = self._checker.check(direction, message, validate=not deep)
         kind = message_type(message)
         request_id = message.get("id") if isinstance(message, dict) else None
+        masked = mask_json(message)
         return {
             "kind": "message",
             "time": now,
             "direction": DIRECTIONS.get(direction, direction),
-            "message": mask_json(message),
+            "message": cut(dumps_deep(masked))[0] if deep else masked,
             "type": kind,
             "method": check.method,
             "id": request_id if _json_scalar(request_id) else None,
             "label": label(message, kind),
             "valid": check.valid,
-            "errors": list(check.errors),
+            "errors": [_SENT_DEEP] if deep else list(check.errors),
             "schema": check.schema,
             "spec": check.spec,
             "exchange": None,
             "carrier": None,
             "size": size,
         }
+
+
+_NOT_JSON = object()
+#: What a message the client sends nested deeper than the session reads is marked with: the
+#: session writes what its caller built, at any depth, and a peer may refuse it, as this
+#: library's does (RFC 8259 §9: "An implementation may set limits on the maximum depth of
+#: nesting").
+_SENT_DEEP = (
+    f"nested deeper than {MAX_NESTING} levels, the most this library reads: sent as it is, "
+    "not checked against the schema"
+)
+
+
+def _refusal(text: str) -> str:
+    """What the session does with a message it received nested too deep (``Session.receive``):
+    an answer whose id it reads fails that request at once; anything else is a parse error."""
+    request_id = answer_id(text)
+    reason = f"nested deeper than the limit of {MAX_NESTING}: the client refuses it"
+    if request_id is None:
+        return f"{reason} as a parse error (-32700)"
+    return f"{reason}, and its request #{short(request_id)} fails at once"
 
 
 def _weight(record: dict) -> int:
@@ -511,8 +551,12 @@ def _finite(value: Any) -> Any:
 
 
 def _canonical(message: Any) -> str:
-    """A message's text, the same however it was spaced or ordered: the key that pairs it."""
-    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """A message's text, the same however it was spaced or ordered: the key that pairs it (one
+    nested as deep as Python's writer recurses is written without recursing, to the same text)."""
+    try:
+        return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        return dumps_deep(message, sort_keys=True)
 
 
 def message_type(message: Any) -> str:

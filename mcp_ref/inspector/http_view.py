@@ -30,6 +30,7 @@ from typing import Any
 
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..http.headers import decode_value
+from ..workbench.deep_json import loads as loads_deep, too_deep
 from .masking import MASK, hidden_strings, mask_headers, mask_text, mask_url
 
 #: A body or an event's data is shown up to this many characters (64 KiB); the rest is cut.
@@ -147,12 +148,12 @@ def sse_record(seen: SseEventSeen) -> dict[str, Any]:
 
 
 def carried_messages(data: bytes | str | None) -> list[Any]:
-    """The JSON-RPC messages a body or an event's data carries (a batch's each), parsed; none
-    when it is not JSON."""
+    """The JSON-RPC messages a body or an event's data carries (a batch's each), parsed (at any
+    depth: one nested deeper than the session reads without recursing); none when it is not JSON."""
     if not data:
         return []
     try:
-        parsed = json.loads(data)
+        parsed = loads_deep(data) if too_deep(data) else json.loads(data)
     except (ValueError, RecursionError):
         return []
     return parsed if isinstance(parsed, list) else [parsed]

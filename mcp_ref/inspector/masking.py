@@ -18,7 +18,8 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
   URL's userinfo (``https://••••••@host/``);
-- SSE data and other text: as JSON when it parses, else as a form when it reads as one;
+- SSE data and other text: as JSON when it parses (at any depth: JSON nested deeper than the
+  session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, ``"access_token": "..."``,
   ``client_secret=...``, a URL's userinfo.
@@ -33,6 +34,8 @@ import json
 import re
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
+
+from ..workbench.deep_json import dumps as dumps_deep, loads as loads_deep, too_deep
 
 #: What stands where a secret was.
 MASK = "••••••"
@@ -269,21 +272,22 @@ def _looks_like_form(text: str) -> bool:
 
 def mask_text(text: str, content_type: str | None = None) -> str:
     """A body or an event's data as text, masked: a form when ``content_type`` says so; else JSON
-    (re-encoded, secrets masked) when it parses as an object or array (compact JSON with an ``=``
-    in it is still JSON), a form when it reads as one, else :func:`mask_free_text`."""
+    (re-encoded, secrets masked; at any depth) when it parses as an object or array (compact JSON
+    with an ``=`` in it is still JSON), a form when it reads as one, else :func:`mask_free_text`."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "application/x-www-form-urlencoded":
         return mask_form(text)
+    deep = too_deep(text)  # deeper than the session reads: read and written without recursing
     try:
-        parsed = json.loads(text)
+        parsed = loads_deep(text) if deep else json.loads(text)
     except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, (dict, list)):
         masked = mask_json(parsed)
-        try:
-            return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
-        except RecursionError:  # nested as deep as the parser takes: compared or written, too deep
-            return mask_free_text(text)
+        if deep:  # compared and written without recursing, as json.dumps would write it
+            written = dumps_deep(masked, separators=(", ", ": "))
+            return text if written == dumps_deep(parsed, separators=(", ", ": ")) else written
+        return text if masked == parsed else json.dumps(masked, ensure_ascii=False)
     if kind != "application/json" and _looks_like_form(text):
         return mask_form(text)
     if parsed is not None:  # a JSON scalar: nothing in it is named

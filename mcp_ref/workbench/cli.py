@@ -244,7 +244,7 @@ class _Trace:
         try:
             message = json.loads(text)
             key = direction + shape(message)
-        except (ValueError, RecursionError):  # no JSON, or too deep for shape(): shown as text
+        except (ValueError, RecursionError):  # no JSON, or too deep for Python's parser: as text
             message, key = None, direction + text
         with self.lock:
             if not self.look_alikes.admit_message(direction, message, key):

@@ -23,7 +23,8 @@ import re
 import threading
 from typing import Any
 
-from ..jsonrpc import MAX_NESTING, nesting
+from ..jsonrpc import MAX_NESTING
+from .deep_json import loads as loads_deep, too_deep
 
 #: Arrows drawn at most; past it, a note says how many more messages there were.
 MAX_ARROWS = 400
@@ -32,13 +33,17 @@ SHAPE_KEYS = frozenset({"jsonrpc", "method", "name", "type", "level", "protocolV
 
 
 def shape(message: Any) -> str:
-    """A message's structure: its keys, and the values of :data:`SHAPE_KEYS` (ids and other values left out)."""
+    """A message's structure: its keys, and the values of :data:`SHAPE_KEYS` (ids and other values
+    left out), down to :data:`~mcp_ref.jsonrpc.MAX_NESTING` levels: what lies deeper (in a message
+    the client sends nested deeper than a peer reads) is ``"..."``, never walked."""
 
-    def walk(value, key=None):
+    def walk(value, key=None, depth=0):
+        if depth > MAX_NESTING and isinstance(value, (dict, list)):
+            return "..."
         if isinstance(value, dict):
-            return {k: walk(v, k) for k, v in value.items() if k != "id"}
+            return {k: walk(v, k, depth + 1) for k, v in value.items() if k != "id"}
         if isinstance(value, list):
-            return [walk(v) for v in value]
+            return [walk(v, None, depth + 1) for v in value]
         return value if key in SHAPE_KEYS else type(value).__name__
 
     return json.dumps(walk(message), sort_keys=True)
@@ -112,12 +117,14 @@ class Recorder:
         self.unshown = 0
 
     def __call__(self, direction: str, data: bytes) -> None:
+        deep = too_deep(data)
         try:
-            message = json.loads(data)
+            if deep and direction == "<--":  # the session refuses it: drawn as no message
+                message = None
+            else:  # one the client sends nested that deep is read without recursing
+                message = loads_deep(data) if deep else json.loads(data)
         except (ValueError, RecursionError):
             message = None
-        if message is not None and too_deep(data):  # shape() would recurse that deep
-            message = None  # the session refuses it too
         self.record(direction, message)
 
     def record(self, direction: str, message: Any) -> None:
@@ -197,18 +204,6 @@ class Recorder:
         """Write the diagram to ``path`` (a Markdown file)."""
         with open(path, "w", encoding="utf-8") as out:
             out.write(self.mermaid(title))
-
-
-def too_deep(data: bytes | str) -> bool:
-    """True when JSON ``data`` nests deeper than :data:`~mcp_ref.jsonrpc.MAX_NESTING`, the most
-    the session reads (it refuses such a message: an answer fails its request at once).  Counted
-    as the session counts (:func:`~mcp_ref.jsonrpc.nesting`), never recursing; a hook that walks
-    a message it parsed for itself asks this first."""
-    if isinstance(data, (bytes, bytearray)):
-        if data.count(b"[") + data.count(b"{") <= MAX_NESTING:
-            return False
-        data = bytes(data).decode("utf-8", "replace")
-    return data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING
 
 
 def method_label(method: str, message: dict) -> str:

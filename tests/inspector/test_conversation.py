@@ -146,14 +146,17 @@ def test_json_text_changes_nothing_strict_json_holds():
 def test_a_message_nested_deeper_than_the_session_reads_is_recorded_as_text():
     """A message the session refuses as nested deeper than its limit (64), which Python's parser
     still reads: the trace hook never raises (masking, checking and drawing it recursed, and the
-    client then lost the message), and the record says why it is shown as text."""
+    client then lost the message), and the record says why it is shown as text, and what the
+    client does with it."""
     conv = Conversation(http=False)
     deep = b'{"jsonrpc":"2.0","id":1,"result":{"deep":' + b"[" * 600 + b"]" * 600 + b"}}"
     conv.trace("<--", deep)
     conv.trace("<--", wire({"jsonrpc": "2.0", "id": 2, "result": {"deep": [[[]]]}}))
     refused, kept = conv.records()
     assert (refused["type"], refused["valid"]) == ("invalid", False)
-    assert refused["errors"] == ["nested deeper than the limit of 64"]
+    assert refused["errors"] == [
+        "nested deeper than the limit of 64: the client refuses it, and its request #1 fails at once"
+    ]
     assert refused["label"] == "(nested deeper than the limit of 64)"
     assert refused["message"].startswith('{"jsonrpc":"2.0","id":1,')
     assert kept["message"]["result"] == {"deep": [[[]]]}
@@ -181,7 +184,132 @@ def test_the_client_with_the_inspector_s_hook_refuses_a_too_deep_answer_at_once(
             client.call_tool("deep", {})
         assert client.call_tool("other", {}).content[0].text == "still here"
     refused = [r for r in conv.records() if r["type"] == "invalid"]
-    assert [r["errors"] for r in refused] == [["nested deeper than the limit of 64"]]
+    assert [r["errors"] for r in refused] == [
+        [
+            "nested deeper than the limit of 64: the client refuses it, and its request #2 fails at once"
+        ]
+    ]
+
+
+#: Secrets as tests/servers/deep_answer_server.py's ``secrets`` answer writes them, in the shapes
+#: masking as free text missed (an array, an object, an escaped key, a key over 64 characters),
+#: then each as the masked record writes it.
+SECRET_MEMBERS = (
+    '"api_key":["sk-ARRAY-SECRET"],"client_secret":{"value":"OBJECT-SECRET"},'
+    '"pass\\u0077ord":"ESCAPED-KEY-SECRET","' + "x" * 70 + '_token":"LONG-KEY-SECRET"'
+)
+MASKED_MEMBERS = (
+    f'"api_key":"{MASK}","client_secret":"{MASK}","password":"{MASK}","'
+    + "x" * 70
+    + f'_token":"{MASK}"'
+)
+SECRET_VALUES = ("ARRAY-SECRET", "OBJECT-SECRET", "ESCAPED-KEY-SECRET", "LONG-KEY-SECRET")
+
+
+@pytest.mark.parametrize("depth", [100, 600, 5_000])
+def test_a_message_received_nested_too_deep_is_masked_as_any_message_is(depth):
+    """An answer and a notification nested 100, 600 or 5,000 deep (deeper than the session reads,
+    64; the last deeper than Python's parser goes), holding secrets: each record shows the
+    message's structure with every secret masked as any message's are (they were masked as free
+    text, which missed all four shapes, and at 5,000 the record said "not JSON"), and says what
+    the client does with it."""
+    conv = Conversation(http=False)
+    nested = "[" * depth + "]" * depth
+
+    def answer(members: str) -> str:
+        return '{"jsonrpc":"2.0","id":1,"result":{' + members + ',"content":' + nested + "}}"
+
+    def notification(members: str) -> str:
+        head = '{"jsonrpc":"2.0","method":"notifications/message","params":{'
+        return head + members + ',"data":' + nested + "}}"
+
+    conv.trace("-->", request(1, "tools/call", name="secrets", arguments={}))
+    conv.trace("<--", answer(SECRET_MEMBERS).encode())
+    conv.trace("<--", notification(SECRET_MEMBERS).encode())
+    _sent, refused_answer, refused_notification = conv.records()
+    for refused in (refused_answer, refused_notification):
+        assert (refused["type"], refused["valid"]) == ("invalid", False)
+        assert refused["label"] == "(nested deeper than the limit of 64)"
+    assert refused_answer["message"] == answer(MASKED_MEMBERS)
+    assert refused_answer["errors"] == [
+        "nested deeper than the limit of 64: the client refuses it, and its request #1 fails at once"
+    ]
+    assert refused_notification["message"] == notification(MASKED_MEMBERS)
+    assert refused_notification["errors"] == [
+        "nested deeper than the limit of 64: the client refuses it as a parse error (-32700)"
+    ]
+    export = conv.export_jsonl()
+    for line in export.splitlines():
+        strict(line)
+    for secret in SECRET_VALUES:
+        assert secret not in export
+    assert conv.mermaid("t").count("S-xC: (not a JSON-RPC message)") == 2
+
+
+@pytest.mark.slow
+def test_a_request_the_client_sends_nested_too_deep_is_recorded_as_the_request_it_is():
+    """The client sends a tool call whose arguments nest 70 deep (the session writes what its
+    caller built; this server reads it): its record is that request, labelled and paired with its
+    answer, its secret masked, marked as not checked against the schema; the diagram draws it.
+    It was recorded as text masked as free text (the secret, in an array, shown), "nested deeper
+    than the limit of 64" (which the client does not hold to what it sends), and drawn as not a
+    JSON-RPC message."""
+    import sys
+
+    from conftest import SERVERS
+
+    from mcp_ref import Client
+
+    conv = Conversation(http=False)
+    command = [sys.executable, str(SERVERS / "deep_answer_server.py"), "first", "70"]
+    pad: list = []
+    for _ in range(70):
+        pad = [pad]
+    with Client.stdio(command, trace=conv.trace, timeout=WAIT, era="handshake") as client:
+        answer = client.call_tool("other", {"api_key": ["sk-SENT-SECRET"], "pad": pad})
+        assert answer.content[0].text == "still here"
+    records = conv.records()
+    (sent,) = [r for r in records if r["direction"] == "send" and r["method"] == "tools/call"]
+    number = sent["id"]
+    assert (sent["type"], sent["label"], sent["valid"]) == (
+        "request",
+        f"tools/call #{number} other",
+        None,
+    )
+    assert sent["errors"] == [
+        "nested deeper than 64 levels, the most this library reads: sent as it is, not checked"
+        " against the schema"
+    ]
+    arguments = json.loads(sent["message"])["params"]["arguments"]
+    assert arguments == {"api_key": MASK, "pad": pad}
+    (answered,) = [r for r in records if r["direction"] == "receive" and r["id"] == number]
+    assert (answered["type"], answered["method"]) == ("result", "tools/call")  # paired
+    assert "SENT-SECRET" not in conv.export_jsonl()
+    assert f"C->>S: tools/call other #{number}" in conv.mermaid("t")
+
+
+def test_a_message_sent_deeper_than_python_s_parser_goes_is_paired_with_its_request():
+    """Over HTTP, a request nested 2,000 deep (past Python's parser): recorded as the request it
+    is when the HTTP request carrying it is seen, linked to it, its secret masked there and in the
+    body (it was "not JSON", and the body's array secret was shown)."""
+    conv = Conversation(http=True)
+    data = (
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":'
+        '{"api_key":["SENT-SECRET"],"pad":' + "[" * 2000 + "]" * 2000 + "}}}"
+    ).encode()
+    conv.trace("-->", data)
+    assert conv.records() == []  # waiting for the request that carries it
+    conv.http_trace(seen_request(7, data))
+    message, post = conv.records()
+    assert (message["type"], message["label"], message["exchange"]) == (
+        "request",
+        "tools/call #1 x",
+        7,
+    )
+    assert post["messages"] == [message["seq"]]
+    assert message["message"] == data.decode().replace('["SENT-SECRET"]', f'"{MASK}"')
+    assert f'"api_key": "{MASK}", "pad": [[[' in post["body"] and "SENT-SECRET" not in post["body"]
+    assert "SENT-SECRET" not in conv.export_jsonl()
 
 
 def test_a_batch_is_one_record_per_message():

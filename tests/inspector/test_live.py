@@ -831,3 +831,41 @@ def test_a_server_s_method_stays_inside_the_diagram_of_export_md():
         assert drawn and all(line.startswith("    S--)C: notifications/x '''") for line in drawn)
     finally:
         inspector.close()
+
+
+@pytest.mark.parametrize("depth", ["100", "5000"])
+def test_the_secrets_of_an_answer_nested_too_deep_never_reach_the_page(depth):
+    """The page calls a tool whose answer nests 100 or 5,000 deep (deeper than the client reads:
+    it refuses it) holding secrets in an array, in an object, under an escaped key and under a key
+    over 64 characters long (tests/servers/deep_answer_server.py): the call fails at once with
+    the client's reason; the record shows the answer masked, and no secret reaches the records,
+    the event stream or either export (all four were shown: the record was masked as free text)."""
+    import sys
+
+    from conftest import SERVERS
+
+    from mcp_ref.inspector.masking import MASK
+
+    server = str(SERVERS / "deep_answer_server.py")
+    inspector = Inspector("--era", "handshake", "--", sys.executable, server, "first", depth)
+    try:
+        events = inspector.events()
+        answer = inspector.post("call", {"call": "c1", "name": "secrets", "arguments": {}})
+        assert "nested deeper than the limit of 64" in answer["error"]["message"]
+        refused = events.wait_for(
+            "record", lambda record: record.get("label") == "(nested deeper than the limit of 64)"
+        )
+        assert (
+            f'"result":{{"api_key":"{MASK}","client_secret":"{MASK}","password":"{MASK}"'
+            in (refused["message"])
+        )
+        shown = [
+            inspector.get("api/records?after=0").text,
+            inspector.get("api/export.jsonl").text,
+            inspector.get("api/export.md").text,
+            json.dumps(events.seen, ensure_ascii=False),
+        ]
+        for secret in ("ARRAY-SECRET", "OBJECT-SECRET", "ESCAPED-KEY-SECRET", "LONG-KEY-SECRET"):
+            assert not [text for text in shown if secret in text], secret
+    finally:
+        inspector.close()

@@ -94,8 +94,8 @@ def test_json_nested_deeper_than_any_stack_is_masked_without_raising():
 
 
 def test_a_body_nested_as_deep_as_the_parser_reads_is_shown_without_raising():
-    """A body Python's parser reads that is nested too deep to compare or write again: it is shown
-    as text, masked as free text, and nothing raises."""
+    """A body Python's parser reads that is nested too deep to compare or write again: it is
+    masked as JSON, read and written again without recursing, and nothing raises."""
     for depth in (600, 900, 980):
         body = '{"access_token": "at-1", "deep": ' + "[" * depth + "]" * depth + "}"
         try:
@@ -104,6 +104,24 @@ def test_a_body_nested_as_deep_as_the_parser_reads_is_shown_without_raising():
             continue  # deeper than this stack lets the parser go: shown as text anyway
         shown = mask_text(body)
         assert "at-1" not in shown and shown.endswith("]" * 10 + "}")
+
+
+@pytest.mark.parametrize("depth", [100, 5_000])
+def test_a_body_nested_deeper_than_the_session_reads_is_masked_as_json(depth):
+    """An HTTP body or an event's data nested 100 or 5,000 deep (the second past Python's parser:
+    it was masked as free text, and a secret in an array, in an object or under an escaped key
+    was shown) is masked as any JSON body is, its structure kept."""
+    nested = "[" * depth + "]" * depth
+    body = (
+        '{"api_key": ["k-1"], "client_secret": {"value": "s-1"}, "pass\\u0077ord": "p-1", '
+        f'"deep": {nested}, "kept": "ok"}}'
+    )
+    assert mask_text(body) == (
+        f'{{"api_key": "{MASK}", "client_secret": "{MASK}", "password": "{MASK}", '
+        f'"deep": {nested}, "kept": "ok"}}'
+    )
+    unmasked = '{"deep": ' + nested + ', "kept": "ok"}'
+    assert mask_text(unmasked) == unmasked  # nothing to mask: the text unchanged
 
 
 def test_a_json_rpc_error_code_is_no_secret():

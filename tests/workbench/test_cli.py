@@ -909,6 +909,20 @@ def test_a_message_too_deep_for_the_diagram_is_drawn_as_no_message():
     assert recorder.lines == ["    S-xC: (not a JSON-RPC message)", "    S--)C: notifications/x"]
 
 
+def test_a_message_the_client_sends_nested_too_deep_is_drawn_as_what_it_is():
+    """``--diagram`` on a request the client sends nested 600 and 5,000 deep (the session sends
+    what its caller built, and reads no deeper than 64 itself): drawn as the request it is, read
+    and shaped without recursing (drawn as not a JSON-RPC message)."""
+    from mcp_ref.workbench.diagram import Recorder
+
+    recorder = Recorder()
+    for request_id, depth in ((1, 600), (2, 5_000)):
+        head = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x","arguments":'
+        pad = "[" * depth + "]" * depth
+        recorder("-->", (head % request_id + '{"pad":' + pad + "}}}").encode())
+    assert recorder.lines == ["    C->>S: tools/call x #1", "    C->>S: tools/call x #2"]
+
+
 def test_a_message_too_deep_for_the_trace_is_printed_as_text():
     """``--trace`` on a message nested as deep as Python's parser reads: printed, as text (the
     hook raised RecursionError; the session then dropped the message)."""
