@@ -21,8 +21,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - SSE data and other text: as JSON when it parses (at any depth: JSON nested deeper than the
   session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
-  what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, ``"access_token": "..."``,
-  ``client_secret=...``, a URL's userinfo.
+  what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a quoted secret key's string,
+  array or object (``"access_token": "..."``, ``"api_key": [...]``), ``client_secret=...``, a
+  URL's userinfo.
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -246,24 +247,72 @@ _CREDENTIAL = re.compile(
 )
 #: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
-_QUOTED_PAIR = re.compile(r'"([A-Za-z0-9_-]{1,64})"(\s*:\s*)"(?:[^"\\]|\\.)*"')
+#: A quoted key (any JSON string: escaped, of any length) and its colon, before a value that may
+#: be a secret: a string, an array or an object (a number, a boolean or null never is).
+_QUOTED_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:\s*)(?=["\[{])')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: A string, a quote that starts none (the text is cut), a run of opening or of closing brackets.
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|"|[\[{]+|[\]}]+')
 _BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
 
 
 def mask_free_text(text: str) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
-    quoted secret key's string value (``"access_token": "..."``), a ``key=value`` of a secret key,
-    a URL's userinfo (an error that names the target URL)."""
+    quoted secret key's value (``"access_token": "..."``; an array or an object to its closing
+    bracket, or to the end of text cut short), a ``key=value`` of a secret key, a URL's userinfo
+    (an error that names the target URL)."""
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _QUOTED_PAIR.sub(
-        lambda m: f'"{m.group(1)}"{m.group(2)}"{MASK}"' if secret_key(m.group(1)) else m.group(0),
-        text,
-    )
+    text = _mask_quoted_values(text)
     return _BARE_PAIR.sub(
         lambda m: f"{m.group(1)}={MASK}" if secret_key(m.group(1)) else m.group(0), text
     )
+
+
+def _mask_quoted_values(text: str) -> str:
+    """``text`` with the value after each quoted secret key masked: ``"api_key": ["k"]``,
+    ``"pass\\u0077ord": "p"`` (the key read as JSON reads it) and ``"client_secret": {...}`` each
+    become ``"••••••"`` (as :func:`mask_json` masks them)."""
+    pieces = []
+    at = 0
+    while (match := _QUOTED_KEY.search(text, at)) is not None:
+        start = match.end()
+        pieces.append(text[at:start])
+        at = start
+        if secret_key(_key_name(match.group(1))):
+            pieces.append(f'"{MASK}"')
+            at = _value_end(text, start)
+    pieces.append(text[at:])
+    return "".join(pieces)
+
+
+def _key_name(written: str) -> str:
+    """A quoted key's name as JSON reads it (``pass\\u0077ord`` is ``password``)."""
+    try:
+        return json.loads(f'"{written}"')
+    except ValueError:
+        return written
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where the string, array or object at ``start`` ends: past its closing quote or bracket,
+    or the end of ``text`` when it is cut short before."""
+    if text[start] == '"':
+        string = _STRING.match(text, start)
+        return string.end() if string else len(text)
+    depth = 0
+    for token in _BRACKETS.finditer(text, start):
+        piece = token.group()
+        if piece == '"':  # a string never closed: what follows may all be inside the value
+            break
+        if piece[0] in "[{":
+            depth += len(piece)
+        elif piece[0] in "]}":
+            depth -= len(piece)
+            if depth <= 0:  # a run closing more than the value: it ends inside the run
+                return token.end() + depth
+    return len(text)
 
 
 def _looks_like_form(text: str) -> bool:

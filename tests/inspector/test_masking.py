@@ -124,6 +124,29 @@ def test_a_body_nested_deeper_than_the_session_reads_is_masked_as_json(depth):
     assert mask_text(unmasked) == unmasked  # nothing to mask: the text unchanged
 
 
+def test_free_text_loses_a_secret_key_s_value_of_any_kind():
+    """Text that is no JSON (a server's stderr line, a message cut short): the value of a quoted
+    secret key is masked whatever it is, as :func:`mask_json` masks it: an array or an object to
+    its closing bracket (brackets in its strings not counted), a string, under a key written with
+    an escape or over 64 characters long; a value cut short is masked to the end of the text.
+    Only a string was masked, under a key of plain letters of at most 64."""
+    long_key = "x" * 70 + "_token"
+    line = (
+        'log: {"api_key": ["k-1", "k-2"], "client_secret": {"value": "s-1", "n": [1, {"x": "]"}]}, '
+        f'"pass\\u0077ord": "p-1", "{long_key}": "t-1", "token": 7, "kept": ["v", {{"a": "b"}}]}} end'
+    )
+    assert mask_free_text(line) == (
+        f'log: {{"api_key": "{MASK}", "client_secret": "{MASK}", "pass\\u0077ord": "{MASK}", '
+        f'"{long_key}": "{MASK}", "token": 7, "kept": ["v", {{"a": "b"}}]}} end'
+    )
+    cut_short = '{"id": 1, "result": {"access_token": ["at-1", {"a": "at-2'
+    assert mask_free_text(cut_short) == f'{{"id": 1, "result": {{"access_token": "{MASK}"'
+    assert mask_free_text('{"refresh_token": "rt-1') == f'{{"refresh_token": "{MASK}"'
+    assert mask_free_text('{"token": [[["t-1"]]]]], "after": "x"}') == (
+        f'{{"token": "{MASK}"]], "after": "x"}}'
+    )
+
+
 def test_a_json_rpc_error_code_is_no_secret():
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}
     assert mask_json(error) == error
