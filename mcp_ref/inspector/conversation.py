@@ -66,9 +66,10 @@ import threading
 import time
 from typing import Any
 
+from ..errors import InvalidRequest
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..jsonrpc import MAX_NESTING
-from ..unparsed import answer_id
+from ..unparsed import too_deep as refusal_of
 from ..workbench.deep_json import dumps as dumps_deep, loads as loads_deep, too_deep
 from ..workbench.diagram import Recorder, method_label, short, subject_label
 from .checks import MessageChecker
@@ -480,13 +481,17 @@ _SENT_DEEP = (
 
 
 def _refusal(text: str) -> str:
-    """What the session does with a message it received nested too deep (``Session.receive``):
-    an answer whose id it reads fails that request at once; anything else is a parse error."""
-    request_id = answer_id(text)
+    """What the session does with a message it received nested too deep, told by its own refusal
+    of it (``Session.receive``, :func:`mcp_ref.unparsed.too_deep`): an answer whose id it reads
+    fails that request at once; a request whose id it reads is answered -32600 with that id;
+    anything else is a parse error."""
+    refusal = refusal_of(text, MAX_NESTING)
     reason = f"nested deeper than the limit of {MAX_NESTING}: the client refuses it"
-    if request_id is None:
+    if not isinstance(refusal, InvalidRequest) or refusal.request_id is None:
         return f"{reason} as a parse error (-32700)"
-    return f"{reason}, and its request #{short(request_id)} fails at once"
+    if refusal.answer:
+        return f"{reason}, and its request #{short(refusal.request_id)} fails at once"
+    return f"{reason}, answering -32600 (Invalid Request) to #{short(refusal.request_id)}"
 
 
 def _weight(record: dict) -> int:

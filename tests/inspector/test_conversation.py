@@ -208,8 +208,8 @@ SECRET_VALUES = ("ARRAY-SECRET", "OBJECT-SECRET", "ESCAPED-KEY-SECRET", "LONG-KE
 
 @pytest.mark.parametrize("depth", [100, 600, 5_000])
 def test_a_message_received_nested_too_deep_is_masked_as_any_message_is(depth):
-    """An answer and a notification nested 100, 600 or 5,000 deep (deeper than the session reads,
-    64; the last deeper than Python's parser goes), holding secrets: each record shows the
+    """An answer, a notification and a request nested 100, 600 or 5,000 deep (deeper than the
+    session reads, 64; the last deeper than Python's parser goes), holding secrets: each record shows the
     message's structure with every secret masked as any message's are (they were masked as free
     text, which missed all four shapes, and at 5,000 the record said "not JSON"), and says what
     the client does with it."""
@@ -223,11 +223,16 @@ def test_a_message_received_nested_too_deep_is_masked_as_any_message_is(depth):
         head = '{"jsonrpc":"2.0","method":"notifications/message","params":{'
         return head + members + ',"data":' + nested + "}}"
 
+    def server_request(members: str) -> str:
+        head = '{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params":{'
+        return head + members + ',"messages":' + nested + "}}"
+
     conv.trace("-->", request(1, "tools/call", name="secrets", arguments={}))
     conv.trace("<--", answer(SECRET_MEMBERS).encode())
     conv.trace("<--", notification(SECRET_MEMBERS).encode())
-    _sent, refused_answer, refused_notification = conv.records()
-    for refused in (refused_answer, refused_notification):
+    conv.trace("<--", server_request(SECRET_MEMBERS).encode())
+    _sent, refused_answer, refused_notification, refused_request = conv.records()
+    for refused in (refused_answer, refused_notification, refused_request):
         assert (refused["type"], refused["valid"]) == ("invalid", False)
         assert refused["label"] == "(nested deeper than the limit of 64)"
     assert refused_answer["message"] == answer(MASKED_MEMBERS)
@@ -238,12 +243,17 @@ def test_a_message_received_nested_too_deep_is_masked_as_any_message_is(depth):
     assert refused_notification["errors"] == [
         "nested deeper than the limit of 64: the client refuses it as a parse error (-32700)"
     ]
+    assert refused_request["message"] == server_request(MASKED_MEMBERS)
+    assert refused_request["errors"] == [
+        "nested deeper than the limit of 64: the client refuses it, answering -32600 (Invalid"
+        " Request) to #s-1"
+    ]
     export = conv.export_jsonl()
     for line in export.splitlines():
         strict(line)
     for secret in SECRET_VALUES:
         assert secret not in export
-    assert conv.mermaid("t").count("S-xC: (not a JSON-RPC message)") == 2
+    assert conv.mermaid("t").count("S-xC: (not a JSON-RPC message)") == 3
 
 
 @pytest.mark.slow
