@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CapabilityError, McpError, MCPRefError, RequestCancelled, RequestTimeout
 from ..request import DEFAULT, Default
-from .callbacks import notify_callbacks
+from .callbacks import concerns, notify_callbacks
 
 if TYPE_CHECKING:
     from .interfaces import Connection
@@ -90,7 +90,7 @@ def honoured(wanted: dict, capabilities: dict) -> dict:
 def wants(agreed: dict, method: str, params: dict) -> bool:
     """True when a notification belongs to a stream that agreed to filter ``agreed``."""
     if method == "notifications/resources/updated":
-        return params.get("uri") in agreed.get("resourceSubscriptions", ())
+        return concerns(params.get("uri"), agreed.get("resourceSubscriptions", ()))
     for kind, field in LIST_FIELDS.items():
         if method == f"notifications/{kind}/list_changed":
             return bool(agreed.get(field))
@@ -423,6 +423,10 @@ class Streams:
             return stream
         agreed = honoured(wanted, connection.client.server_capabilities)
         uris = agreed.get("resourceSubscriptions", ())
+        # acknowledged before the first subscribe goes out: a server may send an update as soon as
+        # it has answered one, and a stream drops what comes before its acknowledgment; a listen
+        # that fails below ends the stream, never returned
+        stream.deliver(ACKNOWLEDGED, {"notifications": agreed})
         with self._lock:
             self._local.append(stream)
         try:
@@ -444,7 +448,6 @@ class Streams:
             stream._end(None)
             self.forget_local(stream)
             raise
-        stream.deliver(ACKNOWLEDGED, {"notifications": agreed})
         return stream
 
     def subscribed_uris(self) -> set:

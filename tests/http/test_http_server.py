@@ -307,6 +307,19 @@ def test_malformed_json_is_400_parse_error(serve, raw_session):
     echo_ok(session)
 
 
+def test_a_request_nested_too_deep_is_400_naming_its_id(serve, raw_session):
+    """JSON-RPC 2.0 §5.1: the id is null only "If there was an error in detecting the id"; one
+    read from the top level of a request too deep to parse is the error's."""
+    session = raw_session(serve().mcp)
+    session.initialize()
+    params = b'{"a":' * 70 + b"1" + b"}" * 70
+    data = b'{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":' + params + b"}"
+    body = assert_http_error(session.post(data), 400, code=-32600)
+    assert body["id"] == "deep"
+    assert "nested deeper than the limit of 64" in body["error"]["message"]
+    echo_ok(session)
+
+
 # -- DNS rebinding: Host and Origin ------------------------------------------------------------
 
 

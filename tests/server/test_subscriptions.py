@@ -513,10 +513,25 @@ def test_a_stream_the_server_ends_says_so(transport, serve):
 
 STALLS_UNSUBSCRIBE = [sys.executable, str(SERVERS / "untested_raw_server.py"), "stall-unsubscribe"]
 HOLDS_UNSUBSCRIBE = [sys.executable, str(SERVERS / "untested_raw_server.py"), "hold-unsubscribe"]
+SUB_RESOURCES = [sys.executable, str(SERVERS / "untested_raw_server.py"), "sub-resources"]
 
 
 def resource_params(wire: WireChecker, method: str) -> list[str]:
     return [message["params"]["uri"] for message in wire.sent(method)]
+
+
+def test_an_update_about_a_sub_resource_reaches_who_subscribed_to_the_resource(connect):
+    # Every revision's schema (ResourceUpdatedNotification's uri): "This might be a sub-resource
+    # of the one that the client actually subscribed to".  file:///dirx is beside file:///dir,
+    # not below it.  Callbacks run in arrival order on one thread: the last update comes last.
+    # The server sends them as soon as it has answered the subscribe: a listen stream, already
+    # acknowledged then, gets them too.
+    updated, got = Events(), Events()
+    client = connect(SUB_RESOURCES, era="handshake", on_resource_updated=updated)
+    client.subscribe("file:///dir")
+    assert [updated.next(), updated.next()] == ["file:///dir/a.txt", "file:///dir"]
+    with client.listen(resource_uris=["file:///doc"], on_notification=got):
+        assert [got.next()[1]["uri"], got.next()[1]["uri"]] == ["file:///doc/a.txt", "file:///doc"]
 
 
 def test_unsubscribe_keeps_what_a_listen_stream_still_wants(connect, wire):

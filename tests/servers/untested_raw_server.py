@@ -22,6 +22,10 @@ python untested_raw_server.py hold-unsubscribe
     only when the next ping arrives, as a server handling requests at once may act on it after
     a later request.  A held request the client cancels is dropped.  tools/call answers the URIs
     subscribed now, as JSON text; every other request is answered with an empty result.
+python untested_raw_server.py sub-resources
+    Answers initialize (resources with subscribe) and every request with an empty result.  On
+    resources/subscribe of URI, once answered, it sends notifications/resources/updated about
+    URI/a.txt (below it), URIx (beside it, not below) and URI itself, in that order.
 python untested_raw_server.py batch-ping
     Answers initialize (tools only) at the version asked for.  On
     notifications/initialized it sends the client a JSON-RPC batch of two pings
@@ -170,6 +174,33 @@ def hold_unsubscribe() -> None:
         send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
+def sub_resources() -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method = message.get("method")
+        if method == "initialize":
+            answer = initialize_result(message)
+            answer["result"]["capabilities"] = {"resources": {"subscribe": True}}
+            send(answer)
+            continue
+        if method is None or "id" not in message:
+            continue
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        if method == "resources/subscribe":
+            uri = message["params"]["uri"]
+            for updated in (uri + "/a.txt", uri + "x", uri):
+                params = {"uri": updated}
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/resources/updated",
+                        "params": params,
+                    }
+                )
+
+
 def batch_ping() -> None:
     answer = None
     waiting: list = []  # ids of tools/call requests that arrived before the answer to the batch
@@ -216,6 +247,8 @@ if __name__ == "__main__":
         stall_unsubscribe()
     elif mode == "hold-unsubscribe":
         hold_unsubscribe()
+    elif mode == "sub-resources":
+        sub_resources()
     elif mode == "batch-ping":
         batch_ping()
     else:

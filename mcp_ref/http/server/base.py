@@ -396,8 +396,9 @@ class HttpAppBase:
             return jsonrpc.parse(body)
         except ParseError as exc:
             raise BadRequest(exc.message, PARSE_ERROR) from None
-        except InvalidRequest as exc:
-            raise BadRequest(exc.message) from None
+        except InvalidRequest as exc:  # a request's id read (one nested too deep): its answer's
+            request_id = None if exc.answer else exc.request_id
+            raise BadRequest(exc.message, request_id=request_id) from None
 
     def check_version(self, environ: dict) -> str:
         """The request's ``MCP-Protocol-Version`` (assumed 2025-03-26 when absent); 400 for one not spoken."""
