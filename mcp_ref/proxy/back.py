@@ -114,6 +114,8 @@ class BackLink:
         self.subscribed: set[str] = set()
         #: True once its close has begun: not alive from then on.
         self.ended = False
+        #: Set once its close has ended (its process, if it has one, has exited or been ended).
+        self.closed = threading.Event()
         options = dict(proxy.client_options)
         options.update(
             extensions=[*options.get("extensions", ()), _Router(self, declared)],
@@ -226,6 +228,8 @@ class BackLink:
         with self.lock:
             first = not self.ended
             self.ended = True
+        if first:  # until it has closed, the proxy's close waits for it too (ProxyServer.close)
+            self.proxy.links.ending.add(self)
         return first
 
     def _close(self) -> None:
@@ -233,3 +237,6 @@ class BackLink:
             self.client.close()
         except Exception:  # closing a connection that already broke
             log.debug("closing a back connection failed", exc_info=True)
+        finally:
+            self.closed.set()
+            self.proxy.links.ending.discard(self)

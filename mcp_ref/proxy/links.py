@@ -55,6 +55,9 @@ class Links:
         self._clients = ClientCounts()
         #: True once the proxy has closed: nothing is opened or pooled any more.
         self.closed = False
+        #: The connections whose close has begun and not ended (a cancelled call's old process,
+        #: closed on a thread of its own): the proxy's close waits for them too.
+        self.ending: set[BackLink] = set()
         self._lock = threading.Lock()
 
     def count(self) -> None:
@@ -201,8 +204,14 @@ def close_all(links: list[BackLink], timeout: float = CLOSE_TIMEOUT) -> None:
     connection's close up to that connection's bound, not the others' one after the other.  A
     close not done by then goes on behind (a daemon thread), and the caller goes on."""
     deadline = time.monotonic() + timeout
+
+    def close(link: BackLink) -> None:
+        link.close()  # returns at once if its close had begun: its end is waited for then
+        link.closed.wait(max(0.0, deadline - time.monotonic()))
+
     threads = [
-        threading.Thread(target=link.close, name="mcp-proxy-close", daemon=True) for link in links
+        threading.Thread(target=close, args=(link,), name="mcp-proxy-close", daemon=True)
+        for link in links
     ]
     for thread in threads:
         thread.start()

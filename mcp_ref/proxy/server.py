@@ -738,15 +738,18 @@ class ProxyServer(Server):
     def close(self) -> None:
         """End every parked request (its question of the target is refused, so no thread waits
         ``ask_timeout`` for a retry that cannot come) and close every back connection, those
-        leased to requests in flight too (the proxy serves nothing more; :meth:`Links.shut`), all
-        at once, waiting ``CLOSE_TIMEOUT`` (10 s) at most in all (:func:`close_all`)."""
+        leased to requests in flight too (the proxy serves nothing more; :meth:`Links.shut`) and
+        those still closing (``Links.ending``: their processes are waited for, none left running
+        at exit), all at once, waiting ``CLOSE_TIMEOUT`` (10 s) at most in all (:func:`close_all`)."""
         with self._lock:
             parked = list(self._parked.values())
             self._parked.clear()
         for forward in parked:
             forward.finish()
         with self._lock:
-            links = [*self._sessions.values(), *self.links.shut(), self.watcher]
+            # and those still closing (a cancelled call's old process): none left behind at exit
+            links = {*self._sessions.values(), *self.links.shut(), self.watcher}
+            links.update(self.links.ending.copy())
             self._sessions.clear()
-        close_all(links)  # at once: a stalled target holds its own close, not each in turn
+        close_all(list(links))  # at once: a stalled target holds its own close, not each in turn
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 ASKING_TARGET = [PYTHON, str(SERVERS / "proxy_asking_target.py")]
 ANSWERING_TARGET = [PYTHON, str(SERVERS / "proxy_answering_target.py")]
+STUBBORN_TARGET = [PYTHON, str(SERVERS / "proxy_stubborn_target.py")]
 
 
 @contextlib.contextmanager
@@ -163,6 +164,30 @@ def test_a_cancel_costs_a_handshake_era_command_target_its_process_not_the_turn(
         assert proxy.watcher.client is not opened[0]
         assert bob.call_tool("touch").text == "touched"
         updated.wait_until(lambda uris: "note://1" in uris)
+
+
+def test_closing_the_proxy_ends_the_process_a_cancel_left_closing():
+    # A handshake-era command target ignores Alice's cancel (receivers only SHOULD stop): after
+    # CANCEL_GRACE its connection is closed on a thread of its own, which waits for the process
+    # to exit before it ends it.  The proxy closes meanwhile (as `mcp-ref proxy` at Ctrl-C, which
+    # then exits): that old process has exited by the time close() returns, not left running.
+    opened: list[Client] = []
+    with served(recording(STUBBORN_TARGET, opened)) as (proxy, url):
+        with (
+            Client.http(url, era="modern", timeout=WAIT) as alice,
+            Client.http(url, era="modern", timeout=WAIT) as bob,
+        ):
+            started = threading.Event()
+            stubborn = alice.start_tool_call("stubborn", on_progress=lambda *report: started.set())
+            assert started.wait(WAIT)
+            stubborn.cancel("the user gave up")
+            assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
+            assert len(opened) == 2 and proxy.watcher.client is opened[1]
+            assert opened[0].session.transport.process.poll() is None  # still at work
+        proxy.close()
+        assert opened[0].session.transport.process.poll() is not None
+    for back in opened:
+        ended(back)
 
 
 def test_a_target_that_answers_a_cancelled_call_keeps_its_connection():
