@@ -536,15 +536,46 @@ class Streams:
         except PEER_FAILURES as exc:
             log.debug("the callbacks' stream was not re-opened without %s: %s", unwanted, exc)
 
+    def subscribe_many(self, uris: Collection[str], timeout: float | None) -> set[str]:
+        """``Client.subscribe`` for each of ``uris`` at once, waiting ``timeout`` seconds at most
+        in all; the URIs now subscribed (those refused, unanswered in time or not sent are left
+        out, logged, not raised).  Handshake era: their ``resources/subscribe`` sent together,
+        each in its turn; 2026-07-28: the callbacks' stream re-opened once with them."""
+        connection, feed = self.connection, self.feed
+        with self._lock:
+            fresh = set(uris) - feed.uris
+            feed.uris.update(fresh)
+            turns = {} if connection.modern else {uri: self._take_turn(uri) for uri in fresh}
+        agreed = set(uris) - fresh
+        try:
+            if connection.modern:
+                feed.update(timeout)
+                agreed |= fresh
+            else:
+                agreed |= self.send_all("resources/subscribe", turns, timeout)
+        except PEER_FAILURES as exc:
+            log.debug("the callbacks' stream was not re-opened with %s: %s", sorted(fresh), exc)
+        finally:
+            with self._lock:
+                feed.uris.difference_update(fresh - agreed)
+        return agreed
+
     def unsubscribe_all(
         self, turns: dict[str, tuple], timeout: float | None | Default = DEFAULT
     ) -> None:
         """``resources/unsubscribe`` for each URI of ``turns`` (URI -> its turn,
-        :meth:`_take_turn`): all sent at once, each in its turn, then waited for until one
-        deadline, ``timeout`` (default: a request timeout) from now (the client's requests are
-        futures: no thread is needed).  One the server refuses, does not answer in time (it is then
+        :meth:`_take_turn`), as :meth:`send_all` sends them: the caller is closing."""
+        self.send_all("resources/unsubscribe", turns, timeout)
+
+    def send_all(
+        self, method: str, turns: dict[str, tuple], timeout: float | None | Default = DEFAULT
+    ) -> set[str]:
+        """``method`` about each URI of ``turns`` (URI -> its turn, :meth:`_take_turn`): all sent
+        at once, each in its turn, then waited for until one deadline, ``timeout`` (default: a
+        request timeout) from now (the client's requests are futures: no thread is needed); the
+        URIs the server answered.  One the server refuses, does not answer in time (it is then
         sent ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the
-        server's failure, and the caller is closing."""
+        server's failure."""
         connection = self.connection
         if timeout is DEFAULT:
             timeout = connection.session.default_timeout
@@ -554,28 +585,29 @@ class Streams:
             return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
         sent = []
+        answered = set()
         try:
             for uri, (previous, turn) in turns.items():
                 self._wait_turn(uri, previous, left())
                 if connection.session.is_closed:
                     break  # the server forgot every subscription of the session already
                 try:
-                    request = connection.send_request(
-                        "resources/unsubscribe", {"uri": uri}, timeout=left()
-                    )
+                    request = connection.send_request(method, {"uri": uri}, timeout=left())
                 except PEER_FAILURES as exc:
-                    log.debug("resources/unsubscribe %s was not sent: %s", uri, exc)
+                    log.debug("%s %s was not sent: %s", method, uri, exc)
                     continue
                 sent.append((uri, turn, request))
             for uri, turn, request in sent:
                 try:
                     request.result()  # its deadline is the shared one
+                    answered.add(uri)
                 except PEER_FAILURES as exc:
-                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+                    log.debug("%s %s failed: %s", method, uri, exc)
                 self._end_turn(uri, turn)
         finally:
             for uri, (_, turn) in turns.items():
                 self._end_turn(uri, turn)  # those not sent, or not waited for
+        return answered
 
     def deliver(self, subscription, method: str, params: dict) -> None:
         """A notification of the modern stream ``subscription`` (its ``subscriptionId``)."""

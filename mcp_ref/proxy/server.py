@@ -557,17 +557,26 @@ class ProxyServer(Server):
                     raise closed_error()
                 log.warning("proxy: the connection to the target ended; connecting again")
                 fresh = self._open_watcher()
-                with self._watch_lock:  # what it watched, as the streams hold it now
-                    for uri in sorted(watcher.subscribed):
-                        try:
-                            fresh.client.subscribe(uri)
-                        except McpError:
-                            continue
-                        fresh.subscribed.add(uri)
-                    with self._lock:  # as close() takes the watcher: closed by it, or refused
-                        closed = self.links.closed
-                        if not closed:
-                            self.watcher = fresh
+                try:
+                    with self._watch_lock:  # what it watched, as the streams hold it now
+                        uris = sorted(watcher.subscribed)
+                        # at once, within one short bound: a new process that does not answer
+                        # holds up neither this request nor the others for long
+                        with fresh.carrying(None):
+                            agreed = fresh.client.connection.streams.subscribe_many(
+                                uris, UNWATCH_WAIT
+                            )
+                        for uri in sorted(set(uris) - agreed):
+                            # its streams still count it: a later listen subscribes again
+                            log.warning("proxy: %s is no longer watched at the target", uri)
+                        fresh.subscribed.update(agreed)
+                        with self._lock:  # as close() takes the watcher: closed by it, or refused
+                            closed = self.links.closed
+                            if not closed:
+                                self.watcher = fresh
+                except BaseException:
+                    fresh.close()  # not kept: its process is not left behind
+                    raise
                 watcher.close()
                 if closed:  # the proxy closed while it opened: not left open
                     fresh.close()

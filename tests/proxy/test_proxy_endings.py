@@ -166,6 +166,40 @@ def test_a_cancel_costs_a_handshake_era_command_target_its_process_not_the_turn(
         updated.wait_until(lambda uris: "note://1" in uris)
 
 
+def test_a_new_process_that_does_not_answer_its_subscribes_is_kept_not_leaked():
+    # Alice's cancelled call costs the handshake-era command target its process (as above); the
+    # new one comes up but does not answer resources/subscribe (here for 30 s, past the back
+    # timeout).  The watcher subscribes again within UNWATCH_WAIT, drops what the target did not
+    # take, and keeps the new process: Bob's calls are served by it, no third is opened, and the
+    # proxy's close leaves none running.
+    def connect(**options):
+        stalls = ["--stall-subscribe"] if opened else []
+        client = Client.stdio([*STUBBORN_TARGET, *stalls], **options)
+        opened.append(client)
+        return client
+
+    opened: list[Client] = []
+    with (
+        served(connect) as (proxy, url),
+        Client.http(url, era="modern", timeout=3 * WAIT) as alice,
+        Client.http(url, era="modern", timeout=3 * WAIT) as bob,
+        bob.listen(resource_uris=["note://1"]) as stream,
+    ):
+        assert stream.acknowledged["resourceSubscriptions"] == ["note://1"]
+        started = threading.Event()
+        slow = alice.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        slow.cancel("the user gave up")
+        for _ in range(3):
+            assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
+        assert len(opened) == 2
+        ended(opened[0])
+        assert proxy.watcher.client is opened[1] and proxy.watcher.alive
+        assert proxy.watcher.subscribed == set()
+    for back in opened:
+        ended(back)
+
+
 def test_closing_the_proxy_ends_the_process_a_cancel_left_closing():
     # A handshake-era command target ignores Alice's cancel (receivers only SHOULD stop): after
     # CANCEL_GRACE its connection is closed on a thread of its own, which waits for the process
