@@ -182,6 +182,7 @@ class ProxyServer(Server):
         self._places: dict[Forward, Callable[[], None]] = {}  # -> its place's release
         self._watched: dict[str, int] = {}  # a resource the watcher subscribes to -> its streams
         self._leaving: dict[str, threading.Event] = {}  # one being unsubscribed -> set once done
+        self._arriving: dict[str, threading.Event] = {}  # one being subscribed -> set once done
         self._watch_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
@@ -462,34 +463,70 @@ class ProxyServer(Server):
 
     def _watch(self, uris: Collection[str]) -> set[str]:
         """Count one more open stream for each of ``uris`` the watcher holds at the target (or
-        subscribes to now); those, without a URI past ``MAX_WATCHED_URIS`` or refused."""
+        subscribes to now); those, without a URI past ``MAX_WATCHED_URIS`` or refused.  Decided
+        under the lock, sent after it, all at once, waiting ``UNWATCH_WAIT`` at most in all (a
+        stalled target holds neither the other listens nor a shutdown); a resource another
+        listen is subscribing to is waited for, within that bound; one held already, not."""
         watcher = self.live_watcher()
         if not watcher.client.server_capabilities.get("resources", {}).get("subscribe"):
             return set()
+        deadline = time.monotonic() + UNWATCH_WAIT
         # a resource an ended stream's unsubscribe is in flight for is subscribed once that is
         # done, not beside it (the target may handle two requests in either order)
         with self._watch_lock:
             leaving = {self._leaving[uri] for uri in uris if uri in self._leaving}
-        deadline = time.monotonic() + UNWATCH_WAIT
-        for done in leaving:
-            done.wait(max(0.0, deadline - time.monotonic()))
-        held = set()
+        for unsubscribed in leaving:
+            unsubscribed.wait(max(0.0, deadline - time.monotonic()))
+        done = threading.Event()
         with self._watch_lock:
             watcher = self.watcher  # (opened again meanwhile, it holds what this one did)
-            for uri in sorted(uris):
-                if uri not in watcher.subscribed:
-                    if len(watcher.subscribed) >= MAX_WATCHED_URIS:
-                        log.warning("proxy: %d resources watched; %s is not", MAX_WATCHED_URIS, uri)
-                        continue
-                    try:
-                        with watcher.carrying(None):  # the proxy's own: its logs are nobody's
-                            watcher.client.subscribe(uri)
-                    except McpError as exc:
-                        log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
-                        continue
-                    watcher.subscribed.add(uri)
-                self._watched[uri] = self._watched.get(uri, 0) + 1
-                held.add(uri)
+            held = self._count_held(watcher, uris)
+            others = {self._arriving[uri] for uri in uris if uri in self._arriving}
+            mine = sorted(set(uris) - held - self._arriving.keys())
+            self._arriving.update(dict.fromkeys(mine, done))
+        try:
+            agreed = self._subscribe(watcher, mine, deadline)
+        finally:
+            with self._watch_lock:
+                for uri in mine:
+                    del self._arriving[uri]
+                if self.watcher is watcher:
+                    held |= self._count_held(watcher, agreed)
+            done.set()
+        for arriving in others:
+            arriving.wait(max(0.0, deadline - time.monotonic()))
+        with self._watch_lock:
+            return held | self._count_held(self.watcher, set(uris) - held)
+
+    def _subscribe(self, watcher: BackLink, pending: list[str], deadline: float) -> set[str]:
+        """Subscribe ``watcher`` to ``pending`` (marked arriving) as room allows, all at once,
+        again for those that did not fit while some were refused; those it took."""
+        agreed: set[str] = set()
+        marked = len(pending)  # in self._arriving until the caller is done
+        while pending and watcher.alive and not self.links.closed:
+            with self._watch_lock:
+                others = len(self._arriving) - marked  # subscribing for other listens
+                room = max(0, MAX_WATCHED_URIS - len(watcher.subscribed) - others)
+                batch, pending = pending[:room], pending[room:]
+            left = deadline - time.monotonic()
+            if not batch or left <= 0:
+                break
+            with watcher.carrying(None):  # the proxy's own: its logs are nobody's
+                taken = watcher.client.connection.streams.subscribe_many(batch, left)
+            for uri in sorted(set(batch) - taken):
+                log.info("proxy: the target did not take a subscription to %s", uri)
+            with self._watch_lock:
+                watcher.subscribed.update(taken)
+            agreed |= taken
+        for uri in pending:
+            log.warning("proxy: %d resources watched; %s is not", MAX_WATCHED_URIS, uri)
+        return agreed
+
+    def _count_held(self, watcher: BackLink, uris: Collection[str]) -> set[str]:
+        """One more stream for each of ``uris`` ``watcher`` holds; those (under the lock)."""
+        held = {uri for uri in uris if uri in watcher.subscribed}
+        for uri in held:
+            self._watched[uri] = self._watched.get(uri, 0) + 1
         return held
 
     def _unwatch(self, uris: Collection[str]) -> None:

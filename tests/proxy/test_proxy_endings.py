@@ -277,6 +277,61 @@ def test_a_shutdown_with_a_listen_stream_open_is_not_held_by_a_stalled_target(er
         target.stop()
 
 
+def test_a_listen_subscribing_at_a_stalled_target_holds_neither_listens_nor_a_shutdown():
+    # One stream holds note://1; the target (handshake era, over HTTP) is stalled (SIGSTOP) while
+    # a second client's listen subscribes to six more.  That listen waits UNWATCH_WAIT at most,
+    # not a request timeout (here 3 x WAIT) for each; a third client's listen naming note://1
+    # only, held already, is answered at once; and a shutdown ending every stream is not held.
+    target = start_target_http("handshake")
+    trace = Collector()
+    proxy = proxy_server(target.url, client_options={"timeout": 3 * WAIT, "trace": trace})
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"{httpd.url}/mcp"
+    clients = [Client.http(url, era="modern", timeout=3 * WAIT) for _ in range(3)]
+    try:
+        first = clients[0].listen(resource_uris=["note://1"])
+        assert first.acknowledged["resourceSubscriptions"] == ["note://1"]
+        os.kill(target.proc.pid, signal.SIGSTOP)
+        second: list = []
+        uris = [f"note://{n}/text" for n in range(2, 8)]
+        threading.Thread(
+            target=lambda: second.append(clients[1].listen(resource_uris=uris)), daemon=True
+        ).start()
+        trace.wait_until(lambda _: sent(trace, "resources/subscribe", "note://2/text"))
+        third: list = []
+        answered = threading.Event()
+
+        def third_listens() -> None:
+            third.append(clients[2].listen(resource_uris=["note://1"]))
+            answered.set()
+
+        threading.Thread(target=third_listens, daemon=True).start()
+        assert answered.wait(WAIT)
+        assert third[0].acknowledged["resourceSubscriptions"] == ["note://1"]
+        httpd.shutdown()
+        thread.join(WAIT)
+        httpd.server_close()
+        closed = threading.Event()
+        threading.Thread(target=lambda: (httpd.app.close(), closed.set()), daemon=True).start()
+        assert closed.wait(WAIT)
+    finally:
+        os.kill(target.proc.pid, signal.SIGCONT)
+        for client in clients:
+            client.close()
+        proxy.close()
+        target.stop()
+
+
+def sent(trace: Collector, method: str, uri: str) -> bool:
+    """True once a back connection has sent ``method`` for ``uri`` to the target."""
+    needles = (f'"method":"{method}"'.encode(), f'"uri":"{uri}"'.encode())
+    return any(
+        way == "-->" and all(n in data.replace(b" ", b"") for n in needles) for way, data in trace
+    )
+
+
 def test_a_listen_stream_opened_again_at_once_still_gets_its_updates():
     # A client closes its stream and opens another naming the same resource at once, a few times
     # (the old stream's unsubscribe is sent outside the lock; the new one's subscribe waits for
