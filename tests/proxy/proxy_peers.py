@@ -4,6 +4,7 @@ and
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import re
 import shlex
@@ -13,6 +14,8 @@ import threading
 from pathlib import Path
 
 from conftest import WAIT, command_label, watch_stderr
+
+from mcp_ref import proxy_server
 
 PYTHON = sys.executable
 TARGET_SCRIPT = str(Path(__file__).resolve().parents[1] / "servers" / "proxy_target.py")
@@ -104,3 +107,20 @@ def start_proxy_http(target: str, *options: str) -> Spawned:
 def as_target(command: list[str]) -> str:
     """A command as the one-string TARGET the CLI takes."""
     return shlex.join(command)
+
+
+@contextlib.contextmanager
+def served_proxy(target, **options):
+    """A proxy (``proxy_server(target, **options)``, its back clients' timeout WAIT unless given)
+    served over HTTP on 127.0.0.1 in a thread of this process; yields ``(proxy, url)``."""
+    options.setdefault("client_options", {"timeout": WAIT})
+    proxy = proxy_server(target, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()

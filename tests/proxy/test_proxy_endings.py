@@ -8,7 +8,6 @@ tests/servers/proxy_target.py launched on stdio or over HTTP (a real subprocess)
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import WAIT, Collector
-from proxy_peers import PYTHON, Spawned, start_target_http, target_command
+from proxy_peers import PYTHON, Spawned, served_proxy as served, start_target_http, target_command
 
 from mcp_ref import Client, McpError, proxy_server
 from mcp_ref.errors import InternalError
@@ -28,22 +27,6 @@ SERVERS = Path(__file__).resolve().parents[1] / "servers"
 ASKING_TARGET = [PYTHON, str(SERVERS / "proxy_asking_target.py")]
 ANSWERING_TARGET = [PYTHON, str(SERVERS / "proxy_answering_target.py")]
 STUBBORN_TARGET = [PYTHON, str(SERVERS / "proxy_stubborn_target.py")]
-
-
-@contextlib.contextmanager
-def served(target, **options):
-    """A proxy of ``target`` served over HTTP; yields ``(proxy, url)``."""
-    options.setdefault("client_options", {"timeout": WAIT})
-    proxy = proxy_server(target, **options)
-    httpd = proxy.http_server("127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield proxy, f"{httpd.url}/mcp"
-    finally:
-        httpd.shutdown()
-        thread.join(WAIT)
-        proxy.close()
 
 
 def recording(command: list[str], opened: list, before=None):

@@ -18,28 +18,12 @@ import urllib.parse
 
 import pytest
 from conftest import WAIT, Collector, run_threads
-from proxy_peers import start_target_http, target_command
+from proxy_peers import served_proxy as served, start_target_http, target_command
 
 from mcp_ref import Client, McpError, lifecycle, proxy_server
 from mcp_ref.errors import ServerBusy
 
 pytestmark = pytest.mark.slow
-
-
-@contextlib.contextmanager
-def served(target, **options):
-    """A proxy of ``target`` served over HTTP; yields ``(proxy, url)``."""
-    options.setdefault("client_options", {"timeout": WAIT})
-    proxy = proxy_server(target, **options)
-    httpd = proxy.http_server("127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield proxy, f"{httpd.url}/mcp"
-    finally:
-        httpd.shutdown()
-        thread.join(WAIT)
-        proxy.close()
 
 
 @pytest.fixture

@@ -9,15 +9,15 @@ late) launched on stdio, a real subprocess.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import WAIT, Collector
+from proxy_peers import served_proxy
 
-from mcp_ref import Client, proxy_server
+from mcp_ref import Client
 from mcp_ref.errors import MissingRequiredClientCapabilityError
 
 pytestmark = pytest.mark.slow
@@ -28,20 +28,9 @@ ASKING_TARGET = [
 ]
 
 
-@contextlib.contextmanager
 def served(**options):
     """A proxy of the asking target served over HTTP; yields ``(proxy, url)``."""
-    options.setdefault("client_options", {"timeout": WAIT})
-    proxy = proxy_server(ASKING_TARGET, **options)
-    httpd = proxy.http_server("127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield proxy, f"{httpd.url}/mcp"
-    finally:
-        httpd.shutdown()
-        thread.join(WAIT)
-        proxy.close()
+    return served_proxy(ASKING_TARGET, **options)
 
 
 def complete(client: Client, value: str) -> list[str]:

@@ -7,7 +7,6 @@ tests/servers/proxy_target.py launched on stdio (a real subprocess).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 
@@ -16,6 +15,7 @@ from conftest import WAIT, Collector, run_cli, run_threads
 from proxy_peers import (
     as_target,
     proxy_command,
+    served_proxy,
     start_proxy_http,
     start_target_http,
     target_command,
@@ -27,19 +27,9 @@ from mcp_ref.errors import InvalidRequest, MissingRequiredClientCapabilityError,
 pytestmark = pytest.mark.slow
 
 
-@contextlib.contextmanager
 def served(back_era: str, **options):
     """A proxy of the target (``back_era``) served over HTTP; yields ``(proxy, url)``."""
-    proxy = proxy_server(target_command(back_era), client_options={"timeout": WAIT}, **options)
-    httpd = proxy.http_server("127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield proxy, f"{httpd.url}/mcp"
-    finally:
-        httpd.shutdown()
-        thread.join(WAIT)
-        proxy.close()
+    return served_proxy(target_command(back_era), **options)
 
 
 @pytest.mark.parametrize("front_era", ["handshake", "modern"])
