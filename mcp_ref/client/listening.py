@@ -252,8 +252,13 @@ class CallbackFeed:
     def update(self, timeout: float | None, *, reopening: bool = False) -> None:
         """Open a stream with the current filter, then close the one it replaces (none left
         open when nothing is wanted).  The new stream is acknowledged before the old one ends,
-        so no change falls between them.  ``reopening``: after a drop (see :meth:`_reopen`)."""
-        with self._lock:
+        so no change falls between them.  ``reopening``: after a drop (see :meth:`_reopen`).
+        ``timeout`` bounds the whole update, from this call: the wait for an update already under
+        way (one at a time) included, so callers at once never wait ``timeout`` each in turn."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise RequestTimeout(f"subscriptions/listen was not re-opened within {timeout} s")
+        try:
             old = self.stream
             wanted = self.wanted()
             if self._stopped.is_set():
@@ -262,7 +267,9 @@ class CallbackFeed:
             if wanted:
                 stream = self.streams.open(wanted, self._deliver, on_end=self._ended)
                 try:
-                    stream.wait_acknowledged(timeout)
+                    stream.wait_acknowledged(
+                        None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                    )
                 except BaseException:
                     self.stream = old
                     raise
@@ -272,6 +279,8 @@ class CallbackFeed:
                     # (_deliver): a server that acknowledges and ends each stream at once would
                     # otherwise be re-listened to every REOPEN_DELAY for ever.
                     self._failures = 0
+        finally:
+            self._lock.release()
         if old is not None:
             old.close()
         current = self.stream

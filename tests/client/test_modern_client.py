@@ -24,6 +24,7 @@ from mcp_ref import (
     LimitExceeded,
     McpError,
     RequestCancelled,
+    RequestTimeout,
     ResourceNotFound,
     Server,
     UnsupportedProtocolVersionError,
@@ -194,6 +195,32 @@ def test_input_required_is_answered_by_the_handlers_and_retried(connect, wire):
     client.call_tool("echo", {"text": "x"})
     last = wire.sent("tools/call")[-1]["params"]
     assert "inputResponses" not in last and "requestState" not in last
+
+
+def test_an_update_of_the_callbacks_stream_is_bounded_from_its_call_not_from_its_turn(connect):
+    """``CallbackFeed.update(timeout)`` opens one stream at a time; one update held up (here: its
+    lock held, as by an update waiting on a stalled server) makes another give up at its own
+    timeout, counted from its call, instead of waiting its whole timeout once its turn comes:
+    callers at once never wait ``timeout`` each, one after another."""
+    client = connect(MODERN)
+    feed = client.connection.streams.feed
+    outcome: list = []
+
+    def update() -> None:
+        try:
+            feed.update(0.05)
+            outcome.append("updated")
+        except RequestTimeout as exc:
+            outcome.append(exc)
+
+    with feed._lock:  # an update under way, which never ends while the test holds it
+        waiting = threading.Thread(target=update)
+        waiting.start()
+        waiting.join(WAIT)
+        assert not waiting.is_alive()
+    assert isinstance(outcome[0], RequestTimeout)
+    assert "not re-opened within 0.05 s" in str(outcome[0])
+    feed.update(WAIT)  # the feed works on once its turn is free
 
 
 def test_a_missing_capability_is_the_servers_error(connect):
