@@ -163,14 +163,7 @@ class BackLink:
         front = None if only is None else only.front
         timeout = self.proxy.ask_timeout
         if front is not None and front.envelope is None:
-            return put_question(
-                front.connection,
-                front.capabilities,
-                method,
-                params,
-                timeout,
-                related_request_id=front.context.request_id,
-            )
+            return front.ask(method, params, timeout)
         session = self.session()
         if session is not None:
             # A session's own connection: every request on it is its client's (the target told

@@ -63,6 +63,18 @@ class Front:
             return self.envelope.client_capabilities
         return self.connection.client_capabilities
 
+    def ask(self, method: str, params: dict | None, timeout: float) -> dict:
+        """A question of the target's put to this handshake-era request's client, as a request of
+        the proxy's own related to it (:func:`put_question`); the client's answer."""
+        return put_question(
+            self.connection,
+            self.capabilities,
+            method,
+            params,
+            timeout,
+            related_request_id=self.context.request_id,
+        )
+
     def log(self, level: str, data: Any, logger: str | None) -> None:
         """A log message of the target's for this request, if its client asked for that level."""
         self.connection.log(
@@ -166,14 +178,7 @@ class Forward:
         front = self.front
         if front is not None and front.envelope is None:
             # handshake-era front: a request of our own to the client that made this request
-            return put_question(
-                front.connection,
-                front.capabilities,
-                method,
-                params,
-                self.proxy.ask_timeout,
-                related_request_id=front.context.request_id,
-            )
+            return front.ask(method, params, self.proxy.ask_timeout)
         unmet = unmet_need(method, params, self.capabilities)
         if unmet is not None:
             # 2026-07-28 mrtr: "Servers MUST NOT send an inputRequests that the client has not

@@ -122,7 +122,9 @@ def empty_cursor(forever: bool) -> None:
         send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
-def stall_unsubscribe() -> None:
+def subscribable_requests():
+    """Each request the client sends after ``initialize``, which is answered with resources that
+    can be subscribed to (notifications and blank lines are passed over)."""
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -132,7 +134,13 @@ def stall_unsubscribe() -> None:
             answer = initialize_result(message)
             answer["result"]["capabilities"] = {"resources": {"subscribe": True}}
             send(answer)
-        elif method != "resources/unsubscribe" and method is not None and "id" in message:
+        elif method is not None and "id" in message:
+            yield message
+
+
+def stall_unsubscribe() -> None:
+    for message in subscribable_requests():
+        if message["method"] != "resources/unsubscribe":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
 
 
@@ -175,20 +183,9 @@ def hold_unsubscribe() -> None:
 
 
 def sub_resources() -> None:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        message = json.loads(line)
-        method = message.get("method")
-        if method == "initialize":
-            answer = initialize_result(message)
-            answer["result"]["capabilities"] = {"resources": {"subscribe": True}}
-            send(answer)
-            continue
-        if method is None or "id" not in message:
-            continue
+    for message in subscribable_requests():
         send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-        if method == "resources/subscribe":
+        if message["method"] == "resources/subscribe":
             uri = message["params"]["uri"]
             for updated in (uri + "/a.txt", uri + "x", uri):
                 params = {"uri": updated}
