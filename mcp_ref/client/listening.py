@@ -249,20 +249,22 @@ class CallbackFeed:
         }
         return honoured(build_filter(**lists, resource_uris=self.uris), caps)
 
-    def update(self, timeout: float | None, *, reopening: bool = False) -> None:
+    def update(self, timeout: float | None, *, reopening: bool = False) -> set[str]:
         """Open a stream with the current filter, then close the one it replaces (none left
         open when nothing is wanted).  The new stream is acknowledged before the old one ends,
         so no change falls between them.  ``reopening``: after a drop (see :meth:`_reopen`).
         ``timeout`` bounds the whole update, from this call: the wait for an update already under
-        way (one at a time) included, so callers at once never wait ``timeout`` each in turn."""
+        way (one at a time) included, so callers at once never wait ``timeout`` each in turn.
+        Returns the resource URIs the new stream was acknowledged for (none if none opened)."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        held: set[str] = set()
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             raise RequestTimeout(f"subscriptions/listen was not re-opened within {timeout} s")
         try:
             old = self.stream
             wanted = self.wanted()
             if self._stopped.is_set():
-                return
+                return held
             self.stream = None
             if wanted:
                 stream = self.streams.open(wanted, self._deliver, on_end=self._ended)
@@ -274,6 +276,9 @@ class CallbackFeed:
                     self.stream = old
                     raise
                 self.stream = stream
+                # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: it "reflects the
+                # subset the server agreed to honor": a URI left out is not held
+                held = set((stream.acknowledged or {}).get("resourceSubscriptions") or ())
                 if not reopening:
                     # A re-opened stream counts as a success only once it brings a notification
                     # (_deliver): a server that acknowledges and ends each stream at once would
@@ -287,6 +292,7 @@ class CallbackFeed:
         if current is not None and current._ended.is_set():
             # it ended before it became the current one: _ended ignored it then
             self._ended(current)
+        return held
 
     def start(self, timeout: float | None) -> None:
         """Open the stream the callbacks need, when the client connects.  2026-07-28: change
@@ -549,7 +555,8 @@ class Streams:
         """``Client.subscribe`` for each of ``uris`` at once, waiting ``timeout`` seconds at most
         in all; the URIs now subscribed (those refused, unanswered in time or not sent are left
         out, logged, not raised).  Handshake era: their ``resources/subscribe`` sent together,
-        each in its turn; 2026-07-28: the callbacks' stream re-opened once with them."""
+        each in its turn; 2026-07-28: the callbacks' stream re-opened once with them, and those
+        its acknowledgment names (a URI it leaves out is refused, and not kept)."""
         connection, feed = self.connection, self.feed
         with self._lock:
             fresh = set(uris) - feed.uris
@@ -558,8 +565,7 @@ class Streams:
         agreed = set(uris) - fresh
         try:
             if connection.modern:
-                feed.update(timeout)
-                agreed |= fresh
+                agreed = set(uris) & feed.update(timeout)
             else:
                 agreed |= self.send_all("resources/subscribe", turns, timeout)
         except PEER_FAILURES as exc:

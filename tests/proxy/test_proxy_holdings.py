@@ -17,13 +17,15 @@ import threading
 import urllib.parse
 
 import pytest
-from conftest import WAIT, Collector, run_threads
-from proxy_peers import served_proxy as served, start_target_http, target_command
+from conftest import SERVERS, WAIT, Collector, run_threads
+from proxy_peers import PYTHON, served_proxy as served, start_target_http, target_command
 
 from mcp_ref import Client, McpError, lifecycle, proxy_server
 from mcp_ref.errors import ServerBusy
 
 pytestmark = pytest.mark.slow
+
+REFUSING_TARGET = str(SERVERS / "proxy_refusing_target.py")
 
 
 @pytest.fixture
@@ -269,6 +271,82 @@ def test_a_listen_stream_is_acknowledged_for_the_resources_the_proxy_holds(monke
         # the second stream closed: note://2/text is let go, note://1 is still the first's
         trace.wait_until(lambda _: sent(trace, "resources/unsubscribe", "note://2/text"))
         assert not sent(trace, "resources/unsubscribe", "note://1")
+
+
+class Arrivals(dict):
+    """The proxy's table of the resources being subscribed to (``ProxyServer._arriving``), that
+    tells when a listen finds one of them being subscribed to for another."""
+
+    def __init__(self, uri: str):
+        super().__init__()
+        self.uri = uri
+        self.joined = threading.Event()
+
+    def __getitem__(self, uri):
+        if uri == self.uri:
+            self.joined.set()
+        return super().__getitem__(uri)
+
+
+def times_sent(trace: Collector, method: str, text: str) -> int:
+    """How many times a back connection has sent ``method`` naming ``text`` to the target."""
+    needles = (f'"method":"{method}"'.encode(), f'"{text}"'.encode())
+    return sum(
+        way == "-->" and all(n in data.replace(b" ", b"") for n in needles) for way, data in trace
+    )
+
+
+@pytest.mark.parametrize(
+    "era, method",
+    [("handshake", "resources/subscribe"), ("modern", "subscriptions/listen")],
+)
+def test_a_resource_the_target_refuses_is_held_for_no_stream(monkeypatch, era, method):
+    # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: "The notifications field in the
+    # acknowledgment reflects the subset the server agreed to honor."  Alice's stream names
+    # refused://a: the target holds the watcher's request about it back (a handshake-era
+    # resources/subscribe, or a 2026 listen).  Bob's stream names it too, and note://1, while
+    # that request is pending.  The target then refuses it (an error; a 2026 acknowledgment
+    # without it): neither stream is acknowledged for it, no stream counts it, and a later
+    # stream naming it has the watcher ask the target again.
+    monkeypatch.setattr("mcp_ref.proxy.server.UNWATCH_WAIT", WAIT)
+    trace = Collector()
+    options = {"timeout": WAIT, "trace": trace}
+    target = [PYTHON, REFUSING_TARGET, "--era", era]
+    refused = "refused://a"
+    with (
+        served(target, client_options=options) as (proxy, url),
+        Client.http(url, era="modern", timeout=3 * WAIT) as alice,
+        Client.http(url, era="modern", timeout=3 * WAIT) as bob,
+    ):
+        proxy._arriving = arrivals = Arrivals(refused)
+        streams: dict = {}
+        opening = [
+            threading.Thread(
+                target=lambda: streams.update(alice=alice.listen(resource_uris=[refused])),
+                daemon=True,
+            ),
+            threading.Thread(
+                target=lambda: streams.update(bob=bob.listen(resource_uris=[refused, "note://1"])),
+                daemon=True,
+            ),
+        ]
+        opening[0].start()
+        trace.wait_until(lambda _: times_sent(trace, method, refused) == 1)
+        opening[1].start()
+        assert arrivals.joined.wait(WAIT)  # Bob's listen waits for Alice's request about it
+        assert alice.call_tool("release").text == "released"
+        for thread in opening:
+            thread.join(WAIT)
+        assert streams["alice"].acknowledged.get("resourceSubscriptions", []) == []
+        assert streams["bob"].acknowledged["resourceSubscriptions"] == ["note://1"]
+        assert refused not in proxy.watcher.subscribed
+        assert refused not in proxy._watched
+        with alice.listen(resource_uris=[refused]) as later:
+            assert later.acknowledged.get("resourceSubscriptions", []) == []
+        assert times_sent(trace, method, refused) >= 2  # asked again, and refused again
+        assert refused not in proxy.watcher.subscribed
+        streams["alice"].close()
+        streams["bob"].close()
 
 
 # -- closing -------------------------------------------------------------------------------------

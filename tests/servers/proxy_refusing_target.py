@@ -1,0 +1,70 @@
+"""The proxy target (proxy_target.py) that refuses to watch some resources, when told to.
+
+``python proxy_refusing_target.py [--era handshake|modern]``, on stdio.  A resource whose URI
+begins ``refused://`` is held back until the tool ``release`` is called (30 s at most), then
+refused: in the handshake era its ``resources/subscribe`` (and ``resources/unsubscribe``) get
+an error; at 2026-07-28 a ``subscriptions/listen`` naming it is acknowledged without it (basic/
+patterns/subscriptions §Acknowledgment: "the subset the server agreed to honor").  So a test
+holds a refusal back while other requests about the same resource arrive.
+"""
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import proxy_target
+
+from mcp_ref.errors import InvalidParams
+from mcp_ref.extension import Extension
+
+STALL = 30.0
+REFUSED = "refused://"
+
+
+class Refusing(Extension):
+    """Holds back, then refuses, what is asked about the ``refused://`` resources."""
+
+    name = "test/refusing"
+
+    def __init__(self, released: threading.Event):
+        self.released = released
+
+    def intercept_request(self, call, proceed):
+        params = call.params or {}
+        if call.method in ("resources/subscribe", "resources/unsubscribe"):
+            if str(params.get("uri", "")).startswith(REFUSED):
+                self.released.wait(STALL)
+                raise InvalidParams(f"Invalid params: {params['uri']} cannot be watched")
+        if call.method == "subscriptions/listen":
+            wanted = params.get("notifications") or {}
+            uris = wanted.get("resourceSubscriptions") or []
+            if any(str(uri).startswith(REFUSED) for uri in uris):
+                self.released.wait(STALL)
+                wanted["resourceSubscriptions"] = [
+                    uri for uri in uris if not str(uri).startswith(REFUSED)
+                ]
+        return proceed()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--era", default="handshake", choices=["handshake", "modern"])
+    args = parser.parse_args()
+    server = proxy_target.build(args.era)
+    released = threading.Event()
+
+    @server.tool()
+    def release() -> str:
+        """Let the held-back refusals go."""
+        released.set()
+        return "released"
+
+    server.add_extension(Refusing(released))
+    server.run_stdio()
+
+
+if __name__ == "__main__":
+    main()
