@@ -349,6 +349,48 @@ def test_a_resource_the_target_refuses_is_held_for_no_stream(monkeypatch, era, m
         streams["bob"].close()
 
 
+def test_a_resource_the_target_does_not_let_go_is_held_again_for_a_later_stream(monkeypatch):
+    # Alice's stream holds kept://1, then closes: the watcher's resources/unsubscribe is held
+    # back by the handshake-era target.  Bob's stream names kept://1 meanwhile, and waits for
+    # it; the target then refuses it (the subscription stays).  Bob's stream is acknowledged for
+    # kept://1, held for it (subscribed again: the target holds it), and gets its updates.
+    monkeypatch.setattr("mcp_ref.proxy.server.UNWATCH_WAIT", WAIT)
+    trace = Collector()
+    options = {"timeout": WAIT, "trace": trace}
+    kept = "kept://1"
+    updated = Collector()
+
+    def on_notification(method: str, params: dict) -> None:
+        if method == "notifications/resources/updated":
+            updated(params["uri"])
+
+    with (
+        served([PYTHON, REFUSING_TARGET], client_options=options) as (proxy, url),
+        Client.http(url, era="modern", timeout=3 * WAIT) as alice,
+        Client.http(url, era="modern", timeout=3 * WAIT) as bob,
+    ):
+        proxy._leaving = leavings = Arrivals(kept)
+        first = alice.listen(resource_uris=[kept])
+        assert first.acknowledged["resourceSubscriptions"] == [kept]
+        first.close()
+        trace.wait_until(lambda _: times_sent(trace, "resources/unsubscribe", kept) == 1)
+        streams: dict = {}
+
+        def bob_listens() -> None:
+            streams["bob"] = bob.listen(resource_uris=[kept], on_notification=on_notification)
+
+        opening = threading.Thread(target=bob_listens, daemon=True)
+        opening.start()
+        assert leavings.joined.wait(WAIT)  # Bob's listen waits for the unsubscribe's answer
+        assert alice.call_tool("release").text == "released"
+        opening.join(WAIT)
+        assert streams["bob"].acknowledged["resourceSubscriptions"] == [kept]
+        assert kept in proxy.watcher.subscribed and proxy._watched[kept] == 1
+        assert bob.call_tool("touch_kept").text == "touched"
+        updated.wait_until(lambda uris: kept in uris)
+        streams["bob"].close()
+
+
 # -- closing -------------------------------------------------------------------------------------
 
 

@@ -2,10 +2,12 @@
 
 ``python proxy_refusing_target.py [--era handshake|modern]``, on stdio.  A resource whose URI
 begins ``refused://`` is held back until the tool ``release`` is called (30 s at most), then
-refused: in the handshake era its ``resources/subscribe`` (and ``resources/unsubscribe``) get
-an error; at 2026-07-28 a ``subscriptions/listen`` naming it is acknowledged without it (basic/
-patterns/subscriptions §Acknowledgment: "the subset the server agreed to honor").  So a test
-holds a refusal back while other requests about the same resource arrive.
+refused: in the handshake era its ``resources/subscribe`` gets an error; at 2026-07-28 a
+``subscriptions/listen`` naming it is acknowledged without it (basic/patterns/subscriptions
+§Acknowledgment: "the subset the server agreed to honor").  A ``kept://{id}`` resource is
+subscribed to as any, but its ``resources/unsubscribe`` is held back the same way, then refused
+(the subscription stays); the tool ``touch_kept`` says ``kept://1`` changed.  So a test holds a
+refusal back while other requests about the same resource arrive.
 """
 
 import argparse
@@ -22,6 +24,7 @@ from mcp_ref.extension import Extension
 
 STALL = 30.0
 REFUSED = "refused://"
+KEPT = "kept://"
 
 
 class Refusing(Extension):
@@ -34,10 +37,11 @@ class Refusing(Extension):
 
     def intercept_request(self, call, proceed):
         params = call.params or {}
-        if call.method in ("resources/subscribe", "resources/unsubscribe"):
-            if str(params.get("uri", "")).startswith(REFUSED):
-                self.released.wait(STALL)
-                raise InvalidParams(f"Invalid params: {params['uri']} cannot be watched")
+        uri = str(params.get("uri", ""))
+        refusing = {"resources/subscribe": REFUSED, "resources/unsubscribe": KEPT}
+        if call.method in refusing and uri.startswith(refusing[call.method]):
+            self.released.wait(STALL)
+            raise InvalidParams(f"Invalid params: {uri} cannot be {call.method.split('/')[1]}d")
         if call.method == "subscriptions/listen":
             wanted = params.get("notifications") or {}
             uris = wanted.get("resourceSubscriptions") or []
@@ -61,6 +65,17 @@ def main() -> None:
         """Let the held-back refusals go."""
         released.set()
         return "released"
+
+    @server.resource("kept://{id}")
+    def kept(id: str) -> str:
+        """A resource whose subscription cannot be ended."""
+        return f"kept {id}"
+
+    @server.tool()
+    def touch_kept() -> str:
+        """Change kept://1 (subscribers are told)."""
+        server.notify_resource_updated("kept://1")
+        return "touched"
 
     server.add_extension(Refusing(released))
     server.run_stdio()
