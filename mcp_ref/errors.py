@@ -318,7 +318,8 @@ class RequestCancelled(MCPRefError):
 
 
 class CapabilityError(MCPRefError):
-    """The peer did not declare the capability this request needs, so it was not sent."""
+    """The peer did not declare the capability this request needs, so it was not sent; or a
+    2026-07-28 server left a resource out of its acknowledgment (``Client.subscribe``)."""
 
 
 class MessageTooLarge(MCPRefError):

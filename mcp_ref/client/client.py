@@ -603,7 +603,8 @@ class Client:
 
         Handshake era: ``resources/subscribe``.  2026-07-28, which has no such method: the
         callbacks' ``subscriptions/listen`` stream is re-opened with ``uri`` in its filter
-        (acknowledged before this returns).
+        (acknowledged before this returns); :class:`CapabilityError` if its acknowledgment leaves
+        ``uri`` out (the server refuses to watch it), as a handshake-era server's refusal raises.
         """
         self._require("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):

@@ -389,10 +389,13 @@ class Streams:
             feed.uris.add(uri)
             turn = None if connection.modern else self._take_turn(uri)
         try:
-            if turn is None:
-                feed.update(connection.session.default_timeout)
-            else:
+            if turn is not None:
                 self._send_in_turn("resources/subscribe", uri, turn)
+            elif uri not in feed.update(connection.session.default_timeout):
+                # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: it "reflects the
+                # subset the server agreed to honor"; the client "SHOULD check the acknowledged
+                # filter against what it requested"
+                raise CapabilityError(f"the server did not agree to send updates about {uri!r}")
         except BaseException:
             with self._lock:
                 feed.uris.discard(uri)

@@ -18,6 +18,7 @@ from conftest import SERVERS, WAIT, InMemory, WireChecker
 from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fixtures
 
 from mcp_ref import (
+    CapabilityError,
     Client,
     Context,
     InvalidParams,
@@ -625,3 +626,20 @@ def test_a_broken_http_response_stream_is_re_issued_as_a_new_request(serve, http
         and calls[0]["params"] == calls[1]["params"]
     )
     client.wire.assert_valid()
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_subscription_the_server_refuses_raises_and_is_not_kept(era):
+    # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: the acknowledgment "reflects the
+    # subset the server agreed to honor"; a URI it leaves out is refused, as a handshake-era
+    # server's error to resources/subscribe is.
+    target = [sys.executable, str(SERVERS / "proxy_refusing_target.py"), "--era", era]
+    with Client.stdio(target, era=era) as client:
+        client.call_tool("release")  # the target refuses at once from now on
+        refused = CapabilityError if era == "modern" else InvalidParams
+        with pytest.raises(refused):
+            client.subscribe("refused://a")
+        assert "refused://a" not in client.connection.streams.feed.uris
+        client.subscribe("kept://1")
+        with pytest.raises(refused):
+            client.subscribe("refused://a")  # asked again, not taken as held
