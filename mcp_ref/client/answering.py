@@ -74,23 +74,39 @@ def create_message(connection: Connection, context: RequestContext, params: dict
 _NOT_IN_A_URL = re.compile(r"[\x00-\x20\x7f-\x9f\\\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
 
 
-def check_elicitation(params: dict) -> None:
-    """Refuse with -32602 an ``elicitation/create`` that does not have the spec's shape, before the
-    user's handler (or an ``approve`` hook) sees it.
+def check_elicitation(params: dict, version: str | None) -> None:
+    """Refuse with -32602 an ``elicitation/create`` that does not have the spec's shape in protocol
+    ``version``, before the user's handler (or an ``approve`` hook) sees it.
 
     2025-11-25 client/elicitation: ``message`` is a string; a form-mode ``requestedSchema`` is an
     object, its ``properties`` an object; in URL mode "The url parameter **MUST** contain a valid
     URL" and §Safe URL Handling asks clients to handle URLs carefully: here an ``http`` or
     ``https`` URL with a host (the spec asks servers for HTTPS outside development, so plain
     ``http`` passes), nothing that could run script (``javascript:``) or open a local file.
+    URL mode exists from 2025-11-25 on; its ``elicitationId`` only in 2025-11-25 (see below).
     """
     if not isinstance(params.get("message"), str):
         raise InvalidParams("Invalid params: elicitation/create needs a string message")
     mode = params.get("mode")
     if mode == "url":
+        if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
+            # 2025-06-18 schema ElicitRequest: params are a message and a requestedSchema, no mode.
+            raise InvalidParams(
+                f"Invalid params: URL-mode elicitation does not exist in protocol version {version}"
+            )
         if not is_web_url(params.get("url")):
             raise InvalidParams(
                 "Invalid params: a URL-mode elicitation needs a url, an http or https URL"
+            )
+        if version not in lifecycle.MODERN_VERSIONS and not isinstance(
+            params.get("elicitationId"), str
+        ):
+            # 2025-11-25 client/elicitation §URL Mode Elicitation Requests: they "MUST specify
+            # mode: "url", a message, and include these additional parameters: url,
+            # elicitationId" (schema ElicitRequestURLParams: "required": ["elicitationId", ...]);
+            # the completion notification names it.  2026-07-28 changelog 11 removed both.
+            raise InvalidParams(
+                "Invalid params: a URL-mode elicitation needs an elicitationId, a string"
             )
         return
     schema = params.get("requestedSchema")
@@ -117,7 +133,7 @@ def is_web_url(url: object) -> bool:
 def elicit(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
-    check_elicitation(params)  # again: an approve hook may have edited the params
+    check_elicitation(params, connection.protocol_version)  # again: an approve hook may edit them
     try:
         request = ElicitParams.from_wire(params)
     except (TypeError, KeyError) as exc:
@@ -240,7 +256,8 @@ def answer_request(
     if handler is None:
         check_offered(connection, method)
         if method == "elicitation/create":
-            check_elicitation(params)  # before an extension shows it to the user or makes a task
+            # before an extension shows it to the user or makes a task
+            check_elicitation(params, connection.protocol_version)
         handler = HANDLERS[method]
     call = IncomingRequest(connection, context, method, params)
 

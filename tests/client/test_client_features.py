@@ -422,6 +422,54 @@ A_GOOD_URL_ASK = {
 
 
 @pytest.mark.parametrize(
+    ("version", "params", "refusal"),
+    [
+        (
+            "2025-11-25",
+            {"message": "m", "mode": "url", "url": "https://example.com/x"},
+            "a URL-mode elicitation needs an elicitationId, a string",
+        ),
+        (
+            "2025-11-25",
+            {"message": "m", "mode": "url", "url": "https://example.com/x", "elicitationId": 7},
+            "a URL-mode elicitation needs an elicitationId, a string",
+        ),
+        (
+            "2025-06-18",
+            A_GOOD_URL_ASK,
+            "URL-mode elicitation does not exist in protocol version 2025-06-18",
+        ),
+    ],
+    ids=["2025-11-25-no-elicitationId", "2025-11-25-number-elicitationId", "2025-06-18-url-mode"],
+)
+def test_a_url_mode_elicitation_the_revision_does_not_allow_is_refused(
+    connect, wire, version, params, refusal
+):
+    # 2025-11-25 schema ElicitRequestURLParams: "required": ["elicitationId", "message", "mode",
+    # "url"] (client/elicitation §URL Mode Elicitation Requests: they "MUST specify mode: "url", a
+    # message, and include these additional parameters: url, elicitationId").  2025-06-18 has no
+    # URL mode: its ElicitRequest params are a message and a requestedSchema.  (2026-07-28 removed
+    # elicitationId: test_modern_client.py asks without one.)  The user is never asked.
+    seen: list = []
+    client = connect(
+        UNTESTED_STDIO,
+        protocol_version=version,
+        elicitation_handler=lambda p: seen.append(p) or {"action": "decline"},
+        elicitation_modes=("form", "url"),
+    )
+    answer = sent_anyway(client, "elicitation/create", params)
+    assert answer == {"error": -32602, "message": f"Invalid params: {refusal}"}
+    assert seen == []
+    if version == "2025-11-25":
+        assert sent_anyway(client, "elicitation/create", A_GOOD_URL_ASK) == {
+            "result": {"action": "decline"}
+        }
+        assert [p.elicitation_id for p in seen] == ["e"]
+    assert all(error.startswith("ElicitRequest") for error in wire.errors), wire.errors
+    wire.errors.clear()
+
+
+@pytest.mark.parametrize(
     "params",
     [
         {"message": "m", "requestedSchema": ["x"]},
