@@ -95,6 +95,69 @@ class ElicitParams(WireModel):
     meta: dict[str, Any] | None = None
 
 
+#: The values of ``ElicitResult.action`` (the schema's enum, 2025-06-18 to 2026-07-28
+#: client/elicitation): the client sends no other, and the server takes no other.
+ELICIT_ACTIONS = ("accept", "decline", "cancel")
+
+
+def elicit_result_problem(result: dict, mode: str, schema: dict | None) -> str | None:
+    """What makes ``result`` (an elicitation handler's answer, as sent) no answer to a ``mode``
+    elicitation asking for ``schema``, in a few words that quote none of its values; None if fine.
+
+    2025-11-25 client/elicitation §Response Actions: ``action`` is "accept", "decline" or "cancel"
+    (the schema's enum); ``content`` is "The submitted form data, only present when action is
+    "accept" and mode was "form"" (schema ``ElicitResult``), "values matching the requested
+    schema": each a property's restricted primitive type (§Requested Schema), a string, number or
+    boolean, or a multi-select's list of strings.
+    """
+    action = result.get("action")
+    if action not in ELICIT_ACTIONS:
+        shown = repr(action) if action is None or isinstance(action, str) else type(action).__name__
+        return f'its action is {shown[:40]}, not "accept", "decline" or "cancel"'
+    content = result.get("content")
+    if content is None:
+        return None
+    if action != "accept" or mode != "form":
+        return f"it has content, which only an accepted form has (this is {action}, {mode} mode)"
+    if not isinstance(content, dict):
+        return "its content is not an object"
+    properties = (schema or {}).get("properties") or {}
+    for name, value in content.items():
+        declared = properties.get(name)
+        kind = declared.get("type") if isinstance(declared, dict) else None
+        if not _fits(value, kind):
+            wanted = _WANTED.get(str(kind), "a string, number, boolean or list of strings")
+            return f"its content's {str(name)[:40]!r} is not {wanted}"
+    return None
+
+
+#: What a form's value of each primitive type must be, in words.
+_WANTED = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "a list of strings",
+}
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """Whether ``value`` is a form's value of the primitive ``kind`` (any of them when unknown)."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    is_strings = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":  # JSON Schema: 2.0 is an integer, 2.5 is not
+        return is_number and float(value).is_integer()
+    if kind == "number":
+        return is_number
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "array":
+        return is_strings
+    return isinstance(value, (str, bool)) or is_number or is_strings
+
+
 @dataclass(kw_only=True)
 class ElicitResult(WireModel, Awaitable):
     """The user's answer: ``action`` is "accept", "decline" or "cancel".

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from .. import lifecycle
 from ..errors import InvalidParams, MethodNotFound
 from ..feature_types import Root
-from ..sampling_and_elicitation import CreateMessageParams, ElicitParams
+from ..sampling_and_elicitation import CreateMessageParams, ElicitParams, elicit_result_problem
 from ..session import RequestContext
 from .callbacks import call_handler, notify_callbacks, result_dict
 
@@ -144,7 +144,11 @@ def elicit(connection: Connection, context: RequestContext, params: dict) -> dic
     result = result_dict(
         call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context)
     )
-    if mode == "form" and result.get("action") == "accept":
+    if (
+        mode == "form"
+        and result.get("action") == "accept"
+        and isinstance(result.get("content"), (dict, type(None)))
+    ):
         result["content"] = apply_defaults(request.requested_schema, result.get("content"))
     if result.get("content") is not None:
         # 2025-11-25 client/elicitation: StringSchema's formats include "date" and "date-time";
@@ -153,6 +157,13 @@ def elicit(connection: Connection, context: RequestContext, params: dict) -> dic
         from ..jsonable import sendable
 
         result["content"] = sendable(result["content"], "content")
+    problem = elicit_result_problem(result, mode, request.requested_schema)
+    if problem is not None:
+        # The handler's mistake, not the server's: logged here with this reason (the session's
+        # handler failure), and the server is told -32603 "Internal error", nothing of the answer.
+        raise ValueError(
+            f"the elicitation_handler's answer is no ElicitResult the spec allows: {problem}"
+        )
     return result
 
 

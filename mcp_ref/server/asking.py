@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 _L = TypeVar("_L", bound="Answers")
 
-#: The values of ``ElicitResult.action`` (the schema's enum, 2025-06-18 to 2026-07-28
-#: client/elicitation): any other reply is refused, not handed to the handler.
-ELICIT_ACTIONS = ("accept", "decline", "cancel")
-
 
 class Done(Generic[_T]):
     """What a Context call did, already done; awaiting it gives :attr:`value` (see the module).
@@ -181,7 +177,7 @@ def read_elicit(answer: dict) -> ElicitResult:
     raises for a reply that does not match) unless its ``action`` is one of :data:`ELICIT_ACTIONS`:
     the schema's ``ElicitResult.action`` is an enum, and a handler checking ``action == "accept"``
     must not be handed ``"ACCEPT"`` with content no one checked."""
-    from ..sampling_and_elicitation import ElicitResult
+    from ..sampling_and_elicitation import ELICIT_ACTIONS, ElicitResult
 
     if not isinstance(answer, dict) or answer.get("action") not in ELICIT_ACTIONS:
         raise InvalidParams(

@@ -528,6 +528,90 @@ def test_malformed_elicitation_params_are_invalid_params(connect, wire, caplog, 
     wire.errors.clear()
 
 
+#: A form of every restricted primitive type (2025-11-25 client/elicitation §Requested Schema).
+EVERY_TYPE_FORM = {
+    "message": "m",
+    "mode": "form",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer"},
+            "score": {"type": "number"},
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+        },
+    },
+}
+GOOD_FORM_ANSWER = {
+    "action": "accept",
+    # (a number of the form may be a fraction; the schema's ElicitResult content, though, lists
+    # no "number" type for a value: 2 is valid for both)
+    "content": {"name": "hunter2", "age": 3, "score": 2, "ok": True, "tags": ["a"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("params", "answer", "problem"),
+    [
+        (EVERY_TYPE_FORM, {"action": "ACCEPT"}, "its action is 'ACCEPT'"),
+        (EVERY_TYPE_FORM, {"content": {"name": "hunter2"}}, "its action is None"),
+        (EVERY_TYPE_FORM, {"action": "decline", "content": {"name": "hunter2"}}, "has content"),
+        (EVERY_TYPE_FORM, {"action": "cancel", "content": {}}, "has content"),
+        (A_GOOD_URL_ASK, {"action": "accept", "content": {"name": "hunter2"}}, "has content"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": ["hunter2"]}, "not an object"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"name": 7}}, "'name' is not a string"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"age": "3"}}, "'age' is not an integer"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"age": 2.5}}, "'age' is not an integer"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"score": True}}, "'score' is not a num"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"ok": "yes"}}, "'ok' is not a boolean"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"tags": "a"}}, "'tags' is not a list"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"tags": [1]}}, "'tags' is not a list"),
+        (EVERY_TYPE_FORM, {"action": "accept", "content": {"x": {"a": 1}}}, "'x' is not a string"),
+    ],
+    ids=[
+        "unknown-action",
+        "no-action",
+        "decline-with-content",
+        "cancel-with-content",
+        "url-accept-with-content",
+        "content-not-an-object",
+        "string-as-number",
+        "integer-as-string",
+        "integer-as-fraction",
+        "number-as-boolean",
+        "boolean-as-string",
+        "array-as-string",
+        "array-of-numbers",
+        "undeclared-object",
+    ],
+)
+def test_an_elicitation_handlers_malformed_answer_is_a_local_error(
+    connect, wire, caplog, params, answer, problem
+):
+    # 2025-11-25 client/elicitation §Response Actions: the action is "accept", "decline" or
+    # "cancel" (the schema's enum); only an accepted form has content, "the submitted data
+    # matching the requested schema" (its restricted primitive types).  The handler's mistake is
+    # logged here; the server is told -32603 with the generic message, nothing of the answer.
+    answers = [answer, GOOD_FORM_ANSWER]
+    client = connect(
+        UNTESTED_STDIO,
+        elicitation_handler=lambda params: answers.pop(0),
+        elicitation_modes=("form", "url"),
+    )
+    with caplog.at_level("ERROR", logger="mcp_ref"):
+        refused = sent_anyway(client, "elicitation/create", params)
+    assert refused == {"error": -32603, "message": "Internal error"}
+    (logged,) = [r for r in caplog.records if "elicitation/create" in r.getMessage()]
+    assert logged.exc_info is not None and problem in str(logged.exc_info[1])
+    assert "hunter2" not in caplog.text
+    assert not [m for m in wire.sent() if "result" in m and "hunter2" in json.dumps(m)]
+    # The connection goes on: a good answer is sent as it is.
+    assert sent_anyway(client, "elicitation/create", EVERY_TYPE_FORM) == {
+        "result": GOOD_FORM_ANSWER
+    }
+
+
 def test_a_url_only_client_is_not_sent_a_form(connect, wire):
     client = connect(
         UNTESTED,
@@ -548,8 +632,11 @@ def test_a_client_without_an_elicitation_handler_answers_method_not_found(connec
 
 
 def test_server_rejects_accepted_content_that_breaks_the_schema(connect, wire):
+    # The required name is missing: a form's values of the wrong type the client refuses itself
+    # (test_an_elicitation_handlers_malformed_answer_is_a_local_error); the rest of the schema
+    # (required, enum, bounds) the server checks.
     answers = [
-        {"action": "accept", "content": {"name": 42}},
+        {"action": "accept", "content": {"nickname": "Ada"}},
         {"action": "accept", "content": {"name": "Ada"}},
     ]
     client = connect(UNTESTED, elicitation_handler=lambda params: answers.pop(0))

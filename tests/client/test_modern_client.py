@@ -483,6 +483,26 @@ def test_a_malformed_elicitation_among_input_requests_is_refused_before_anyone_s
     wire.errors.clear()
 
 
+def test_an_elicitation_handlers_malformed_answer_fails_the_call_here(connect, wire):
+    # 2026-07-28 client/elicitation §Response Actions: the action is "accept", "decline" or
+    # "cancel", and a form's content holds its schema's primitive types.  In this era the answer
+    # rides on the retried call, so the handler's mistake fails that call, in the caller's hands,
+    # and nothing is sent; the client goes on.
+    answers = [{"action": "accept", "content": {"name": 42}}, {"action": "decline"}]
+    client = connect(
+        [sys.executable, str(SERVERS / "untested_server.py")],
+        elicitation_handler=lambda params: answers.pop(0),
+    )
+    assert client.era == "modern"
+    with pytest.raises(ValueError, match="its content's 'name' is not a string"):
+        client.call_tool("elicit_form")
+    assert len(wire.sent("tools/call")) == 1  # not retried with the malformed answer
+    assert json.loads(client.call_tool("elicit_form").text) == {
+        "action": "decline",
+        "content": None,
+    }
+
+
 # -- the cache (2026-07-28 server/utilities/caching) -------------------------------------------------
 
 
