@@ -11,7 +11,9 @@ request of the server's is *parked* as an :class:`Ask`: pushed to the page (the 
 and its handler thread waits for the page's answer (:meth:`InspectedServer.answer`), at most
 ``answer_timeout`` seconds.  An ask ends ``answered``, ``expired`` (no answer in time: an
 elicitation is answered ``cancel``, a sampling request with an error) or ``cancelled`` (the
-server cancelled its request, or the connection ended); each end is pushed as ``ask-done``.
+server cancelled its request, or the connection ended) or ``failed`` (the wait itself failed:
+logged, and the request fails with a clear :class:`InspectorError`, a 409 for a page's call
+that would carry the answer, never a 500); each end is pushed as ``ask-done``.
 The handler's thread waits on one Event, with the time left as its timeout: the page's answer,
 the server's cancellation (a callback on the request's ``cancelled`` Event, whoever sets it)
 and the connection's end each set it, so the ask ends the moment one of them happens; nothing
@@ -421,7 +423,7 @@ class InspectedServer:
 
     def _park(self, kind: str, mode: str | None, params: dict, context: Any) -> tuple[Ask, str]:
         """Show a server request to the page and wait for its answer; the ask and its outcome:
-        "answered", "expired" or "cancelled"."""
+        "answered", "expired" or "cancelled" (a wait that fails raises :class:`InspectorError`)."""
         now = time.time()
         ask = Ask(
             ask_id=f"a{next(self._ask_ids)}",
@@ -444,10 +446,25 @@ class InspectedServer:
         self.publish("ask", ask.event())
         try:
             self._wait_for_the_end(ask, context)
+        except Exception:  # the inspector's own failure: its terminal says why, the page what
+            log.exception("the wait for the page's answer to a server's %s request failed", kind)
+            failed = True
+        else:
+            failed = False
         finally:  # a wait that fails leaves no ask behind in the table
             with self._lock:
                 self._asks.pop(ask.ask_id, None)
                 answer = ask.answer  # none can come after this (answer() looks in the table)
+        if failed:
+            # The page's card goes (its answer could reach no one), and the request fails: in
+            # the handshake era the server is told -32603; in the 2026-07-28 era the page's call
+            # that answers it ends with this message (a 409, not a 500 with no reason).
+            self.publish("ask-done", {"ask": ask.ask_id, "outcome": "failed"})
+            raise InspectorError(
+                409,
+                f"the server's {kind} request could not wait for the page's answer (the "
+                "inspector's terminal says why); it was not answered",
+            )
         if answer.get("action") == "connection-ended":
             outcome = "cancelled"
         elif answer:

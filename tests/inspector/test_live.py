@@ -193,14 +193,42 @@ def test_an_ask_whose_answer_timeout_no_lock_can_hold_still_waits_for_its_answer
     assert inspector.events().wait_for("asks-waiting") == {"asks": []}
 
 
-def test_a_wait_that_fails_leaves_no_ask_behind(inspect, monkeypatch):
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_a_wait_that_fails_leaves_no_ask_behind_and_the_page_is_told(
+    inspect, monkeypatch, caplog, era
+):
+    """The wait for the page's answer fails (the inspector's own failure): its terminal logs why,
+    the page's card goes (``ask-done``, ``failed``), and the request is not answered: in the
+    2026-07-28 era the page's call (whose retry would carry the answer) ends with a clear 409, not
+    a 500; in the handshake era the server is told -32603, and its tool fails with it.  The page then
+    works as before: a new ask is answered through it."""
+
     def failing_wait(ask, context):
         raise OverflowError("timestamp out of range for platform time_t")
 
     monkeypatch.setattr(live.InspectedServer, "_wait_for_the_end", staticmethod(failing_wait))
-    inspector = inspect(("stdio", "modern"))
-    inspector.post("call", {"call": "c1", "name": "ask_user", "arguments": {}}, status=500)
+    inspector = inspect(("stdio", era))
+    events = inspector.events()
+    ask_user = {"call": "c1", "name": "ask_user", "arguments": {}}
+    with caplog.at_level("ERROR", logger="mcp_ref.inspector"):
+        if era == "modern":
+            failed = inspector.post("call", ask_user, status=409)
+            assert failed["error"]["message"] == (
+                "the server's elicitation request could not wait for the page's answer (the "
+                "inspector's terminal says why); it was not answered"
+            )
+        else:
+            failed = inspector.post("call", ask_user)  # the server's JSON-RPC error, as it sent it
+            assert failed["error"]["code"] == -32603
+    ask = events.wait_for("ask")
+    assert events.wait_for("ask-done") == {"ask": ask["ask"], "outcome": "failed"}
     assert inspector.inspected.pending_asks() == []
+    assert "timestamp out of range" in caplog.text  # the terminal says why
+    monkeypatch.undo()
+    waiting = inspector.in_background("call", {**ask_user, "call": "c2"})
+    second = events.wait_for("ask", lambda data: data["ask"] != ask["ask"])
+    inspector.post("answer", {"ask": second["ask"], "action": "accept", "content": {"name": "Ada"}})
+    assert waiting()["result"]["content"][0]["text"] == "hello Ada, who likes blue"
 
 
 IMPATIENT_SERVER = """
