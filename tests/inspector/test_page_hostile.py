@@ -40,6 +40,45 @@ def assert_harmless(page: Page) -> None:
     assert page.driver.execute_script("return getComputedStyle(document.body).display") != "none"
 
 
+def test_the_page_opens_no_url_that_is_not_http_even_one_the_client_let_through(
+    driver, monkeypatch
+):
+    """Defence in depth: the client refuses a URL-mode elicitation whose URL is not ``http`` or
+    ``https`` (-32602, above), so the page's own guard is never reached through it.  With the
+    client's check let through here (an inspector served in this process, a real page on a real
+    socket), the hostile server's ``javascript:`` URL reaches the page: it is shown as text, its
+    *Open* button is disabled and says why, a click on it opens nothing, nothing runs, and the
+    request can still be answered."""
+    from inspector_harness import Inspector
+
+    from mcp_ref.client import answering
+
+    monkeypatch.setattr(answering, "is_web_url", lambda url: True)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(SERVERS / "hostile_server.py")
+    )
+    try:
+        page = Page(driver, inspector.url)
+        page.connected()
+        driver.execute_script(
+            "window.__opened = []; window.open = (...args) => { window.__opened.push(args); };"
+        )
+        page.call_tool("visit")
+        page.tab("client")
+        page.text_in(".ask .url", "javascript:window.__pwned=6")
+        opener = page.css(".ask button.open")
+        assert opener.text == "Not an http(s) URL: not opened"
+        assert not opener.is_enabled()
+        driver.execute_script("arguments[0].click()", opener)  # a click that reaches it anyway
+        assert driver.execute_script("return window.__opened") == []
+        assert_harmless(page)
+        page.click(".ask button.decline")
+        page.tab("tools")
+        page.result("visited: decline")
+    finally:
+        inspector.close()
+
+
 def test_a_hostile_servers_markup_stays_text(driver, tmp_path):
     with inspect(HOSTILE, "--era", "handshake") as address:
         page = Page(driver, address)

@@ -869,6 +869,8 @@
       card.appendChild(el("p", { className: "ask-message" }, asText(params.message)));
       const url = asText(params.url);
       card.appendChild(el("p", null, "URL: ", el("code", { className: "url" }, url)));
+      // 2025-11-25 client/elicitation §Safe URL Handling: clients "MUST handle URLs carefully".
+      // The client refuses a URL that is not http(s) first (-32602); this guard is the page's own.
       const safe = /^https?:\/\//i.test(url);
       const open = el("button", { type: "button", className: "open", disabled: !safe, on: { click: () => { window.open(url, "_blank", "noopener,noreferrer"); } } }, safe ? "Open" : "Not an http(s) URL: not opened");
       card.appendChild(el("div", { className: "actions" }, open,
