@@ -148,7 +148,7 @@ def _fits(value: Any, kind: Any) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":  # JSON Schema: 2.0 is an integer, 2.5 is not
-        return is_number and float(value).is_integer()
+        return is_number and (isinstance(value, int) or value.is_integer())
     if kind == "number":
         return is_number
     if kind == "boolean":
