@@ -125,7 +125,7 @@ def elicit_result_problem(result: dict, mode: str, schema: dict | None) -> str |
     for name, value in content.items():
         declared = properties.get(name)
         kind = declared.get("type") if isinstance(declared, dict) else None
-        if not _fits(value, kind):
+        if not fits_form_type(value, kind):
             wanted = _WANTED.get(str(kind), "a string, number, boolean or list of strings")
             return f"its content's {str(name)[:40]!r} is not {wanted}"
     return None
@@ -141,7 +141,7 @@ _WANTED = {
 }
 
 
-def _fits(value: Any, kind: Any) -> bool:
+def fits_form_type(value: Any, kind: Any) -> bool:
     """Whether ``value`` is a form's value of the primitive ``kind`` (any of them when unknown)."""
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     is_strings = isinstance(value, list) and all(isinstance(item, str) for item in value)

@@ -24,7 +24,12 @@ from urllib.parse import urlsplit
 from .. import lifecycle
 from ..errors import InvalidParams, MethodNotFound
 from ..feature_types import Root
-from ..sampling_and_elicitation import CreateMessageParams, ElicitParams, elicit_result_problem
+from ..sampling_and_elicitation import (
+    CreateMessageParams,
+    ElicitParams,
+    elicit_result_problem,
+    fits_form_type,
+)
 from ..session import RequestContext
 from .callbacks import call_handler, notify_callbacks, result_dict
 
@@ -171,11 +176,15 @@ def apply_defaults(schema: dict | None, content: dict | None) -> dict:
     """Fill fields the user left out with the schema's ``default`` values.
 
     2025-11-25 client/elicitation (SEP-1034): primitive schemas may carry a
-    ``default``; a client that accepts should send it for fields left unset.
+    ``default``; a client that accepts should send it for fields left unset.  A default that is
+    not a value of its property's type is the server's mistake: it is not filled in (the handler's
+    answer would otherwise be blamed for it).
     """
     content = dict(content or {})
     for key, spec in ((schema or {}).get("properties") or {}).items():
-        if key not in content and isinstance(spec, dict) and "default" in spec:
+        if key in content or not isinstance(spec, dict) or "default" not in spec:
+            continue
+        if fits_form_type(spec["default"], spec.get("type")):
             content[key] = spec["default"]
     return content
 

@@ -171,9 +171,10 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                     raise call.too_many_rounds()
                 try:
                     responses = call.answer(fresh)
-                except (McpError, RequestCancelled):
-                    # refused (approve, server_request_limit) or unanswerable: the task could only wait
-                    # in input_required until its ttl, holding a worker of the server's; end it now
+                except Exception:
+                    # refused (approve, server_request_limit), unanswerable, or a handler's answer
+                    # no ElicitResult the spec allows: the task could only wait in input_required
+                    # until its ttl, holding a worker of the server's; end it now
                     _cancel(connection, task_id, options)
                     raise
                 answered.update(responses)

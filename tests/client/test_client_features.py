@@ -612,6 +612,30 @@ def test_an_elicitation_handlers_malformed_answer_is_a_local_error(
     }
 
 
+def test_a_default_of_the_wrong_type_is_not_filled_in_for_the_handler(connect, wire):
+    # 2025-11-25 client/elicitation (SEP-1034): a field left unset takes its schema's default;
+    # a default that is no value of its property's type is the server's mistake, not filled in
+    # (the handler's good answer is not blamed for it), and one that fits is.
+    params = {
+        "message": "m",
+        "mode": "form",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "default": "five"},
+                "m": {"type": "integer", "default": 5},
+            },
+        },
+    }
+    client = connect(
+        UNTESTED_STDIO, elicitation_handler=lambda params: {"action": "accept", "content": {}}
+    )
+    answer = sent_anyway(client, "elicitation/create", params)
+    assert answer == {"result": {"action": "accept", "content": {"m": 5}}}
+    assert [error.split(":")[0] for error in wire.errors] == ["ElicitRequest"]  # the bad default
+    wire.errors.clear()
+
+
 def test_a_url_only_client_is_not_sent_a_form(connect, wire):
     client = connect(
         UNTESTED,

@@ -414,3 +414,19 @@ def test_a_task_whose_input_is_refused_is_cancelled_not_left_waiting(client, han
     assert (
         c.get_task(call.task_id)["status"] == "cancelled"
     )  # not parked in input_required until its ttl
+
+
+def test_a_task_whose_elicitation_handler_answers_wrongly_is_cancelled(client):
+    # A handler's answer that is no ElicitResult the spec allows raises here; the task could only
+    # wait in input_required until its ttl, holding one of the server's workers: it is cancelled.
+    c = client(
+        "stdio",
+        "modern",
+        server=TASKS,
+        elicitation_handler=lambda params, context: {"action": "ACCEPT"},
+    )
+    call = c.start_tool_call("confirm", {"filename": "c.txt"}, task=True)
+    with pytest.raises(ValueError, match="its action is 'ACCEPT'"):
+        call.result()
+    assert call.task_id is not None
+    assert c.get_task(call.task_id)["status"] == "cancelled"
