@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import queue
 import signal
@@ -445,6 +446,19 @@ def live_group_members(pgid: int) -> list[int]:
 
 
 # -- waiting on callbacks -------------------------------------------------------------------------
+
+
+class LoggedOnce(logging.Handler):
+    """A logging handler that sets :attr:`seen` once a record's message holds ``words``."""
+
+    def __init__(self, words: str):
+        super().__init__()
+        self.words = words
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.seen.set()
 
 
 class Collector:

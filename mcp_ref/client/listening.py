@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CapabilityError, McpError, MCPRefError, RequestCancelled, RequestTimeout
@@ -277,8 +278,18 @@ class CallbackFeed:
                     raise
                 self.stream = stream
                 # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: it "reflects the
-                # subset the server agreed to honor": a URI left out is not held
+                # subset the server agreed to honor": a URI left out is not held, and no longer
+                # counted as subscribed (a re-opened stream's too: the next subscribe asks again)
                 held = set((stream.acknowledged or {}).get("resourceSubscriptions") or ())
+                lost = set(wanted.get("resourceSubscriptions") or ()) - held
+                if lost:
+                    with self.streams._lock:
+                        self.uris.difference_update(lost)
+                    log.log(
+                        logging.WARNING if reopening else logging.INFO,
+                        "the server does not agree to send updates about %s",
+                        ", ".join(sorted(lost)),
+                    )
                 if not reopening:
                     # A re-opened stream counts as a success only once it brings a notification
                     # (_deliver): a server that acknowledges and ends each stream at once would
@@ -372,6 +383,9 @@ class Streams:
         #: Handshake era, per resource URI: the turn of the last ``resources/subscribe`` or
         #: ``resources/unsubscribe`` decided for it, until it is answered (:meth:`_take_turn`).
         self._turns: dict[str, threading.Event] = {}
+        #: Per resource URI, the outcome of a ``Client.subscribe`` of it under way: a caller
+        #: subscribing to it meanwhile waits for it (at most one per URI the client names).
+        self._subscribing: dict[str, Future] = {}
         #: The stream behind the change callbacks and ``Client.subscribe`` (opened when first needed).
         self.feed = CallbackFeed(self)
 
@@ -383,23 +397,44 @@ class Streams:
         """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
         (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28)."""
         connection, feed = self.connection, self.feed
+        timeout = connection.session.default_timeout
         with self._lock:
-            if uri in feed.uris:
+            pending = self._subscribing.get(uri)
+            if pending is None and uri in feed.uris:
                 return
-            feed.uris.add(uri)
-            turn = None if connection.modern else self._take_turn(uri)
+            if pending is None:
+                feed.uris.add(uri)
+                turn = None if connection.modern else self._take_turn(uri)
+                pending = self._subscribing[uri] = Future()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            # one subscribe of it is under way: its outcome is this caller's too
+            try:
+                pending.result(timeout)
+            except FutureTimeout:
+                raise RequestTimeout(
+                    f"the subscribe of {uri!r} under way did not end in time"
+                ) from None
+            return
         try:
             if turn is not None:
                 self._send_in_turn("resources/subscribe", uri, turn)
-            elif uri not in feed.update(connection.session.default_timeout):
+            elif uri not in feed.update(timeout):
                 # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: it "reflects the
                 # subset the server agreed to honor"; the client "SHOULD check the acknowledged
                 # filter against what it requested"
                 raise CapabilityError(f"the server did not agree to send updates about {uri!r}")
-        except BaseException:
+        except BaseException as exc:
             with self._lock:
                 feed.uris.discard(uri)
+                del self._subscribing[uri]
+            pending.set_exception(exc)
             raise
+        with self._lock:
+            del self._subscribing[uri]
+        pending.set_result(None)
 
     def unsubscribe(self, uri: str) -> None:
         """``Client.unsubscribe``: no more updates about ``uri`` to the callbacks.  Handshake era:

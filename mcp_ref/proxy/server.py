@@ -523,7 +523,9 @@ class ProxyServer(Server):
         return agreed
 
     def _count_held(self, watcher: BackLink, uris: Collection[str]) -> set[str]:
-        """One more stream for each of ``uris`` ``watcher`` holds; those (under the lock)."""
+        """One more stream for each of ``uris`` ``watcher`` holds; those (under the lock).  What
+        its client no longer holds (a 2026 target's re-opened stream left it out) is dropped."""
+        watcher.subscribed &= watcher.client.connection.streams.feed.uris
         held = {uri for uri in uris if uri in watcher.subscribed}
         for uri in held:
             self._watched[uri] = self._watched.get(uri, 0) + 1

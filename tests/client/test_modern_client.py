@@ -9,12 +9,13 @@ its revision (WireChecker).  See spec_notes/modern.md.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
 
 import pytest
-from conftest import SERVERS, WAIT, InMemory, WireChecker
+from conftest import SERVERS, WAIT, InMemory, LoggedOnce, WireChecker
 from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fixtures
 
 from mcp_ref import (
@@ -663,3 +664,60 @@ def test_a_subscription_the_server_refuses_raises_and_is_not_kept(era):
         client.subscribe("kept://1")
         with pytest.raises(refused):
             client.subscribe("refused://a")  # asked again, not taken as held
+
+
+def test_a_re_opened_stream_that_leaves_a_resource_out_no_longer_holds_it(monkeypatch):
+    # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: the callbacks' stream drops and is
+    # opened again; the server's new acknowledgment leaves note://1 out: it is no longer counted
+    # as subscribed, and a later subscribe asks the server again (and is refused again).
+    monkeypatch.setattr("mcp_ref.client.listening.REOPEN_DELAY", 0.01)
+    dropped = LoggedOnce("does not agree to send updates about note://1")
+    logger = logging.getLogger("mcp_ref.client.listening")
+    logger.addHandler(dropped)
+    target = [sys.executable, str(SERVERS / "proxy_refusing_target.py"), "--era", "modern"]
+    try:
+        with Client.stdio(target, era="modern") as client:
+            client.subscribe("note://1")
+            client.call_tool("refuse_notes")
+            client.call_tool("end_streams")  # the callbacks' stream is opened again
+            assert dropped.seen.wait(WAIT)
+            assert "note://1" not in client.connection.streams.feed.uris
+            with pytest.raises(CapabilityError):
+                client.subscribe("note://1")
+    finally:
+        logger.removeHandler(dropped)
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_subscribe_made_while_one_of_the_same_resource_is_under_way_shares_its_outcome(era):
+    # The target holds its refusal of refused://a back until "release": a second subscribe of it
+    # meanwhile waits for the first, and is refused with it (it used to return as if subscribed).
+    asked = threading.Event()
+
+    def trace(direction: str, data: bytes) -> None:
+        if direction == "-->" and b"refused://a" in data:
+            asked.set()
+
+    target = [sys.executable, str(SERVERS / "proxy_refusing_target.py"), "--era", era]
+    refused = CapabilityError if era == "modern" else InvalidParams
+    outcomes: dict = {}
+
+    def subscribe(who: str) -> None:
+        try:
+            client.subscribe("refused://a")
+            outcomes[who] = "subscribed"
+        except Exception as exc:
+            outcomes[who] = exc
+
+    with Client.stdio(target, era=era, trace=trace) as client:
+        first = threading.Thread(target=subscribe, args=("first",), daemon=True)
+        first.start()
+        assert asked.wait(WAIT)  # its request is at the target, held back
+        second = threading.Thread(target=subscribe, args=("second",), daemon=True)
+        second.start()
+        client.call_tool("release")
+        first.join(WAIT)
+        second.join(WAIT)
+        assert isinstance(outcomes["first"], refused)
+        assert isinstance(outcomes["second"], refused)
+        assert "refused://a" not in client.connection.streams.feed.uris

@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import logging
 import os
 import signal
 import threading
 import urllib.parse
 
 import pytest
-from conftest import SERVERS, WAIT, Collector, run_threads
+from conftest import SERVERS, WAIT, Collector, LoggedOnce, run_threads
 from proxy_peers import PYTHON, served_proxy as served, start_target_http, target_command
 
 from mcp_ref import Client, McpError, lifecycle, proxy_server
@@ -459,3 +460,30 @@ def test_closing_the_proxy_closes_stalled_command_targets_at_once():
                 os.kill(back.session.transport.process.pid, signal.SIGKILL)
         for session in sessions:
             session.close()
+
+
+def test_a_resource_a_re_opened_watcher_stream_leaves_out_is_held_for_no_later_stream(monkeypatch):
+    # The watcher's listen stream at a 2026 target drops and is opened again; the target's new
+    # acknowledgment leaves note://1 out (it no longer watches it).  A later stream naming it is
+    # not acknowledged for it on the strength of the old subscription: the target is asked again.
+    monkeypatch.setattr("mcp_ref.client.listening.REOPEN_DELAY", 0.01)
+    dropped = LoggedOnce("does not agree to send updates about note://1")
+    logger = logging.getLogger("mcp_ref.client.listening")
+    logger.addHandler(dropped)
+    target = [PYTHON, REFUSING_TARGET, "--era", "modern"]
+    try:
+        with (
+            served(target, client_options={"timeout": WAIT}) as (proxy, url),
+            Client.http(url, era="modern", timeout=3 * WAIT) as alice,
+            Client.http(url, era="modern", timeout=3 * WAIT) as bob,
+        ):
+            with alice.listen(resource_uris=["note://1"]) as first:
+                assert first.acknowledged["resourceSubscriptions"] == ["note://1"]
+                alice.call_tool("refuse_notes")
+                alice.call_tool("end_streams")  # the target's: the watcher's stream re-opens
+                assert dropped.seen.wait(WAIT)
+                with bob.listen(resource_uris=["note://1"]) as later:
+                    assert later.acknowledged.get("resourceSubscriptions", []) == []
+                assert "note://1" not in proxy.watcher.subscribed
+    finally:
+        logger.removeHandler(dropped)

@@ -7,7 +7,9 @@ refused: in the handshake era its ``resources/subscribe`` gets an error; at 2026
 §Acknowledgment: "the subset the server agreed to honor").  A ``kept://{id}`` resource is
 subscribed to as any, but its ``resources/unsubscribe`` is held back the same way, then refused
 (the subscription stays); the tool ``touch_kept`` says ``kept://1`` changed.  So a test holds a
-refusal back while other requests about the same resource arrive.
+refusal back while other requests about the same resource arrive.  After the tool
+``refuse_notes``, a 2026 listen naming a ``note://`` resource is acknowledged without it, at once;
+``end_streams`` ends every listen stream (the client's re-opened one then meets that refusal).
 """
 
 import argparse
@@ -25,6 +27,7 @@ from mcp_ref.extension import Extension
 STALL = 30.0
 REFUSED = "refused://"
 KEPT = "kept://"
+NOTES = "note://"
 
 
 class Refusing(Extension):
@@ -32,8 +35,9 @@ class Refusing(Extension):
 
     name = "test/refusing"
 
-    def __init__(self, released: threading.Event):
+    def __init__(self, released: threading.Event, refusing_notes: threading.Event):
         self.released = released
+        self.refusing_notes = refusing_notes
 
     def intercept_request(self, call, proceed):
         params = call.params or {}
@@ -47,9 +51,11 @@ class Refusing(Extension):
             uris = wanted.get("resourceSubscriptions") or []
             if any(str(uri).startswith(REFUSED) for uri in uris):
                 self.released.wait(STALL)
-                wanted["resourceSubscriptions"] = [
-                    uri for uri in uris if not str(uri).startswith(REFUSED)
-                ]
+                uris = [uri for uri in uris if not str(uri).startswith(REFUSED)]
+            if self.refusing_notes.is_set():
+                uris = [uri for uri in uris if not str(uri).startswith(NOTES)]
+            if "resourceSubscriptions" in wanted:
+                wanted["resourceSubscriptions"] = uris
         return proceed()
 
 
@@ -77,7 +83,20 @@ def main() -> None:
         server.notify_resource_updated("kept://1")
         return "touched"
 
-    server.add_extension(Refusing(released))
+    refusing_notes = threading.Event()
+
+    @server.tool()
+    def refuse_notes() -> str:
+        """From now on, a listen naming a note:// resource is acknowledged without it."""
+        refusing_notes.set()
+        return "refusing"
+
+    @server.tool()
+    def end_streams() -> str:
+        """End every listen stream gracefully, as a server shutting down does."""
+        return str(server.close_subscriptions())
+
+    server.add_extension(Refusing(released, refusing_notes))
     server.run_stdio()
 
 
