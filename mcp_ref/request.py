@@ -366,9 +366,10 @@ class HandlerPool:
             initializer=lambda: self.threads.add(threading.current_thread()),
         )
         self.lock = threading.Condition()  # drain() waits here for the held jobs, and every job
-        self.unfinished = 0  # jobs given to the executor and not ended (run, or dropped) yet
+        self.unfinished = 0  # jobs given to the executor and not ended (run, or skipped) yet
         # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
         self.held: deque[Job] | None = None
+        self.stopped = False  # stop() was called: the jobs still queued end without running
 
     def submit(self, job: Job) -> bool:
         """Run ``job`` when a thread is free; False if no thread can take it (the pool is shut down).
@@ -385,27 +386,26 @@ class HandlerPool:
     def _start(self, job: Job) -> bool:
         """Under ``lock``: give ``job`` to the executor; an ``initialize`` holds the jobs after it."""
         try:
-            future = self.executor.submit(self._work, job)
+            self.executor.submit(self._work, job)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
             return False
         self.unfinished += 1
-        future.add_done_callback(self._ended)  # also for a job stop() drops: it never runs
         if job[0].method == "initialize":
             self.held = deque()
         return True
 
     def _work(self, job: Job) -> None:
         try:
-            self.run(*job)
+            if not self.stopped:  # a job queued when stop() came never runs
+                self.run(*job)
         except BaseException:  # a reply not sent, a handler's SystemExit: the pool goes on
             log.exception("%s: a handler could not finish", self.name)
         if job[0].method == "initialize":
             self._release()
-
-    def _ended(self, _job: Future) -> None:
-        with self.lock:  # (re-entrant: a job dropped ends under it, in stop())
+        with self.lock:
             self.unfinished -= 1
-            self.lock.notify_all()
+            if not self.unfinished:  # what drain() waits for
+                self.lock.notify_all()
 
     def _release(self) -> None:
         """An ``initialize`` has answered: the jobs it held start, up to the next ``initialize``."""
@@ -421,8 +421,8 @@ class HandlerPool:
         """close(): the held and queued jobs never run (the session cancels their contexts); the
         running handlers finish, then the threads exit."""
         with self.lock:
-            self.held = None
-            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.held, self.stopped = None, True
+            self.executor.shutdown(wait=False)
             self.lock.notify_all()
 
     def drain(self, grace: float) -> bool:
