@@ -22,7 +22,6 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 from .errors import INTERNAL_ERROR, InvalidRequest, ParseError
@@ -129,8 +128,11 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
             raise ParseError("Parse error: message is not valid UTF-8") from None
     try:
         obj = _decode(data)
-        if data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING:
-            raise RecursionError  # as the decoder's own guard (far below what a stack takes) does
+        if data.count("[") + data.count("{") > MAX_NESTING:
+            from .unparsed import nesting  # loaded only for a message with that many brackets
+
+            if nesting(data) > MAX_NESTING:
+                raise RecursionError  # as the decoder's own guard (far below what a stack takes) does
     except RecursionError:  # an answer whose id can be read is refused as that request's (unparsed)
         from .unparsed import too_deep
 
@@ -162,19 +164,6 @@ def _refuse_constant(name: str) -> Any:
 
 
 _decode = json.JSONDecoder(parse_constant=_refuse_constant).decode
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-
-
-def nesting(text: str) -> int:
-    """How deeply the arrays and objects of ``text`` (valid JSON) nest: ``[[1], {}]`` is 2.
-
-    Linear in the size of ``text``, at C speed: strings are blanked out, then the
-    brackets that remain are counted up and down.
-    """
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
 
 
 def starts_batch(data: bytes) -> bool:

@@ -1,21 +1,39 @@
-"""What can still be read of a message nested too deep to parse: its id, and whether it answers.
+"""How deeply a message nests, and what can still be read of one nested too deep to parse: its
+id, and whether it answers.
 
-A peer's message nested past :data:`~mcp_ref.jsonrpc.MAX_NESTING` (``{"jsonrpc": "2.0", "id": 7,
+:func:`nesting` measures the depth of a message with more brackets than
+:data:`~mcp_ref.jsonrpc.MAX_NESTING` (fewer cannot nest that deep), for the parser.  A peer's message nested past :data:`~mcp_ref.jsonrpc.MAX_NESTING` (``{"jsonrpc": "2.0", "id": 7,
 "result": [[[[...]]]]}``) is refused, as any JSON that deep is; but the request it answers, or the
 peer's request itself, left waiting, would fail only at its timeout.  :func:`top_level_id` reads
 the top level of the text alone (the nested values are skipped, never parsed) and :func:`too_deep`
 makes the refusal name that id: the session fails the request an answer answers at once (JSON-RPC
 2.0 §5: an answer is never answered back), and answers a request -32600 with its id (JSON-RPC 2.0
-§5.1: the id is null only "If there was an error in detecting the id").  Loaded only when such a
-message comes.
+§5.1: the id is null only "If there was an error in detecting the id").  Loaded only when a
+message has that many brackets.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 
 from .errors import InvalidRequest, ParseError
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting(text: str) -> int:
+    """How deeply the arrays and objects of ``text`` (valid JSON) nest: ``[[1], {}]`` is 2.
+
+    Linear in the size of ``text``, at C speed: strings are blanked out, then the
+    brackets that remain are counted up and down.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
+
 
 #: The most pieces of text (strings, runs of brackets, what lies between) :func:`answer_id` reads:
 #: its cost stays small whatever the message; an answer whose id lies further waits its timeout.

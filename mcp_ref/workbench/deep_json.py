@@ -18,7 +18,8 @@ import re
 from json.decoder import scanstring  # type: ignore[attr-defined]  # json's own, in C
 from typing import Any
 
-from ..jsonrpc import MAX_NESTING, nesting
+from ..jsonrpc import MAX_NESTING
+from ..unparsed import nesting
 
 _BLANK = re.compile(r"[ \t\n\r]*")
 #: A number as ``json`` reads one (its ``NUMBER_RE``): an int unless it has a fraction or exponent.
@@ -40,7 +41,7 @@ _CLOSING = {"{": "}", "[": "]"}
 def too_deep(data: bytes | str) -> bool:
     """True when JSON ``data`` nests deeper than :data:`~mcp_ref.jsonrpc.MAX_NESTING`, the most
     the session reads (it refuses such a message it receives).  Counted as the session counts
-    (:func:`~mcp_ref.jsonrpc.nesting`), never recursing; a hook that walks a message it parsed
+    (:func:`~mcp_ref.unparsed.nesting`), never recursing; a hook that walks a message it parsed
     for itself asks this first."""
     if isinstance(data, (bytes, bytearray)):
         if data.count(b"[") + data.count(b"{") <= MAX_NESTING:

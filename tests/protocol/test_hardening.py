@@ -251,8 +251,10 @@ def test_an_http_batch_of_only_invalid_items_gets_their_errors(serve, raw_sessio
 
 
 def test_unit_nesting_and_batch_detection():
-    assert jsonrpc.nesting('[[1], {"a": "[[[[\\"]]"}]') == 2
-    assert jsonrpc.nesting("1") == 0
+    from mcp_ref.unparsed import nesting
+
+    assert nesting('[[1], {"a": "[[[[\\"]]"}]') == 2
+    assert nesting("1") == 0
     assert jsonrpc.starts_batch(b" \r\n\t[1]") and not jsonrpc.starts_batch(b'{"a": []}')
     with pytest.raises(jsonrpc.InvalidRequest, match="limit"):
         jsonrpc.parse(json.dumps([{"jsonrpc": "2.0", "method": "x"}] * (jsonrpc.MAX_BATCH + 1)))
