@@ -127,7 +127,10 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
         except UnicodeDecodeError:
             raise ParseError("Parse error: message is not valid UTF-8") from None
     try:
-        obj = _decode(data)
+        # the usual message, an object with nothing around it, straight from raw_decode
+        obj, end = _decoder.raw_decode(data) if data[:1] == "{" else (None, -1)
+        if end != len(data):  # whitespace around it, a batch, or not JSON: decode() judges
+            obj = _decoder.decode(data)
         if data.count("[") + data.count("{") > MAX_NESTING:
             from .unparsed import nesting  # loaded only for a message with that many brackets
 
@@ -163,7 +166,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_decode = json.JSONDecoder(parse_constant=_refuse_constant).decode
+_decoder = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def starts_batch(data: bytes) -> bool:
@@ -234,7 +237,22 @@ def _invalid(
     return exc
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+#: What ``json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode`` builds anew for each
+#: message, built once: the C encoder (CPython's ``_json``), which gives the JSON text in parts.
+#: Its arguments, in order: no markers (a value that holds itself is not looked for: it ends in
+#: RecursionError, as one too deep does), the default (TypeError), ASCII strings, no indent, the
+#: compact separators, keys unsorted and none skipped, and no NaN or infinity (ValueError).
+_encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None,
+    json.JSONEncoder().default,
+    json.encoder.encode_basestring_ascii,
+    None,
+    ":",
+    ",",
+    False,
+    False,
+    False,
+)
 
 
 def serialize(message: Message | list[Message]) -> bytes:
@@ -243,16 +261,17 @@ def serialize(message: Message | list[Message]) -> bytes:
     The output is ASCII with every control character escaped, so it never
     contains a newline: safe for newline-delimited transports (stdio).  A value
     JSON cannot carry (``NaN``, an infinity, an object that is not JSON) raises
-    ValueError or TypeError: nothing invalid is ever sent.
+    ValueError or TypeError, one nested too deep (or holding itself) RecursionError:
+    nothing invalid is ever sent.
     """
     if isinstance(message, list):
         return serialize_items(message)
-    return _encode(message.to_dict()).encode("ascii")
+    return "".join(_encode(message.to_dict(), 0)).encode("ascii")
 
 
 def serialize_items(messages: Sequence[Message]) -> bytes:
     """The bytes of a batch of messages (see :func:`serialize`)."""
-    return _encode([m.to_dict() for m in messages]).encode("ascii")
+    return "".join(_encode([m.to_dict() for m in messages], 0)).encode("ascii")
 
 
 def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:
