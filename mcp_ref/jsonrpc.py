@@ -237,22 +237,7 @@ def _invalid(
     return exc
 
 
-#: What ``json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode`` builds anew for each
-#: message, built once: the C encoder (CPython's ``_json``), which gives the JSON text in parts.
-#: Its arguments, in order: no markers (a value that holds itself is not looked for: it ends in
-#: RecursionError, as one too deep does), the default (TypeError), ASCII strings, no indent, the
-#: compact separators, keys unsorted and none skipped, and no NaN or infinity (ValueError).
-_encode = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-    None,
-    json.JSONEncoder().default,
-    json.encoder.encode_basestring_ascii,
-    None,
-    ":",
-    ",",
-    False,
-    False,
-    False,
-)
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def serialize(message: Message | list[Message]) -> bytes:
@@ -261,17 +246,16 @@ def serialize(message: Message | list[Message]) -> bytes:
     The output is ASCII with every control character escaped, so it never
     contains a newline: safe for newline-delimited transports (stdio).  A value
     JSON cannot carry (``NaN``, an infinity, an object that is not JSON) raises
-    ValueError or TypeError, one nested too deep (or holding itself) RecursionError:
-    nothing invalid is ever sent.
+    ValueError or TypeError: nothing invalid is ever sent.
     """
     if isinstance(message, list):
         return serialize_items(message)
-    return "".join(_encode(message.to_dict(), 0)).encode("ascii")
+    return _encode(message.to_dict()).encode("ascii")
 
 
 def serialize_items(messages: Sequence[Message]) -> bytes:
     """The bytes of a batch of messages (see :func:`serialize`)."""
-    return "".join(_encode([m.to_dict() for m in messages], 0)).encode("ascii")
+    return _encode([m.to_dict() for m in messages]).encode("ascii")
 
 
 def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:

@@ -217,8 +217,8 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # as a trace hook's failure went through run_logged and ctx.log took the request's send_lock;
 # 32,158 before a handler job counted itself out with no callback on its future, 32,155 before
 # the depth of a message with many brackets was measured off the plain path (mcp_ref.unparsed,
-# -73) and the encoder and decoder did less work per message (+61)
-PLAIN_MAX_TOKENS = 32_143
+# -73) and the decoder did less work per message (+32)
+PLAIN_MAX_TOKENS = 32_114
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
