@@ -421,7 +421,8 @@ class HandlerPool:
         """close(): the held and queued jobs never run (the session cancels their contexts); the
         running handlers finish, then the threads exit."""
         with self.lock:
-            self.held, self.stopped = None, True
+            self.held = None
+            self.stopped = True
             self.executor.shutdown(wait=False)
             self.lock.notify_all()
 
