@@ -140,7 +140,53 @@ def local_validator(schema: Any) -> Any:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     # the documented keyword (Registry's attrs fields are typed private: mypy reads no alias)
     no_retrieval = cast(Any, referencing.Registry)(retrieve=_never_fetch)
-    return cls(schema, registry=no_retrieval)
+    return _linear(cls)(schema, registry=no_retrieval)
+
+
+@functools.cache
+def _linear(cls: Any) -> Any:
+    """``cls`` (a jsonschema validator class) with :func:`_unique_items` for ``uniqueItems``.
+
+    jsonschema's own ``uniqueItems`` compares every pair of items when they do not sort (strings
+    and arrays mixed, objects): a 130 KB array cost a server ~47 s of CPU.  A peer's message must
+    cost time linear in its size, so every validator made here checks it with a hash set.
+    """
+    import jsonschema
+
+    return jsonschema.validators.extend(cls, {"uniqueItems": _unique_items})
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Any:
+    """``uniqueItems`` in one pass: 2020-12 validation §6.4.3, "If this keyword has boolean
+    value true, the instance validates successfully if all of its elements are unique"; equal
+    as JSON values are (core §4.2.2: numbers by value, 1 and 1.0 alike; objects whatever their
+    key order; ``true`` is not ``1``)."""
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    first_at: dict[Any, int] = {}
+    for index, item in enumerate(instance):
+        earlier = first_at.setdefault(_json_key(item), index)
+        if earlier != index:
+            from jsonschema.exceptions import ValidationError
+
+            shown = json.dumps(item, ensure_ascii=False, default=repr)
+            shown = shown if len(shown) <= 80 else shown[:79] + "…"
+            yield ValidationError(
+                f"items {earlier} and {index} are equal ({shown}): uniqueItems requires distinct items"
+            )
+            return
+
+
+def _json_key(value: Any) -> Any:
+    """A hashable key of a JSON value, equal for values JSON Schema calls equal (see
+    :func:`_unique_items`): an int and a float of the same value hash alike already."""
+    if isinstance(value, dict):
+        return (dict, frozenset((key, _json_key(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (list, tuple(_json_key(item) for item in value))
+    if isinstance(value, bool):
+        return (bool, value)
+    return value
 
 
 def _never_fetch(uri: str) -> Any:

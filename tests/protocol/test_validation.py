@@ -7,6 +7,7 @@ import sys
 import jsonschema
 import pytest
 
+from mcp_ref.schemas import local_validator
 from mcp_ref.server.signatures import Validator, first_error, quick_check, validator_for
 
 # Values of every JSON type, and the edge cases between them.
@@ -279,3 +280,53 @@ def test_a_ref_inside_the_schema_or_to_a_meta_schema_still_resolves():
     meta = {"properties": {"s": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
     assert validator_for(meta).is_valid({"s": {"type": "string"}})
     assert not validator_for(meta).is_valid({"s": {"type": 5}})
+
+
+# -- uniqueItems: one pass over the items, JSON's equality ----------------------------------------
+
+
+def test_unique_items_costs_one_pass_not_every_pair(monkeypatch):
+    """jsonschema's own uniqueItems compares every pair of items that do not sort (strings and
+    arrays mixed): quadratic in a peer's message.  mcp_ref's validators hash each item once."""
+    import jsonschema._utils
+
+    comparisons = 0
+    compare = jsonschema._utils.equal
+
+    def counted(one, two):
+        nonlocal comparisons
+        comparisons += 1
+        return compare(one, two)
+
+    monkeypatch.setattr(jsonschema._utils, "equal", counted)
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
+    items = [str(i) if i % 2 else [i] for i in range(2000)]
+    validator = validator_for(schema)
+    assert validator.is_valid({"tags": items})
+    assert first_error(validator, {"tags": items + ["1"]}) == (
+        'tags: items 1 and 2000 are equal ("1"): uniqueItems requires distinct items'
+    )
+    assert comparisons < len(items)
+
+
+@pytest.mark.parametrize(
+    ("items", "unique"),
+    [
+        ([1, 1.0], False),  # numbers are equal by value
+        ([1, True], True),  # true is not 1
+        ([0, False, None, "", [], {}], True),
+        ([{"a": 1, "b": [2]}, {"b": [2], "a": 1}], False),  # whatever the key order
+        ([{"a": 1}, {"a": 1.0}], False),
+        ([[1, [2]], [1, [2.0]]], False),
+        ([[1, 2], [2, 1]], True),
+        ([{"a": True}, {"a": 1}], True),
+    ],
+)
+def test_unique_items_uses_json_equality_in_every_dialect(items, unique):
+    for dialect in (
+        "https://json-schema.org/draft/2020-12/schema",
+        "http://json-schema.org/draft-07/schema#",
+    ):
+        schema = {"$schema": dialect, "type": "array", "uniqueItems": True}
+        assert local_validator(schema).is_valid(items) is unique
+        assert jsonschema.validators.validator_for(schema)(schema).is_valid(items) is unique

@@ -11,10 +11,11 @@ import dataclasses
 import enum
 import json
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from conftest import SERVERS, InMemory, client_pool
+from pydantic import BaseModel
 from servers.untested_server import AUDIO_DATA, ICONS
 
 from mcp_ref import (
@@ -737,3 +738,57 @@ def test_validation_messages_speak_json_not_python():
         assert message({"a": 1, "mode": "slow"}).endswith(
             'mode: "slow" is not one of ["fast", "exact"]'
         )
+
+
+class Labels(BaseModel):
+    """A pydantic model with a set field (its schema has uniqueItems)."""
+
+    names: set[str]
+
+
+def test_a_set_parameter_refuses_repeated_items_clearly_wherever_uniqueitems_is():
+    """uniqueItems stays in the published schema (it is true of a set) and is checked in one pass
+    over the items, in a set's schema, a pydantic model's or a schema the tool gives."""
+    server = Server("sets")
+
+    @server.tool
+    def count(tags: set[str], ids: frozenset[int | str] = frozenset()) -> int:
+        """Count distinct tags."""
+        return len(tags) + len(ids)
+
+    @server.tool
+    def label(labels: Labels) -> int:
+        """Count labels."""
+        return len(labels.names)
+
+    given = {
+        "type": "object",
+        "properties": {"x": {"anyOf": [{"type": "array", "uniqueItems": True}, {"type": "null"}]}},
+    }
+
+    @server.tool(input_schema=given)
+    def raw(x: Any = None) -> str:
+        """Take anything."""
+        return "ok"
+
+    with Client.in_memory(server) as client:
+        schema = tool_named(client, "count").input_schema["properties"]["tags"]
+        assert schema == {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+        assert client.call_tool("count", {"tags": ["a", "b"], "ids": [1, "1"]}).text == "4"
+
+        def message(name, arguments):
+            result = client.call_tool(name, arguments)
+            assert result.is_error
+            return result.text
+
+        assert message("count", {"tags": ["a", "b", "a"]}) == (
+            "Invalid arguments for tool count: "
+            'tags: items 0 and 2 are equal ("a"): uniqueItems requires distinct items'
+        )
+        assert message("count", {"tags": [], "ids": [1, "2", 1.0]}).endswith(
+            "ids: items 0 and 2 are equal (1.0): uniqueItems requires distinct items"
+        )
+        assert message("label", {"labels": {"names": ["x", "x"]}}).endswith(
+            'labels/names: items 0 and 1 are equal ("x"): uniqueItems requires distinct items'
+        )
+        assert "uniqueItems" in message("raw", {"x": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]})
