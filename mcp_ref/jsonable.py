@@ -16,7 +16,7 @@ a client may pass as that Python value, written exactly as the server would writ
   give it an offset);
 * ``timedelta``: ISO 8601 (``P1DT2H``, ``PT0.5S``), as pydantic writes it;
 * ``UUID``, a path, ``Decimal``: their text (a Decimal as a string, so no digit is lost);
-* a pydantic model: ``model_dump(mode="json")``; another type made for pydantic: pydantic's own
+* a pydantic model: ``model_dump(mode="json", by_alias=True)``; another type made for pydantic: pydantic's own
   JSON form (pydantic is imported only then: the user's code has loaded it).
 
 Nothing that already is JSON is changed (a string stays a string, ``"2027-01-01"`` is not a date).
@@ -112,7 +112,9 @@ def rich_jsonable(value: Any) -> Any:
     if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
         return str(value)
     if pydantic_loaded() and is_model(type(value)):
-        return value.model_dump(mode="json")
+        # by alias, as its schemas are written (rich_types.analyse): what the model takes and
+        # what its serialization schema (a tool's outputSchema) says it writes
+        return value.model_dump(mode="json", by_alias=True)
     if pydantic_loaded() and for_pydantic(type(value)):
         from pydantic_core import to_jsonable_python
 

@@ -18,7 +18,8 @@ Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types
 * ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);
 * ``timedelta``: seconds (a number) or an ISO 8601 duration (``PT1H30M``); returned as ISO 8601;
 * a pydantic model: pydantic's own ``model_json_schema()``, arguments through ``model_validate``,
-  results through ``model_dump(mode="json")``; a type made for pydantic (``EmailStr``, ``HttpUrl``
+  results through ``model_dump(mode="json", by_alias=True)``, which an output schema (its
+  ``mode="serialization"`` schema: aliases and computed fields) describes; a type made for pydantic (``EmailStr``, ``HttpUrl``
   ...) through its ``TypeAdapter`` (pydantic is imported only then: the user's code has loaded it);
 * ``Annotated[T, Field(...)]`` (pydantic) and ``annotated_types`` markers (``Ge``, ``MaxLen`` ...):
   their description, title, examples and the constraints JSON Schema can say (all of them are
@@ -251,11 +252,18 @@ def _validated(validate: _Converter) -> _Converter:
     return convert
 
 
-def analyse(tp: Any) -> tuple[dict, _Converter | None]:
-    """``(JSON Schema, converter from JSON)`` of a rich annotation ``tp``.
+def analyse(tp: Any, output: bool = False) -> tuple[dict, _Converter | None]:
+    """``(JSON Schema, converter from JSON)`` of a rich annotation ``tp``; with ``output``, the
+    schema of the value as the server sends it (a tool's ``outputSchema``).
 
+    A pydantic type has two schemas: what it takes (validation: its aliases, no computed fields)
+    and what it writes (serialization: ``model_dump(mode="json", by_alias=True)``, computed
+    fields included, which :func:`mcp_ref.jsonable.rich_jsonable` sends); 2025-11-25
+    server/tools §Output Schema: "Servers MUST provide structured results that conform to this
+    schema", so an output schema is the serialization one.
     Raises TypeError for a type with no JSON form (the message names it).
     """
+    mode = "serialization" if output else "validation"
     if isinstance(tp, type):
         for base in type.mro(tp):
             if base in _SCALARS:
@@ -266,14 +274,14 @@ def analyse(tp: Any) -> tuple[dict, _Converter | None]:
         if is_model(tp):
             # The annotation is a pydantic model: pydantic's own schema (its $defs inlined).
             model: Any = tp
-            schema = model.model_json_schema()
+            schema = model.model_json_schema(mode=mode)
             return _inline(schema, schema.get("$defs", {})), _validated(model.model_validate)
     if pydantic_loaded() and for_pydantic(tp):
         from pydantic import TypeAdapter
 
         try:
             adapter: Any = TypeAdapter(tp)
-            schema = adapter.json_schema()
+            schema = adapter.json_schema(mode=mode)
         except Exception as exc:  # PydanticSchemaGenerationError, PydanticInvalidForJsonSchema ...
             raise TypeError(f"unsupported type annotation {tp!r}: {exc}") from None
         return _inline(schema, schema.get("$defs", {})), _validated(adapter.validate_python)

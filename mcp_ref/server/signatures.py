@@ -71,6 +71,8 @@ _UNION_ORIGINS = (Union, types.UnionType)
 _TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 _SCALARS = frozenset({str, int, float, bool, _NONE})
 _FLOAT_MAX = sys.float_info.max
+#: In ``seen``: the schema describes what the server sends (a tool's output), not what it takes
+_OUTPUT = "output"
 
 _Converter = Callable[[Any], Any]
 
@@ -242,7 +244,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
     from .rich_types import analyse
 
-    return analyse(tp)
+    return analyse(tp, _OUTPUT in seen)
 
 
 def type_schema(tp: Any) -> dict:
@@ -460,7 +462,7 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         return None, False  # a bare list or tuple may hold content blocks: no schema is promised
     origin = get_origin(base) or base
     try:
-        schema = type_schema(ret)
+        schema = _analyse(ret, (_OUTPUT,))[0]
     except (TypeError, ValueError) as exc:
         if "unsupported type annotation" not in str(exc):
             # JSON all the same (a dict with int keys ...), but no schema to promise

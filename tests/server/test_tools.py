@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import pytest
 from conftest import SERVERS, InMemory, client_pool
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic.alias_generators import to_camel
 from servers.untested_server import AUDIO_DATA, ICONS
 
 from mcp_ref import (
@@ -792,3 +793,55 @@ def test_a_set_parameter_refuses_repeated_items_clearly_wherever_uniqueitems_is(
             'labels/names: items 0 and 1 are equal ("x"): uniqueItems requires distinct items'
         )
         assert "uniqueItems" in message("raw", {"x": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]})
+
+
+class Account(BaseModel):
+    """A pydantic model speaking camelCase JSON, with a computed field."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    user_name: str
+    is_admin: bool = False
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def display(self) -> str:
+        """What a screen shows."""
+        return self.user_name.title()
+
+
+def test_a_pydantic_model_with_aliases_passes_its_own_output_check():
+    """The output schema is the model's serialization schema (aliases, computed fields) and the
+    structured result is what it describes: ``model_dump(mode="json", by_alias=True)``; arguments
+    are still taken by alias (the validation schema) and made into the model."""
+    server = Server("aliases")
+
+    @server.tool
+    def whoami() -> Account:
+        """The current account."""
+        return Account(user_name="ada")
+
+    @server.tool
+    def accounts() -> list[Account]:
+        """Every account."""
+        return [Account(user_name="ada", is_admin=True)]
+
+    @server.tool
+    def echo(account: Account) -> str:
+        """The account's name."""
+        return f"{account.user_name} {account.is_admin}"
+
+    with Client.in_memory(server) as client:
+        result = client.call_tool("whoami", {})
+        assert not result.is_error, result.text
+        assert result.structured_content == {"userName": "ada", "isAdmin": False, "display": "Ada"}
+        listed = tool_named(client, "whoami").output_schema
+        assert set(listed["properties"]) == {"userName", "isAdmin", "display"}
+        result = client.call_tool("accounts", {})
+        assert not result.is_error, result.text
+        assert result.structured_content == {
+            "result": [{"userName": "ada", "isAdmin": True, "display": "Ada"}]
+        }
+        schema = tool_named(client, "echo").input_schema["properties"]["account"]
+        assert set(schema["properties"]) == {"userName", "isAdmin"}
+        assert client.call_tool("echo", {"account": {"userName": "bo"}}).text == "bo False"
