@@ -308,21 +308,14 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     """:func:`tool_result` without the guard: TypeError or ValueError when ``value`` has no JSON form."""
+    result: dict | None = None
     if isinstance(value, CallToolResult) or (
-        isinstance(value, dict)
-        and "content" in value
-        and tool.output_schema is None
-        and isinstance(value["content"], list)
-    ):  # a CallToolResult, or the dict of one, shaped by the tool: a NaN, an infinity or an
-        # object of no JSON form in it is the tool's mistake (checked here, before the session
-        # encodes the answer and could only make it -32603)
-        result: dict = value.to_wire() if isinstance(value, CallToolResult) else dict(value)
-        from ..jsonable import no_json_form  # walked, not encoded: the session encodes it once
+        isinstance(value, dict) and "content" in value and tool.output_schema is None
+    ):  # a CallToolResult, or the dict of one (in every part), shaped by the tool
+        from .shaped_results import self_shaped
 
-        problem = no_json_form(result, "result")
-        if problem is not None:
-            raise ValueError(problem)
-    else:
+        result = self_shaped(value)
+    if result is None:
         result = {"content": as_content(value)}
         if tool.output_schema is not None:
             structured = to_jsonable(value)

@@ -845,3 +845,52 @@ def test_a_pydantic_model_with_aliases_passes_its_own_output_check():
         schema = tool_named(client, "echo").input_schema["properties"]["account"]
         assert set(schema["properties"]) == {"userName", "isAdmin"}
         assert client.call_tool("echo", {"account": {"userName": "bo"}}).text == "bo False"
+
+
+def test_a_dict_is_a_result_the_tool_shaped_only_when_it_has_that_shape_in_every_part():
+    """A tool's dict with a "content" list is sent as its CallToolResult only when the list holds
+    content blocks and isError, structuredContent and _meta have their kinds; any other dict is
+    the tool's data, sent as JSON text like any value."""
+    server = Server("shaped")
+    returns = {
+        "article": {"title": "Notes", "content": ["First.", "Second."]},
+        "flagged": {"content": [{"type": "text", "text": "x"}], "isError": "no"},
+        "structured": {"content": [], "structuredContent": 5},
+        "unknown_block": {"content": [{"type": "video", "url": "v"}]},
+        "text_not_string": {"content": [{"type": "text", "text": 5}]},
+        "image_without_type": {"content": [{"type": "image", "data": "AA=="}]},
+        "shaped": {
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///a", "name": "a"},
+                {"type": "resource", "resource": {"uri": "file:///a", "text": "a"}},
+            ],
+            "isError": True,
+        },
+    }
+
+    def returning(value):
+        def tool():  # no return annotation: no output schema
+            """Return the value."""
+            return value
+
+        return tool
+
+    for name, value in returns.items():
+        server.add_tool(returning(value), name=name)
+
+    with Client.in_memory(server) as client:
+        for name, value in returns.items():
+            result = client.call_tool(name, {})
+            if name == "shaped":
+                assert result.is_error is True
+                assert [block.type for block in result.content] == [
+                    "text",
+                    "image",
+                    "resource_link",
+                    "resource",
+                ]
+            else:
+                assert result.is_error is False, name
+                assert json.loads(result.text) == value, name
