@@ -37,20 +37,32 @@ _JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
 }
 
+#: The second pass's tests: JSON Schema's "integer" takes a whole float (2.0), made an int by the
+#: member's converter (``signatures._whole``)
+_LENIENT_TYPE_CHECKS = {
+    **_JSON_TYPE_CHECKS,
+    "integer": lambda v: _JSON_TYPE_CHECKS["integer"](v) or (type(v) is float and v.is_integer()),
+}
+
 
 def _accepts(schema: dict, value: Any, other_keys: bool = False) -> bool:
-    """Cheap structural test used to pick a Union member when converting; with ``other_keys``, an
-    object may hold keys its schema does not name."""
+    """Cheap structural test used to pick a Union member when converting; with ``other_keys`` (the
+    second pass), an object may hold keys its schema does not name and an integer may be written
+    ``2.0`` (so ``int | float`` keeps 2.0 a float, and ``int | str`` makes it 2)."""
     if "enum" in schema:
-        return any(value == e and type(value) is type(e) for e in schema["enum"])
+        return any(
+            value == e and (type(value) is type(e) or (other_keys and type(e) is int))
+            for e in schema["enum"]
+        )
     if "anyOf" in schema:
         return any(_accepts(s, value, other_keys) for s in schema["anyOf"])
     t = schema.get("type")
     if t is None:
         return True
+    checks = _LENIENT_TYPE_CHECKS if other_keys else _JSON_TYPE_CHECKS
     if isinstance(t, list):
-        return any(_JSON_TYPE_CHECKS[x](value) for x in t)
-    if not _JSON_TYPE_CHECKS[t](value):
+        return any(checks[x](value) for x in t)
+    if not checks[t](value):
         return False
     if t == "object" and "properties" in schema:
         props = schema["properties"]
@@ -136,12 +148,21 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
 
 
 def literal(args: tuple) -> tuple[dict, _Converter | None]:
-    """``(schema, converter)`` of ``Literal[*args]``: Enum members among them are converted back to members."""
-    schema = enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
-    members = {a.value: a for a in args if isinstance(a, enum.Enum)}
-    if not members:
+    """``(schema, converter)`` of ``Literal[*args]``: the value becomes the argument it equals, so
+    Enum members among them are converted back to members, and ``2.0`` (which ``"enum": [2]``
+    takes: JSON Schema compares numbers by value) the int ``2``."""
+    values = [a.value if isinstance(a, enum.Enum) else a for a in args]
+    schema = enum_schema(values)
+    if not any(isinstance(a, enum.Enum) or type(a) is int for a in args):
         return schema, None
-    return schema, lambda v: members.get(v, v)
+
+    def convert_literal(v: Any) -> Any:
+        for arg, value in zip(args, values, strict=True):
+            if value == v and isinstance(value, bool) is isinstance(v, bool):
+                return arg
+        return v
+
+    return schema, convert_literal
 
 
 def _required_key(name: str, hint: Any, required_keys: Collection[str]) -> bool:

@@ -120,6 +120,17 @@ def _finite(number: Any) -> Any:
     return number
 
 
+def _whole(number: Any) -> int:
+    """An ``int`` argument as an int: a JSON number with a zero fractional part (``2.0``,
+    ``1e300``) is an "integer" (2020-12 validation §6.1.1, draft-07 alike), but arrives as a float;
+    it is made the int it is, as pydantic makes it."""
+    return number if type(number) is int else int(number)
+
+
+#: The converters of the plain JSON types that need one.
+_NUMBERS: dict[Any, _Converter] = {float: _finite, int: _whole}
+
+
 def _add_default(schema: dict, default: Any) -> None:
     value = to_jsonable(default)
     if _is_json(value):
@@ -158,7 +169,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     except TypeError:  # unhashable annotation object
         simple = None
     if simple:
-        return {"type": simple}, _finite if tp is float else None
+        return {"type": simple}, _NUMBERS.get(tp)
 
     origin, args = get_origin(tp), get_args(tp)
     if origin is typing.Annotated:

@@ -402,12 +402,13 @@ def test_unresolvable_forward_reference():
 
 
 def test_convert_plain_params_returns_copy():
-    def f(a: int, b: list[str], c: dict[str, Any], d: str | None = None):
+    # (an int needs a converter: JSON Schema's "integer" takes 2.0, which arrives as a float)
+    def f(a: str, b: list[str], c: dict[str, Any], d: str | None = None):
         pass
 
     plan = compile_arguments(f)
     assert plan.converters == ()  # nothing to convert: fast path
-    args = {"a": 1, "b": ["x"], "c": {"k": 1}}
+    args = {"a": "x", "b": ["x"], "c": {"k": 1}}
     out = plan.convert(args)
     assert out == args and out is not args
 
@@ -598,3 +599,71 @@ def test_schemas_valid_under_draft7_and_2020_12():
         assert validator.is_valid(good)
         for instance in bad:
             assert not validator.is_valid(instance)
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+@dataclass
+class Page:
+    size: int
+    sizes: list[int] = field(default_factory=list)
+
+
+class Counts(TypedDict):
+    n: int
+
+
+def test_an_int_parameter_gets_an_int_for_a_whole_float_wherever_an_int_is_expected():
+    """JSON Schema's "integer" takes 2.0 and 1e300 (2020-12 validation §6.1.1), which arrive as
+    floats: an int is expected, so an int is given, as pydantic gives it."""
+
+    def f(
+        n: int,
+        ns: list[int],
+        page: Page,
+        counts: dict[str, int],
+        one: Literal[1, 2],
+        size: Size,
+        either: int | str,
+        number: int | float,
+        maybe: int | None,
+        fixed: tuple[int, ...],
+        td: Counts,
+        choice: Literal[1, 2] | str,
+    ):
+        pass
+
+    plan = compile_arguments(f)
+    out = plan.convert(
+        {
+            "n": 1e300,
+            "ns": [1.0, 2],
+            "page": {"size": 10.0, "sizes": [3.0]},
+            "counts": {"a": 4.0},
+            "one": 2.0,
+            "size": 2.0,
+            "either": 5.0,
+            "number": 6.0,
+            "maybe": 7.0,
+            "fixed": [8.0],
+            "td": {"n": 9.0},
+            "choice": 1.0,
+        }
+    )
+    assert out["n"] == int(1e300) and type(out["n"]) is int
+    assert [type(n) for n in out["ns"]] == [int, int]
+    assert out["page"] == Page(10, [3]) and type(out["page"].size) is int
+    assert type(out["page"].sizes[0]) is int
+    assert type(out["counts"]["a"]) is int
+    assert out["one"] == 2 and type(out["one"]) is int
+    assert out["size"] is Size.LARGE
+    assert out["either"] == 5 and type(out["either"]) is int
+    assert type(out["number"]) is float  # int | float: a float is a float
+    assert type(out["maybe"]) is int
+    assert type(out["fixed"][0]) is int
+    assert type(out["td"]["n"]) is int
+    assert out["choice"] == 1 and type(out["choice"]) is int
+    assert plan.convert({"n": 3})["n"] == 3

@@ -894,3 +894,17 @@ def test_a_dict_is_a_result_the_tool_shaped_only_when_it_has_that_shape_in_every
             else:
                 assert result.is_error is False, name
                 assert json.loads(result.text) == value, name
+
+
+def test_an_int_parameter_sent_a_whole_float_gets_an_int_and_a_boolean_is_still_refused():
+    server = Server("ints")
+
+    @server.tool
+    def repeat(text: str, times: int) -> str:
+        """Repeat the text."""
+        return text * times
+
+    with Client.in_memory(server) as client:
+        assert client.call_tool("repeat", {"text": "ab", "times": 2.0}).text == "abab"
+        assert rejected(client, "repeat", {"text": "ab", "times": 2.5})
+        assert rejected(client, "repeat", {"text": "ab", "times": True})
