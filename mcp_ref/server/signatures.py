@@ -120,11 +120,11 @@ def _finite(number: Any) -> Any:
     return number
 
 
-def _whole(number: Any) -> int:
+def _whole(number: Any) -> Any:
     """An ``int`` argument as an int: a JSON number with a zero fractional part (``2.0``,
     ``1e300``) is an "integer" (2020-12 validation §6.1.1, draft-07 alike), but arrives as a float;
-    it is made the int it is, as pydantic makes it."""
-    return number if type(number) is int else int(number)
+    it is made the int it is, as pydantic makes it (anything else is left as it came)."""
+    return int(number) if type(number) is float and number.is_integer() else number
 
 
 #: The converters of the plain JSON types that need one.
