@@ -255,17 +255,47 @@ def refuse_unknown_keys(value: dict, fields: Collection[str]) -> None:
 
 
 def fixed_tuple(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter]:
-    """``(schema, converter)`` of ``tuple[A, B, ...]``: exactly ``len(args)`` items, each of its own type."""
+    """``(schema, converter)`` of ``tuple[A, B, ...]``: exactly ``len(args)`` items, each of its own
+    type.
+
+    The schema says so with ``prefixItems`` (2020-12 validation §10.3.1.1, the dialect an
+    ``inputSchema`` without ``$schema`` is in: 2025-11-25 basic §JSON Schema Usage) and
+    ``minItems``/``maxItems``; its ``items`` (each item one of the types) is what a draft-07 reader,
+    which knows no ``prefixItems``, can check, and applies to no item in 2020-12 (there are none
+    past the prefix).  ``items: false`` is not written: draft-07 would read it as "no items".  The
+    converter checks each position's JSON type too (a schema given in draft-07, a union member),
+    so a swapped pair is refused naming the item, never reaching the tool."""
     schema: dict[str, Any] = {"type": "array"}
     analysed = [analyse(a, seen) for a in args]
     distinct: list[dict] = []
     for s, _ in analysed:
         if s not in distinct:
             distinct.append(s)
+    schema["prefixItems"] = [s for s, _ in analysed]
     if {} not in distinct:
         schema["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
     schema["minItems"] = schema["maxItems"] = len(args)
-    convs = [c for _, c in analysed]
-    if not any(convs):
-        return schema, tuple
-    return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v, strict=False))
+
+    def convert_tuple(v: Any) -> Any:
+        items = []
+        for index, ((item_schema, convert), item) in enumerate(zip(analysed, v, strict=False)):
+            if not _accepts(item_schema, item, other_keys=True):
+                raise ValueError(f"item {index}: {_shown(item)} is not {_expected(item_schema)}")
+            items.append(item if convert is None else convert(item))
+        return tuple(items)
+
+    return schema, convert_tuple
+
+
+def _shown(value: Any) -> str:
+    """``value`` in JSON's words, cut to 80 characters."""
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _expected(schema: dict) -> str:
+    """What ``schema`` takes, for a refusal: ``of type "integer"``, or ``of the type expected there``."""
+    kind = schema.get("type")
+    if isinstance(kind, str) and "enum" not in schema:
+        return f"of type {json.dumps(kind)}"
+    return "of the type expected there"

@@ -4,6 +4,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
 import pytest
@@ -103,6 +104,7 @@ class SubContext(Context):
             tuple[int, str],
             {
                 "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
                 "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
                 "minItems": 2,
                 "maxItems": 2,
@@ -667,3 +669,26 @@ def test_an_int_parameter_gets_an_int_for_a_whole_float_wherever_an_int_is_expec
     assert type(out["td"]["n"]) is int
     assert out["choice"] == 1 and type(out["choice"]) is int
     assert plan.convert({"n": 3})["n"] == 3
+
+
+def test_a_fixed_tuple_checks_each_position():
+    """tuple[A, B]: prefixItems says which type each position holds (2020-12), and the converter
+    checks it too (a draft-07 reader, a union member), so a swapped pair never reaches the tool."""
+    from mcp_ref.schemas import local_validator
+
+    def f(pair: tuple[str, int], when: tuple[date, int] | tuple[int, str]):
+        pass
+
+    plan = compile_arguments(f)
+    schema = plan.schema["properties"]["pair"]
+    assert schema["prefixItems"] == [{"type": "string"}, {"type": "integer"}]
+    checker = local_validator(plan.schema)
+    assert checker.is_valid({"pair": ["ada", 36], "when": [1, "x"]})
+    assert not checker.is_valid({"pair": [36, "ada"], "when": [1, "x"]})
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+    assert local_validator(draft7).is_valid(["ada", 36])  # no items: false, which draft-07 misreads
+    with pytest.raises(ValueError, match='pair: item 0: 36 is not of type "string"'):
+        plan.convert({"pair": [36, "ada"]})
+    assert plan.convert({"pair": ["ada", 36.0]})["pair"] == ("ada", 36)
+    assert plan.convert({"when": ["2027-01-01", 3]})["when"] == (date(2027, 1, 1), 3)
+    assert plan.convert({"when": [3, "2027-01-01"]})["when"] == (3, "2027-01-01")

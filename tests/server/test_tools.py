@@ -908,3 +908,19 @@ def test_an_int_parameter_sent_a_whole_float_gets_an_int_and_a_boolean_is_still_
         assert client.call_tool("repeat", {"text": "ab", "times": 2.0}).text == "abab"
         assert rejected(client, "repeat", {"text": "ab", "times": 2.5})
         assert rejected(client, "repeat", {"text": "ab", "times": True})
+
+
+def test_a_swapped_pair_for_a_fixed_tuple_is_refused_as_bad_arguments():
+    server = Server("tuples")
+
+    @server.tool
+    def greet(person: tuple[str, int]) -> str:
+        """Greet (name, age)."""
+        name, age = person
+        return f"{name.title()} is {age + 1} next year"
+
+    with Client.in_memory(server) as client:
+        assert client.call_tool("greet", {"person": ["ada", 36]}).text == "Ada is 37 next year"
+        result = client.call_tool("greet", {"person": [36, "ada"]})
+        assert result.is_error
+        assert result.text.startswith("Invalid arguments for tool greet: person/")
