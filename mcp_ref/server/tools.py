@@ -298,12 +298,14 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     never the -32603 that a result JSON cannot carry gets from the session."""
     try:
         return shape_result(tool, value, version)
-    except (
-        TypeError,
-        ValueError,
-    ) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
-        log.error("tool %s returned a value that cannot be serialised: %s", tool.name, exc)
-        return error_result(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
+    # json.dumps: "Object of type X is not JSON serializable", a NaN ...; a value that holds itself
+    # or nests too deeply (RecursionError); a dataclass's init=False field never set (AttributeError)
+    except (TypeError, ValueError, RecursionError, AttributeError) as exc:
+        problem = "nested too deeply (or holds itself)" if type(exc) is RecursionError else exc
+        log.error("tool %s returned a value that cannot be serialised: %s", tool.name, problem)
+        return error_result(
+            f"Tool {tool.name} returned a value that cannot be serialised: {problem}"
+        )
 
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:

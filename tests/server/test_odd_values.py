@@ -8,7 +8,8 @@ before), never -32603 "Internal error", and the connection goes on.
   refused as not a finite number, not computed with;
 * a result holding NaN or an infinity (RFC 8259 §6: "Numeric values that cannot be represented in
   the grammar below (such as Infinity and NaN) are not permitted") is the ``isError`` result
-  ``tools.tool_result`` promises, naming the problem.
+  ``tools.tool_result`` promises, naming the problem; so is one holding itself, nested past the
+  recursion limit, or a dataclass whose ``init=False`` field was never set.
 
 The server is a real stdio subprocess (tests/servers/odd_values_server.py) driven with raw JSON
 lines, so that ``1e400`` reaches it as written.
@@ -175,4 +176,21 @@ def test_a_result_holding_nan_or_infinity_is_a_tool_error_naming_the_problem(
     assert error_text(answer).startswith(
         f"Tool {tool} returned a value that cannot be serialised: {why}"
     )
+    goes_on(peer)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "why"),
+    [
+        ("graph", "{}", "nested too deeply (or holds itself)"),
+        ("chain", '{"depth": 5000}', "nested too deeply (or holds itself)"),
+        ("unset", "{}", "'Counter' object has no attribute 'count'"),
+    ],
+)
+def test_a_result_holding_itself_nested_too_deeply_or_unset_is_a_tool_error(
+    peer, tool, arguments, why
+):
+    """Not the -32603 the session would make of the RecursionError (or AttributeError)."""
+    answer = call(peer, tool, arguments)
+    assert error_text(answer) == f"Tool {tool} returned a value that cannot be serialised: {why}"
     goes_on(peer)

@@ -1,6 +1,7 @@
 """A stdio server whose tools meet values JSON has no room for (tests/server/test_odd_values.py):
 a dataclass argument with a key it does not declare, a float argument too large for a float
-(``1e400``, which the parser reads as infinity), and results holding NaN or an infinity.
+(``1e400``, which the parser reads as infinity), and results holding NaN or an infinity, holding themselves, nested too deeply, or with a
+dataclass field never set.
 
     python tests/servers/odd_values_server.py
 """
@@ -45,6 +46,13 @@ class Segment:
 
     start: Point
     end: Point
+
+
+@dataclasses.dataclass
+class Counter:
+    """A dataclass with a field set after ``__init__`` (or, here, never)."""
+
+    count: int = dataclasses.field(init=False)
 
 
 def build() -> Server:
@@ -94,6 +102,26 @@ def build() -> Server:
     def shaped() -> CallToolResult:
         """A CallToolResult the tool built itself, its structured content holding NaN."""
         return CallToolResult(content=[TextContent(text="x")], structured_content={"v": math.nan})
+
+    @server.tool()
+    def graph() -> dict:
+        """A node that links to itself."""
+        node: dict = {"name": "a"}
+        node["next"] = node
+        return node
+
+    @server.tool()
+    def chain(depth: int):
+        """Dicts nested ``depth`` deep (no output schema: its JSON text only)."""
+        nested: dict = {}
+        for _ in range(depth):
+            nested = {"a": nested}
+        return nested
+
+    @server.tool()
+    def unset() -> Counter:
+        """A dataclass whose init=False field was never set."""
+        return Counter()
 
     @server.tool()
     def greet(name: str) -> str:
