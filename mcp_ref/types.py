@@ -309,6 +309,18 @@ class CallToolResult(WireModel):
     meta: dict[str, Any] | None = None
     _nested = {"content": content_from_wire}
 
+    @classmethod
+    def from_wire(cls, data: Any) -> Any:
+        """:meth:`WireModel.from_wire`, and a TypeError for an ``isError`` that is not a boolean
+        or a text block whose ``text`` is not a string (2025-11-25 schema.ts: ``isError?: boolean``,
+        ``text: string``): ``"false"`` would read as a failure, and :attr:`text` could not join."""
+        made = super().from_wire(data)
+        if type(made.is_error) is not bool or any(
+            type(block) is TextContent and type(block.text) is not str for block in made.content
+        ):
+            raise TypeError("CallToolResult holds a value of the wrong JSON type")
+        return made
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON object; ``isError`` is left out when false and it was not in the received JSON."""
         out = super().to_wire()

@@ -5,7 +5,7 @@ The client builds its objects from a result without checking it first
 when asked (``Client(trace=WireValidator())``).  When building fails, this module (loaded only
 then) walks the result along the payload classes of :mod:`mcp_ref.types` and says what is wrong
 with the JSON the server sent: the key that is missing, the value that is not an object or not
-an array, at its JSON Pointer (``/tools/0 has no "name"``, ``/content is a string, not an
+an array, a scalar of the wrong JSON type (``"isError": "false"``), at its JSON Pointer (``/tools/0 has no "name"``, ``/content is a string, not an
 array``).  Each method's result has a type in the revision's schema (``schema.ts``: a
 ``ListToolsResult`` holds ``tools: Tool[]``, a ``Tool`` a ``name`` and an ``inputSchema``); a
 result without that shape is the server's mistake, reported as
@@ -71,6 +71,9 @@ BLOCKS: dict[Any, type[WireModel]] = {
     block.type: block
     for block in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 }
+#: The scalar field types whose JSON type is checked (a field's annotation, as written), and
+#: what JSON calls the value: ``isError`` is a boolean, a text block's ``text`` a string ...
+SCALARS: dict[str, tuple[type, str]] = {"str": (str, "a string"), "bool": (bool, "a boolean")}
 #: Problems named in one message at most (a result may be wrong in many places).
 MAX_NAMED = 5
 
@@ -128,6 +131,9 @@ def _payload(cls: type[WireModel], value: dict, path: str) -> list[str]:
         nested = value[wire]
         if str(spec.type).startswith("dict") and not isinstance(nested, (dict, type(None))):
             found.append(f"{_where(path + '/' + wire)} is {_json_kind(nested)}, not an object")
+        scalar = SCALARS.get(str(spec.type))
+        if scalar is not None and type(nested) is not scalar[0]:
+            found.append(f"{path}/{wire} is {_json_kind(nested)}, not {scalar[1]}")
         if build is None or nested is None:
             continue
         if str(spec.type).startswith("list"):

@@ -65,6 +65,23 @@ CALLS = [
         '/content/0 has no "text"',
     ),
     (
+        "isError a string: 'false' would read as true",
+        lambda c: c.call_tool("x", {"result": {"content": [], "isError": "false"}}),
+        "tools/call: the server's result does not have the shape of CallToolResult (2025-11-25): /isError is a string, not a boolean",
+    ),
+    (
+        "a text block whose text is a number",
+        lambda c: c.call_tool("x", {"result": {"content": [{"type": "text", "text": 5}]}}),
+        "/content/0/text is a number, not a string",
+    ),
+    (
+        "a text block's text null, and isError a number",
+        lambda c: c.call_tool(
+            "x", {"result": {"content": [{"type": "text", "text": None}], "isError": 0}}
+        ),
+        "/content/0/text is null, not a string; /isError is a number, not a boolean",
+    ),
+    (
         "tools not an array",
         lambda c: c.list_tools_page(text({"tools": "abc"})),
         "tools/list: the server's result does not have the shape of ListToolsResult (2025-11-25): /tools is a string, not an array",
