@@ -338,6 +338,8 @@ class ArgumentPlan:
 
 
 def _function_hints(func: Callable) -> dict[str, Any]:
+    if isinstance(func, functools.partial):  # a partial's hints are its function's
+        func = func.func
     target = func
     if not (inspect.isroutine(func) or isinstance(func, type)) and callable(func):
         target = getattr(type(func), "__call__", func)  # noqa: B004 - the class's __call__, for its hints
@@ -400,10 +402,15 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     Raises TypeError for ``*args``/``**kwargs``, positional-only parameters and
     annotations that cannot be described as JSON Schema.
     """
-    name = getattr(func, "__name__", type(func).__name__)
+    # a functools.partial: its function's hints, name and docstring; the parameters it binds by
+    # keyword are not the caller's (inspect.signature drops those it binds by position)
+    origin, bound = func, {}
+    if isinstance(func, functools.partial):
+        origin, bound = func.func, func.keywords
+    name = getattr(origin, "__name__", type(func).__name__)
     sig = inspect.signature(func)
     hints = _function_hints(func)
-    summary, docs = describe(inspect.getdoc(func))
+    summary, docs = describe(inspect.getdoc(origin))
     props: dict[str, Any] = {}
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
@@ -411,6 +418,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     # the values of Field() defaults, filled in by convert
     defaults: list[tuple[str, Callable[[], Any]]] = []
     for p in sig.parameters.values():
+        if p.name in bound:
+            continue
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
         if p.kind is p.POSITIONAL_ONLY:

@@ -114,7 +114,7 @@ def build_tool(
     when it is registered)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=context_types())
-    name = given["name"] or func.__name__
+    name = given["name"] or plan.name
     check_tool_name(name)
     for label, key in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
         schema = given[key]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import enum
+import functools
 import json
 import sys
 from typing import Any, Literal
@@ -924,3 +925,39 @@ def test_a_swapped_pair_for_a_fixed_tuple_is_refused_as_bad_arguments():
         result = client.call_tool("greet", {"person": [36, "ada"]})
         assert result.is_error
         assert result.text.startswith("Invalid arguments for tool greet: person/")
+
+
+def test_a_partial_registered_as_a_tool_is_described_by_its_function_less_what_it_binds():
+    """functools.partial: the schema, name, description and output schema are its function's;
+    a parameter it binds by keyword (or by position) is not the caller's."""
+
+    def weather(city: str, days: int, unit: str, verbose: bool = False) -> dict[str, str]:
+        """Forecast for a city."""
+        return {"forecast": f"{city.upper()} {days + 1} {unit} {verbose}"}
+
+    server = Server("partials")
+    server.add_tool(functools.partial(weather, unit="c"))
+    server.add_tool(functools.partial(weather, "Paris"), name="paris")
+
+    with Client.in_memory(server) as client:
+        tool = tool_named(client, "weather")
+        assert tool.description == "Forecast for a city."
+        assert tool.input_schema == {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "verbose": {"type": "boolean", "default": False},
+            },
+            "required": ["city", "days"],
+        }
+        assert tool.output_schema is not None
+        result = client.call_tool("weather", {"city": "oslo", "days": 2})
+        assert result.structured_content == {"forecast": "OSLO 3 c False"}
+        assert rejected(client, "weather", {"city": 5, "days": "x"})
+        assert rejected(client, "weather", {"city": "oslo", "days": 2, "unit": "f"})
+        assert set(tool_named(client, "paris").input_schema["properties"]) == {
+            "days",
+            "unit",
+            "verbose",
+        }
