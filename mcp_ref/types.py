@@ -195,6 +195,12 @@ class TextContent(WireModel):
     meta: dict[str, Any] | None = None
     type: ClassVar[str] = "text"
 
+    def __post_init__(self) -> None:
+        """TypeError for a ``text`` that is not a string (schema.ts ``text: string``): received,
+        it is a client's :class:`~mcp_ref.errors.InvalidResult`; made by a tool, its mistake."""
+        if not isinstance(self.text, str):
+            raise TypeError("TextContent.text must be a string")
+
 
 @dataclass(kw_only=True)
 class ImageContent(WireModel):
@@ -309,17 +315,12 @@ class CallToolResult(WireModel):
     meta: dict[str, Any] | None = None
     _nested = {"content": content_from_wire}
 
-    @classmethod
-    def from_wire(cls, data: Any) -> Any:
-        """:meth:`WireModel.from_wire`, and a TypeError for an ``isError`` that is not a boolean
-        or a text block whose ``text`` is not a string (2025-11-25 schema.ts: ``isError?: boolean``,
-        ``text: string``): ``"false"`` would read as a failure, and :attr:`text` could not join."""
-        made = super().from_wire(data)
-        if type(made.is_error) is not bool or any(
-            type(block) is TextContent and type(block.text) is not str for block in made.content
-        ):
-            raise TypeError("CallToolResult holds a value of the wrong JSON type")
-        return made
+    def __post_init__(self) -> None:
+        """TypeError for an ``is_error`` that is not a boolean (2025-11-25 schema.ts: ``isError?:
+        boolean``): a received ``"false"`` would read as a failure (a client reports it as
+        :class:`~mcp_ref.errors.InvalidResult`)."""
+        if not isinstance(self.is_error, bool):
+            raise TypeError("CallToolResult.isError must be a boolean")
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object; ``isError`` is left out when false and it was not in the received JSON."""
