@@ -127,10 +127,6 @@ def _whole(number: Any) -> Any:
     return int(number) if type(number) is float and number.is_integer() else number
 
 
-#: The converters of the plain JSON types that need one.
-_NUMBERS: dict[Any, _Converter] = {float: _finite, int: _whole}
-
-
 def _add_default(schema: dict, default: Any) -> None:
     value = to_jsonable(default)
     if _is_json(value):
@@ -169,7 +165,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     except TypeError:  # unhashable annotation object
         simple = None
     if simple:
-        return {"type": simple}, _NUMBERS.get(tp)
+        return {"type": simple}, _finite if tp is float else _whole if tp is int else None
 
     origin, args = get_origin(tp), get_args(tp)
     if origin is typing.Annotated:
