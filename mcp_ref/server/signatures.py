@@ -400,9 +400,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     """
     # a functools.partial: its function's hints, name and docstring; the parameters it binds by
     # keyword are not the caller's (inspect.signature drops those it binds by position)
-    origin, bound = func, {}
-    if isinstance(func, functools.partial):
-        origin, bound = func.func, func.keywords
+    origin = func.func if isinstance(func, functools.partial) else func
+    bound = func.keywords if isinstance(func, functools.partial) else {}
     name = getattr(origin, "__name__", type(func).__name__)
     sig = inspect.signature(func)
     hints = _function_hints(func)
