@@ -104,6 +104,7 @@ from .not_reached import (
     shown,
     unreachable,
 )
+from .notices import NOTICES_AT_CLOSE, Notices
 from .origins import CrossOriginRefused, redirect_guard
 from .sse import SseParser
 
@@ -146,12 +147,6 @@ def hold_current_request(seconds: float) -> None:
 
 #: Attempts to resume one stream before giving up on it.
 MAX_RESUMES = 10
-#: Seconds ``close()`` waits for the cancellations queued (those of the session's close) to be
-#: sent; the rest are dropped, their requests' sockets shut down.
-NOTICES_AT_CLOSE = 2.0
-#: Cancellations waiting to be POSTed (:meth:`HttpClientTransport._tell_cancelled`); past it one
-#: is dropped, and its request's stream closed at once.
-MAX_WAITING_NOTICES = 64
 
 
 def open_transport(
@@ -199,7 +194,7 @@ def open_transport(
     return http
 
 
-class HttpClientTransport(LegacySseClient, Transport):
+class HttpClientTransport(LegacySseClient, Notices, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -313,9 +308,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._responses_lock = threading.Lock()
         #: The requests handed to workers (both eras), and giving up on them.
         self.in_flight = InFlight()
-        # One thread POSTs the cancellations, in order, nobody waiting (_tell_cancelled).
-        self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
-        self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
+        self._open_notices()
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -492,36 +485,6 @@ class HttpClientTransport(LegacySseClient, Transport):
             failure = f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
             self._fail(request.id, failure, response.status_code)
 
-    def _tell_cancelled(self, data: bytes, request_id, legacy: bool) -> None:
-        """POST ``notifications/cancelled`` for ``request_id`` (its ``data``) on the notice thread:
-        a server slow to take it holds no caller.  The request's stream is read until the server
-        took it (:meth:`_cancelled`).  Past :data:`MAX_WAITING_NOTICES` waiting, the stream is
-        closed at once and the notice dropped (logged)."""
-        if not self._notice_places.acquire(blocking=False):
-            log.warning("%d cancellations wait to be sent: one is dropped", MAX_WAITING_NOTICES)
-            self.in_flight.give_up(request_id)
-            return
-        try:
-            self._notices.submit(self._cancelled, data, request_id, legacy)
-        except RuntimeError:  # shut down: the transport closed, every stream with it
-            pass
-
-    def _cancelled(self, data: bytes, request_id, legacy: bool) -> None:
-        """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
-        server sent on it until then (its cancellation of the requests it sent for the request) is
-        its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
-        # the notice's own key in the table: its socket is shut down if the transport closes
-        key = ("notifications/cancelled", request_id)
-        try:
-            with carrying(self, key):
-                self._send_other(data, legacy=legacy)
-        except OSError as exc:
-            log.debug("notifications/cancelled could not be sent: %s", failed_because(exc))
-        finally:
-            self.in_flight.finished(key)
-            self._notice_places.release()
-            self.in_flight.give_up(request_id)
-
     def _target(self, legacy: bool) -> str:
         """Where a message is POSTed: ``url``, or (``legacy``) the 2024-11-05 endpoint (set:
         ``write`` checks it, and ``start_legacy`` raises without it)."""
@@ -694,24 +657,6 @@ class HttpClientTransport(LegacySseClient, Transport):
                 data={"limit": limit},
             ),
         )
-
-    def _send_other(self, data: bytes, legacy: bool = False) -> None:
-        """POST a notification or an answer (``legacy``: any message, to the 2024-11-05 endpoint,
-        its answer coming on the SSE stream); the reply says only "Accepted"."""
-        import requests
-
-        try:
-            response = self._post(data, read_timeout=60, legacy=legacy)
-            discard_body(response)  # a 202 has none; whatever a server sends is never kept
-        except (requests.RequestException, AuthorizationError) as exc:
-            target = shown(self._target(legacy))
-            raise OSError(f"HTTP request to {target} failed: {failed_because(exc)}") from None
-        if response.status_code == 404 and self.session_id:
-            log.debug("notification for an expired session dropped")
-        elif not response.ok:
-            raise OSError(
-                f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"
-            )
 
     def _renew_session(self, generation: int) -> None:
         """After a 404 for our session: start a new one, once, whoever saw the 404 first.

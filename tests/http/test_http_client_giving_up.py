@@ -29,7 +29,7 @@ from test_hardening_framing import in_thread
 from test_http_client import tools_server
 
 from mcp_ref import Client, RequestTimeout
-from mcp_ref.http import client as http_client
+from mcp_ref.http import notices
 from mcp_ref.http.client import HttpClientTransport
 
 #: The timeout of a call that is to time out: short, the test waits on events past it.
@@ -229,7 +229,7 @@ def test_past_the_bound_a_cancellation_is_dropped_and_its_stream_closed(
 ):
     # The cancellations wait for one thread to POST them; a server slow to take them makes them
     # pile up, at most MAX_WAITING_NOTICES (here 2): the next is dropped, said in the log.
-    monkeypatch.setattr(http_client, "MAX_WAITING_NOTICES", 2)
+    monkeypatch.setattr(notices, "MAX_WAITING_NOTICES", 2)
     served, server, _tools = holding()
     server.hold = method_is("notifications/cancelled")
     with Client.http(served.mcp, era="handshake", timeout=WAIT) as client:

@@ -1,0 +1,100 @@
+"""What the Streamable HTTP client POSTs with no answer to wait for: notifications, answers to the
+server's requests, cancellations, and the session's DELETE at close.
+
+A notification or an answer is POSTed by its caller, in order (the server answers 202, 2025-11-25
+basic/transports §Sending Messages); a cancellation by a thread of its own, nobody waiting for it
+(:meth:`Notices._tell_cancelled`).  A part of :class:`~mcp_ref.http.client.HttpClientTransport`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AuthorizationError
+from .bounded_reads import carrying, discard_body
+from .not_reached import failed_because, shown
+
+if TYPE_CHECKING:
+    from .in_flight import InFlight
+
+log = logging.getLogger("mcp_ref.http.client")  # its messages are the transport's
+
+#: Seconds ``close()`` waits for the cancellations queued (those of the session's close) to be
+#: sent; the rest are dropped, their requests' sockets shut down.
+NOTICES_AT_CLOSE = 2.0
+#: Cancellations waiting to be POSTed (:meth:`Notices._tell_cancelled`); past it one is dropped,
+#: and its request's stream closed at once.
+MAX_WAITING_NOTICES = 64
+
+
+class Notices:
+    """The notices part of :class:`~mcp_ref.http.client.HttpClientTransport`."""
+
+    if TYPE_CHECKING:  # the transport's, which this class is a part of
+        session_id: str | None
+        in_flight: InFlight
+        _notices: ThreadPoolExecutor
+        _notice_places: threading.BoundedSemaphore
+
+        def _post(
+            self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False
+        ) -> Any: ...
+
+        def _target(self, legacy: bool) -> str: ...
+
+    def _open_notices(self) -> None:
+        """Start the thread that POSTs the cancellations, in order, nobody waiting
+        (:meth:`_tell_cancelled`), with room for :data:`MAX_WAITING_NOTICES` of them."""
+        self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
+        self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
+
+    def _tell_cancelled(self, data: bytes, request_id, legacy: bool) -> None:
+        """POST ``notifications/cancelled`` for ``request_id`` (its ``data``) on the notice thread:
+        a server slow to take it holds no caller.  The request's stream is read until the server
+        took it (:meth:`_cancelled`).  Past :data:`MAX_WAITING_NOTICES` waiting, the stream is
+        closed at once and the notice dropped (logged)."""
+        if not self._notice_places.acquire(blocking=False):
+            log.warning("%d cancellations wait to be sent: one is dropped", MAX_WAITING_NOTICES)
+            self.in_flight.give_up(request_id)
+            return
+        try:
+            self._notices.submit(self._cancelled, data, request_id, legacy)
+        except RuntimeError:  # shut down: the transport closed, every stream with it
+            pass
+
+    def _cancelled(self, data: bytes, request_id, legacy: bool) -> None:
+        """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
+        server sent on it until then (its cancellation of the requests it sent for the request) is
+        its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
+        # the notice's own key in the table: its socket is shut down if the transport closes
+        key = ("notifications/cancelled", request_id)
+        try:
+            with carrying(self, key):
+                self._send_other(data, legacy=legacy)
+        except OSError as exc:
+            log.debug("notifications/cancelled could not be sent: %s", failed_because(exc))
+        finally:
+            self.in_flight.finished(key)
+            self._notice_places.release()
+            self.in_flight.give_up(request_id)
+
+    def _send_other(self, data: bytes, legacy: bool = False) -> None:
+        """POST a notification or an answer (``legacy``: any message, to the 2024-11-05 endpoint,
+        its answer coming on the SSE stream); the reply says only "Accepted"."""
+        import requests
+
+        try:
+            response = self._post(data, read_timeout=60, legacy=legacy)
+            discard_body(response)  # a 202 has none; whatever a server sends is never kept
+        except (requests.RequestException, AuthorizationError) as exc:
+            target = shown(self._target(legacy))
+            raise OSError(f"HTTP request to {target} failed: {failed_because(exc)}") from None
+        if response.status_code == 404 and self.session_id:
+            log.debug("notification for an expired session dropped")
+        elif not response.ok:
+            raise OSError(
+                f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"
+            )
