@@ -164,7 +164,9 @@ class ClientConnection:
         #: transport (see ``session.py`` ``Transport``).
         self.http_hooks: Any = getattr(transport, "http_hooks", None)
         if self.http_hooks is not None:  # Streamable HTTP: a new session after 404
-            self.http_hooks.set_reinitialize(self.initialize)
+            from .renewal import renew
+
+            self.http_hooks.set_reinitialize(functools.partial(renew, self))
 
     @property
     def protocol_version(self) -> str | None:
@@ -257,7 +259,7 @@ class ClientConnection:
         ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).
 
         Run once when the client is created, and again by a transport whose
-        server forgot the session (Streamable HTTP's 404).
+        server forgot the session (Streamable HTTP's 404: :mod:`mcp_ref.client.renewal`).
         """
         client = self.client
         params = {
@@ -282,9 +284,6 @@ class ClientConnection:
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
-        # a new session (Streamable HTTP's 404) forgot the level asked of the old one
-        if self.log_level is not None:
-            self.request("logging/setLevel", {"level": self.log_level})
 
     # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
 

@@ -511,6 +511,21 @@ class Streams:
             uris.update(stream.held)
         return uris
 
+    def resubscribe(self) -> None:
+        """A new session (Streamable HTTP's 404, :mod:`mcp_ref.client.renewal`) holds none of the
+        old one's subscriptions: ``resources/subscribe`` again for each URI subscribed
+        (:meth:`subscribed_uris`), but those a subscribe or unsubscribe is under way for (its
+        request goes to the new session itself).  One the new session refuses (or leaves
+        unanswered) is logged: its updates no longer come."""
+        if self.connection.modern:
+            return  # 2026-07-28 has no session: nothing was forgotten
+        with self._lock:
+            uris = self.subscribed_uris() - set(self._turns)
+            turns = {uri: self._take_turn(uri) for uri in sorted(uris)}
+        lost = sorted(uris - self.send_all("resources/subscribe", turns))
+        if lost:
+            log.warning("the new session did not take the subscriptions to %s", ", ".join(lost))
+
     def _holds(self, uri: str) -> bool:
         """Whether ``uri`` is in :meth:`subscribed_uris` (called with the lock held)."""
         return uri in self.feed.uris or any(uri in stream.held for stream in self._local)

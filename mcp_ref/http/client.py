@@ -25,7 +25,9 @@ What the spec asks of a client, and where it happens here:
 * ``retry`` honoured and ``Last-Event-ID`` sent to resume a dropped or closed
   stream (``_read_stream``);
 * HTTP 404 for an established session: a new session is started once,
-  transparently, and the request is sent again (``_renew_session``);
+  transparently, and the request is sent again (``_renew_session``); a 404 to a notification
+  or to the GET stream starts one too (``_renewed``), and the new session is asked again for
+  the old one's log level and subscriptions (:mod:`mcp_ref.client.renewal`);
 * DELETE of the session on close;
 * the backwards-compatible fallback: an initialize POST answered 400, 404 or
   405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
@@ -397,7 +399,11 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         if self.mode != "sse" and (self._listener is None or not self._listener.is_alive()):
             answered = threading.Event()
             self._listener = threading.Thread(
-                target=self._listen, args=(answered,), name="mcp-http-listen", daemon=True
+                target=self._listen,
+                # opened by a new session: it starts none of its own at its first 404 (_listen)
+                args=(answered, self._renewer is not None),
+                name="mcp-http-listen",
+                daemon=True,
             )
             self._listener.start()
             answered.wait(self.connect_timeout)
@@ -566,7 +572,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
                 if self.mode == "auto":
                     self.mode = "streamable"
-        elif response.status_code == 404 and sent_with and self._reinitialize is not None:
+        elif response.status_code == 404 and sent_with and self._reinitialize and not renewing:
+            # (a request of the new session's own that meets a 404 fails: no renewal in a loop)
             response.close()
             self._renew_session(generation)
             response = self._post_request(data, request)
@@ -687,6 +694,19 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             finally:
                 self._renewer = None
                 self._session_ready.set()
+
+    def _renewed(self, generation: int) -> bool:
+        """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):
+        True once the new session is there; a failure is logged (the next request tries again)."""
+        if self._reinitialize is None or threading.get_ident() == self._renewer:
+            return False  # no client role to start one; a 404 to the new session's own notice
+        try:
+            self._renew_session(generation)
+            return True
+        except Exception as exc:
+            if not self._closed.is_set():
+                log.warning("no new session after a 404: %s", failed_because(exc))
+            return False
 
     # -- SSE streams -----------------------------------------------------------------------
 
@@ -815,16 +835,18 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             self.url, headers=headers, stream=True, timeout=(self.connect_timeout, read_timeout)
         )
 
-    def _listen(self, answered: threading.Event) -> None:
+    def _listen(self, answered: threading.Event, renewed: bool = False) -> None:
         """The standalone GET stream: server-to-client messages outside any request.
 
-        ``answered`` is set once the first GET has an answer (whatever it is) or failed.
+        ``answered`` is set once the first GET has an answer (whatever it is) or failed; ``renewed``:
+        the stream is a new session's (a 404 before it opened starts no other).
         """
         import requests
 
         cursor, fruitless = Cursor(), 0
         while not self._closed.is_set():
-            seen = cursor.events
+            seen, generation, sent_with = cursor.events, self._generation, self.session_id
+            forgotten = False
             try:
                 # watched: close() shuts its socket down, even before headers that never come
                 with watching(self, LISTEN_STREAM):
@@ -834,11 +856,13 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                         answered.set()
                     if not response.ok:
                         response.close()
-                        # 405: "the server does not offer an SSE stream at this endpoint"; 404:
-                        # the session is gone, and a new one opens its own stream
-                        if response.status_code in (404, 405):
+                        # 404: the session is gone (a new one is started below); 405: "the server
+                        # does not offer an SSE stream at this endpoint"
+                        forgotten = response.status_code == 404 and bool(sent_with)
+                        if response.status_code in (404, 405) and not forgotten:
                             return
                     else:
+                        renewed = False
                         for _ in self._relay(response, cursor):
                             pass
             except requests.RequestException as exc:
@@ -848,6 +872,14 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 return
             except Exception:
                 log.exception("standalone stream failed")
+            if forgotten:
+                # a new session (2025-11-25 basic/transports §Session Management), its stream opened
+                # here; but once only in a row: a server that forgets each new session at once is
+                # left alone (a request tries again)
+                if renewed or not self._renewed(generation):
+                    return
+                cursor, renewed = Cursor(), True
+                continue
             # A stream that ends at once, again and again, is re-opened less and less often.
             fruitless = 0 if cursor.events > seen else fruitless + 1
             self._closed.wait(self._retry_delay(cursor, fruitless))

@@ -36,6 +36,8 @@ class Notices:
     if TYPE_CHECKING:  # the transport's, which this class is a part of
         session_id: str | None
         in_flight: InFlight
+        _generation: int
+        _pool: ThreadPoolExecutor
         _notices: ThreadPoolExecutor
         _notice_places: threading.BoundedSemaphore
 
@@ -44,6 +46,8 @@ class Notices:
         ) -> Any: ...
 
         def _target(self, legacy: bool) -> str: ...
+
+        def _renewed(self, generation: int) -> bool: ...
 
     def _open_notices(self) -> None:
         """Start the thread that POSTs the cancellations, in order, nobody waiting
@@ -86,14 +90,23 @@ class Notices:
         its answer coming on the SSE stream); the reply says only "Accepted"."""
         import requests
 
+        generation, sent_with = self._generation, self.session_id
         try:
             response = self._post(data, read_timeout=60, legacy=legacy)
             discard_body(response)  # a 202 has none; whatever a server sends is never kept
         except (requests.RequestException, AuthorizationError) as exc:
             target = shown(self._target(legacy))
             raise OSError(f"HTTP request to {target} failed: {failed_because(exc)}") from None
-        if response.status_code == 404 and self.session_id:
-            log.debug("notification for an expired session dropped")
+        if response.status_code == 404 and sent_with and not legacy:
+            # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
+            # session's id means the server forgot it; a new session is started on a worker (the
+            # caller may be the session's reader).  The notice is not sent again: it was the old
+            # session's (its progress, its request's answer).
+            log.debug("a notice to a forgotten session was dropped; starting a new session")
+            try:
+                self._pool.submit(self._renewed, generation)
+            except RuntimeError:  # the transport closed
+                pass
         elif not response.ok:
             raise OSError(
                 f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"

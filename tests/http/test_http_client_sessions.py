@@ -1,0 +1,253 @@
+"""The HTTP client against servers that forget its session, or take their time over what it sends
+with no answer to wait for (a notification, an answer, the session's DELETE).
+
+A 404 to anything carrying the session's id starts a new session (2025-11-25 basic/transports
+§Session Management), whether a request, a notification or the standalone GET stream met it; the
+new session is asked again for what the old one held (its subscriptions, its log level), and its
+own GET stream opened; a server that forgets every new session at once gets no renewal in a loop.
+A notification's POST, and the session's DELETE at close, end within a total deadline, whatever
+the server trickles, and closing the client ends them.
+
+:class:`ScriptedServer` is a Streamable HTTP server on a raw socket (127.0.0.1, port 0) whose
+answers a test scripts; the rest is mcp_ref's own server.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+import pytest
+from conftest import WAIT, Collector
+from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
+from test_http_client_giving_up import Holding, method_is
+
+from mcp_ref import Client, Server
+
+
+def read_request(reader) -> dict | None:
+    """One HTTP request from ``reader`` (a socket file): method, headers (lower-case names),
+    body and its JSON (None when it has none); None at the end of the connection."""
+    line = reader.readline()
+    if not line:
+        return None
+    method = line.decode("latin-1").split(" ", 1)[0]
+    headers = {}
+    while True:
+        header = reader.readline()
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = reader.read(int(headers.get("content-length", "0") or 0))
+    message = json.loads(body) if body else None
+    return {"method": method, "headers": headers, "json": message}
+
+
+def answer(status: str, body: bytes = b"", headers: str = "") -> bytes:
+    """An HTTP/1.1 answer with a Content-Length."""
+    return f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{headers}\r\n".encode() + body
+
+
+def json_answer(message: dict, headers: str = "") -> bytes:
+    return answer(
+        "200 OK", json.dumps(message).encode(), "Content-Type: application/json\r\n" + headers
+    )
+
+
+class ScriptedServer:
+    """A Streamable HTTP server on a raw socket whose answers ``script(request)`` chooses: bytes to
+    send (the connection kept), a callable that writes to the socket itself (then the connection
+    ends), or None for the default: ``initialize`` gets a new session id (``s1``, ``s2`` ...), a
+    notification 202, GET 405 (no stream), DELETE 200, any other request an empty result.
+
+    ``requests`` are the requests seen, in order; :meth:`wait_for` waits for one.  ``stop`` (an
+    Event) ends every write a script is making, and :meth:`close` every connection."""
+
+    def __init__(self, script=lambda request: None):
+        self.script = script
+        self.stop = threading.Event()
+        self.sessions = 0
+        self.requests: list[dict] = []
+        self.seen = threading.Condition()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
+        self.connections: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(connection)
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        reader = connection.makefile("rb")
+        try:
+            while (request := read_request(reader)) is not None:
+                with self.seen:
+                    self.requests.append(request)
+                    self.seen.notify_all()
+                scripted = self.script(request)
+                if callable(scripted):
+                    scripted(connection)
+                    return
+                connection.sendall(scripted if scripted is not None else self.usual(request))
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    def usual(self, request: dict) -> bytes:
+        """The default answer to ``request`` (see the class)."""
+        message = request["json"] or {}
+        if request["method"] == "GET":
+            return answer("405 Method Not Allowed")
+        if request["method"] == "DELETE":
+            return answer("200 OK")
+        if "id" not in message:
+            return answer("202 Accepted")
+        result: dict = {}
+        headers = ""
+        if message["method"] == "initialize":
+            self.sessions += 1
+            headers = f"Mcp-Session-Id: s{self.sessions}\r\n"
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1"},
+            }
+        return json_answer({"jsonrpc": "2.0", "id": message["id"], "result": result}, headers)
+
+    def count(self, picked) -> int:
+        """How many requests ``picked(request)`` takes."""
+        with self.seen:
+            return sum(1 for request in self.requests if picked(request))
+
+    def wait_for(self, picked, what: str, times: int = 1) -> dict:
+        """The ``times``-th request ``picked(request)`` takes, waited for (at most WAIT)."""
+        with self.seen:
+            came = self.seen.wait_for(lambda: self.count(picked) >= times, WAIT)
+            assert came, f"the server never saw {what}"
+            return [request for request in self.requests if picked(request)][times - 1]
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+        for connection in self.connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def scripted():
+    """Factory: ``scripted(script)`` -> a running :class:`ScriptedServer`, closed after the test."""
+    made: list[ScriptedServer] = []
+
+    def factory(script=lambda request: None) -> ScriptedServer:
+        made.append(ScriptedServer(script))
+        return made[-1]
+
+    yield factory
+    for server in made:
+        server.close()
+
+
+def posted(method: str):
+    """Picks the POSTs of the JSON-RPC ``method``."""
+    return lambda request: (request["json"] or {}).get("method") == method
+
+
+def of_session(session_id: str):
+    """Picks the requests carrying the session id ``session_id``."""
+    return lambda request: request["headers"].get("mcp-session-id") == session_id
+
+
+# -- a 404: a new session ----------------------------------------------------------------------
+
+
+def test_a_404_on_the_get_stream_starts_a_new_session_that_is_subscribed_again(serve):
+    # The GET stream met the 404 (the server ended the session, and its stream with it): the
+    # client used to stop listening, and a later new session (a request's 404) was not subscribed
+    # again, while the client still believed it was; resource updates never came again.
+    server = Server("subscribable")
+
+    @server.resource("res://a")
+    def resource_a() -> str:
+        return "a"
+
+    box: list[Holding] = []
+    served = serve(server, wrap=lambda app: box.append(Holding(app)) or box[0])
+    seen = box[0]
+    updated = Collector()
+    with Client.http(
+        served.mcp, era="handshake", timeout=WAIT, on_resource_updated=updated
+    ) as client:
+        transport = client.session.transport
+        client.subscribe("res://a")
+        server.notify_resource_updated("res://a")
+        updated.wait_for(1)
+        old = transport.session_id
+        assert served.app.end_session(old)
+        # no request of the caller's: the GET stream's 404 alone starts the new session
+        seen.wait_for(method_is("initialize"), "a new initialize", 2)
+        subscribe = seen.wait_for(method_is("resources/subscribe"), "the subscribe again", 2)
+        assert subscribe["params"] == {"uri": "res://a"}
+        assert transport._session_ready.wait(WAIT)  # the renewal, its subscribe answered, is over
+        assert transport.session_id not in (None, old)
+        mark = updated.mark()
+        server.notify_resource_updated("res://a")
+        # on the new session's GET stream, opened by the client
+        assert updated.wait_for(1, since=mark) == ["res://a"]
+        assert seen.count(method_is("initialize")) == 2
+
+
+def test_a_404_to_a_notification_starts_a_new_session(scripted):
+    forgotten = threading.Event()
+
+    def script(request):
+        if forgotten.is_set() and request["headers"].get("mcp-session-id") == "s1":
+            return answer("404 Not Found")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=WAIT, roots=["file:///a"]) as client:
+        forgotten.set()
+        client.set_roots(["file:///b"])  # notifications/roots/list_changed meets the 404
+        server.wait_for(posted("initialize"), "a new initialize", 2)
+        server.wait_for(posted("notifications/initialized"), "the new session's notice", 2)
+        client.list_tools()
+        assert server.count(lambda r: posted("tools/list")(r) and of_session("s2")(r)) == 1
+
+
+def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scripted):
+    # Every request but initialize, and every GET, is answered 404: the GET stream starts one new
+    # session, then leaves it alone; a call starts one more and fails; the log level asked again
+    # of a new session (its own request, meeting a 404) fails that renewal instead of starting
+    # another (it used to wait for the renewal it was part of, then start one more, and so on).
+    def script(request):
+        message = request["json"] or {}
+        if request["method"] == "GET" or ("id" in message and message["method"] != "initialize"):
+            return answer("404 Not Found")
+        return None
+
+    server = scripted(script)
+    client = Client.http(server.url, era="handshake", timeout=WAIT)
+    try:
+        transport = client.session.transport
+        transport._listener.join(WAIT)
+        assert not transport._listener.is_alive(), "the GET stream renews for ever"
+        assert server.count(posted("initialize")) == 2  # the client's, and the GET stream's
+        client.connection.log_level = "info"  # the next new session asks for it again
+        with pytest.raises(Exception, match="404"):
+            client.list_tools()
+        assert server.count(posted("initialize")) == 3  # the call's: once
+        assert server.count(posted("logging/setLevel")) == 1  # the new session's, refused
+    finally:
+        client.close()
