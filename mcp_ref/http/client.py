@@ -106,7 +106,7 @@ from .not_reached import (
     shown,
     unreachable,
 )
-from .notices import NOTICES_AT_CLOSE, Notices
+from .notices import NOTICES_AT_CLOSE, Notices, notice_timeouts
 from .origins import CrossOriginRefused, redirect_guard
 from .sse import SseParser
 
@@ -187,6 +187,7 @@ def open_transport(
         **options,
     )
     http.modern_only = era == MODERN
+    http.notice_timeouts = notice_timeouts(client_options)
     if mode == "sse":
         try:
             http.start_legacy()
@@ -364,10 +365,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 # SSE response stream MUST be treated by the server as cancellation of that
                 # request".
                 self.in_flight.give_up(request_id)
-        elif legacy:
-            self._send_other(data, legacy=True)
-        elif not self._stateless:
-            self._send_other(data)
+        elif legacy or not self._stateless:
+            self._send_other(data, legacy, message)
         else:
             # 2026-07-28: the Note under streamable-http §Sending Messages: "This revision of the
             # core protocol defines no client-to-server notifications over Streamable HTTP".
@@ -565,8 +564,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 # "should assume this is a server supporting the old HTTP+SSE transport".
                 response.close()
                 self.start_legacy()
-                with carrying(self, request.id):  # the auth hook may hold it (OAuth)
-                    self._send_other(data, legacy=True)
+                self._send_legacy(data, request)  # its answer comes on the new SSE stream
                 return
             if response.ok:
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id

@@ -20,12 +20,20 @@ response itself is closed by its worker alone.  Closing the transport gives up o
 and shuts down every socket watched, a notification's too (:meth:`InFlight.close`): no worker is
 left reading.  Each table holds the requests handed to workers and not finished: bounded by the
 session's requests.
+
+What the client POSTs with no answer to wait for (a notification, an answer, a cancellation, the
+session's DELETE) is sent under a key of its own (:meth:`InFlight.notice`): nobody's timeout
+bounds it, so it has a deadline of its own, over the whole exchange (a server that trickles its
+answer a byte at a time restarts every read timeout, never this one), kept by one thread,
+:class:`Deadlines`, which gives up on it when it passes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Hashable
+import time
+from collections.abc import Hashable, Iterator
 
 from .bounded_reads import Underway
 
@@ -46,6 +54,27 @@ class InFlight:
         # the socket each answer comes on, by request id (or a notification's own key)
         self._underway: dict[Hashable, Underway] = {}
         self._closed = False
+        self._deadlines: Deadlines | None = None  # made with the first notice that has one
+
+    @contextlib.contextmanager
+    def notice(self, key: Hashable, seconds: float | None) -> Iterator[None]:
+        """While the block sends a notice under ``key`` (its own, unique), the socket of its answer
+        is shut down once ``seconds`` have passed (None: never) or the transport closes, and
+        :meth:`given_up` says so; :class:`GivenUp` (nothing sent) once the transport has closed."""
+        self.submitted(key)
+        try:
+            if not self.taken(key):
+                raise GivenUp(key)
+            if seconds is not None:
+                with self._lock:
+                    if self._deadlines is None:
+                        self._deadlines = Deadlines(self)
+                self._deadlines.keep(key, time.monotonic() + seconds)
+            yield
+        finally:
+            if self._deadlines is not None:
+                self._deadlines.drop(key)
+            self.finished(key)
 
     def submitted(self, request_id: Hashable) -> None:
         """``request_id`` waits for a worker."""
@@ -128,3 +157,52 @@ class InFlight:
             self._underway.clear()
         for underway in watched:
             underway.abort_now()
+        if self._deadlines is not None:
+            self._deadlines.close()
+
+
+class Deadlines:
+    """The deadlines of the notices being sent (:meth:`InFlight.notice`), and the one thread that
+    gives up on each notice whose deadline passed (:meth:`InFlight.give_up`: its socket is shut
+    down).  It holds the notices being sent, no more: each is dropped when its POST ends."""
+
+    def __init__(self, in_flight: InFlight) -> None:
+        self._in_flight = in_flight
+        self._due: dict[Hashable, float] = {}  # key -> its deadline (time.monotonic())
+        self._changed = threading.Condition(threading.Lock())
+        self._closed = False
+        threading.Thread(target=self._run, name="mcp-http-deadlines", daemon=True).start()
+
+    def keep(self, key: Hashable, deadline: float) -> None:
+        """Give up on ``key`` at ``deadline`` unless it is dropped before."""
+        with self._changed:
+            self._due[key] = deadline
+            self._changed.notify()
+
+    def drop(self, key: Hashable) -> None:
+        """``key``'s POST has ended: no deadline for it any more."""
+        with self._changed:
+            self._due.pop(key, None)
+
+    def close(self) -> None:
+        """The transport closed (every socket shut down already): the thread ends."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while True:
+                    if self._closed:
+                        return
+                    now = time.monotonic()
+                    passed = [key for key, deadline in self._due.items() if deadline <= now]
+                    if passed:
+                        break
+                    nearest = min(self._due.values(), default=None)
+                    self._changed.wait(None if nearest is None else nearest - now)
+                for key in passed:
+                    del self._due[key]
+            for key in passed:
+                self._in_flight.give_up(key)

@@ -4,17 +4,28 @@ server's requests, cancellations, and the session's DELETE at close.
 A notification or an answer is POSTed by its caller, in order (the server answers 202, 2025-11-25
 basic/transports §Sending Messages); a cancellation by a thread of its own, nobody waiting for it
 (:meth:`Notices._tell_cancelled`).  A part of :class:`~mcp_ref.http.client.HttpClientTransport`.
+
+Each POST has a deadline over the whole exchange, its 202 read included (:attr:`Notices.
+notice_timeouts`: the client's ``timeout``, and for ``notifications/initialized``, the end of the
+handshake, its ``initialize_timeout``), and its socket is watched (:meth:`~mcp_ref.http.in_flight.
+InFlight.notice`): a server that never answers, or trickles its answer a byte at a time, holds
+the caller until that deadline, no longer (the POST fails: ``OSError``, which the session raises
+as :class:`~mcp_ref.errors.ConnectionClosed`), and closing the client ends it at once.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthorizationError
+from ..request import Default
+from ..session import DEFAULT_TIMEOUT
 from .bounded_reads import carrying, discard_body
+from .in_flight import GivenUp
 from .not_reached import failed_because, shown
 
 if TYPE_CHECKING:
@@ -29,13 +40,30 @@ NOTICES_AT_CLOSE = 2.0
 #: and its request's stream closed at once.
 MAX_WAITING_NOTICES = 64
 
+#: A number for each notice, to tell them apart in the in-flight table (with what it is).
+_numbers = itertools.count()
+
+
+def notice_timeouts(client_options: dict) -> tuple[float | None, float | None]:
+    """:attr:`Notices.notice_timeouts` from the keywords the :class:`~mcp_ref.Client` is made with:
+    its ``timeout``, and its ``initialize_timeout`` (default: ``timeout``)."""
+    timeout = client_options.get("timeout", DEFAULT_TIMEOUT)
+    handshake = client_options.get("initialize_timeout", timeout)
+    return timeout, timeout if isinstance(handshake, Default) else handshake
+
 
 class Notices:
     """The notices part of :class:`~mcp_ref.http.client.HttpClientTransport`."""
 
+    #: Seconds a notice's POST may take in all (None: no bound): any notice's, and that of
+    #: ``notifications/initialized``, the handshake's last step (``Client.http`` sets them to the
+    #: client's ``timeout`` and ``initialize_timeout``: :func:`notice_timeouts`).
+    notice_timeouts: tuple[float | None, float | None] = (DEFAULT_TIMEOUT, DEFAULT_TIMEOUT)
+
     if TYPE_CHECKING:  # the transport's, which this class is a part of
         session_id: str | None
         in_flight: InFlight
+        _closed: threading.Event
         _generation: int
         _pool: ThreadPoolExecutor
         _notices: ThreadPoolExecutor
@@ -73,30 +101,40 @@ class Notices:
         """Tell the server ``request_id`` is cancelled, then stop reading its stream: what the
         server sent on it until then (its cancellation of the requests it sent for the request) is
         its last word on it (2025-11-25 basic/transports: disconnecting is not cancelling)."""
-        # the notice's own key in the table: its socket is shut down if the transport closes
-        key = ("notifications/cancelled", request_id)
         try:
-            with carrying(self, key):
-                self._send_other(data, legacy=legacy)
+            self._send_other(data, legacy, kind="notifications/cancelled")
         except OSError as exc:
             log.debug("notifications/cancelled could not be sent: %s", failed_because(exc))
         finally:
-            self.in_flight.finished(key)
             self._notice_places.release()
             self.in_flight.give_up(request_id)
 
-    def _send_other(self, data: bytes, legacy: bool = False) -> None:
-        """POST a notification or an answer (``legacy``: any message, to the 2024-11-05 endpoint,
-        its answer coming on the SSE stream); the reply says only "Accepted"."""
+    def _send_other(
+        self, data: bytes, legacy: bool = False, message: Any = None, kind: str = "notice"
+    ) -> None:
+        """POST a notification or an answer, ``message`` (``legacy``: to the 2024-11-05 endpoint);
+        the reply says only "Accepted".  Within its deadline (:attr:`notice_timeouts`), watched
+        under a key of its own, ``(kind, number)``: ``kind`` says what it is (``"notifications/
+        cancelled"``: a cancellation, for which an auth hook starts no login)."""
         import requests
 
+        timeout, handshake = self.notice_timeouts
+        initialized = getattr(message, "method", None) == "notifications/initialized"
+        seconds = handshake if initialized else timeout
+        key = (kind, next(_numbers))
         generation, sent_with = self._generation, self.session_id
+        target = shown(self._target(legacy))
         try:
-            response = self._post(data, read_timeout=60, legacy=legacy)
-            discard_body(response)  # a 202 has none; whatever a server sends is never kept
-        except (requests.RequestException, AuthorizationError) as exc:
-            target = shown(self._target(legacy))
-            raise OSError(f"HTTP request to {target} failed: {failed_because(exc)}") from None
+            with self.in_flight.notice(key, seconds), carrying(self, key):
+                try:
+                    response = self._post(data, read_timeout=seconds, legacy=legacy)
+                    discard_body(response)  # a 202 has none; whatever a server sends is never kept
+                except (requests.RequestException, AuthorizationError) as exc:
+                    late = self.in_flight.given_up(key) and not self._closed.is_set()
+                    why = f"no answer within {seconds:g} s" if late else failed_because(exc)
+                    raise OSError(f"HTTP request to {target} failed: {why}") from None
+        except GivenUp:
+            raise OSError("the HTTP transport is closed") from None
         if response.status_code == 404 and sent_with and not legacy:
             # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
             # session's id means the server forgot it; a new session is started on a worker (the
@@ -108,6 +146,4 @@ class Notices:
             except RuntimeError:  # the transport closed
                 pass
         elif not response.ok:
-            raise OSError(
-                f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"
-            )
+            raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")

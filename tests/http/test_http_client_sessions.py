@@ -23,7 +23,10 @@ from conftest import WAIT, Collector
 from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
-from mcp_ref import Client, Server
+from mcp_ref import Client, ConnectionClosed, Server
+
+#: A timeout the tests wait past (they wait for WAIT): what a fixed bound used to hold far longer.
+LONG = 3 * WAIT
 
 
 def read_request(reader) -> dict | None:
@@ -159,6 +162,45 @@ def scripted():
         server.close()
 
 
+def ended_within(seconds: float, job):
+    """Run ``job()`` on a thread: its result, or the exception it raised, once it ended; the test
+    fails when it has not ended within ``seconds``."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(job())
+        except Exception as exc:  # handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    return outcome[0]
+
+
+def trickle(server: ScriptedServer, data: bytes):
+    """A script's answer: ``data`` a byte at a time, every 0.1 s, until the server stops."""
+
+    def write(connection: socket.socket) -> None:
+        for byte in data:
+            if server.stop.wait(0.1):
+                return
+            connection.sendall(bytes([byte]))
+
+    return write
+
+
+def held(server: ScriptedServer):
+    """A script's answer: none at all, the connection held until the server stops."""
+    return lambda connection: server.stop.wait(LONG)
+
+
+#: An answer long enough to trickle past any bound of a test.
+SLOW_202 = b"HTTP/1.1 202 Accepted\r\nX-Pad: " + b"a" * 10_000
+
+
 def posted(method: str):
     """Picks the POSTs of the JSON-RPC ``method``."""
     return lambda request: (request["json"] or {}).get("method") == method
@@ -251,3 +293,52 @@ def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scrip
         assert server.count(posted("logging/setLevel")) == 1  # the new session's, refused
     finally:
         client.close()
+
+
+# -- what the client POSTs with no answer to wait for: within a deadline --------------------------
+
+
+def test_a_notification_whose_answer_trickles_fails_at_the_clients_timeout(scripted):
+    # Its POST had a read timeout of 60 s, restarted by each byte: a server trickling its 202 held
+    # set_roots() (and any notification's sender) for ever.
+    server = scripted()
+    server.script = lambda r: (
+        trickle(server, SLOW_202) if posted("notifications/roots/list_changed")(r) else None
+    )
+    with Client.http(server.url, era="handshake", timeout=1.0, roots=["file:///a"]) as client:
+        outcome = ended_within(WAIT, lambda: client.set_roots(["file:///b"]))
+        assert isinstance(outcome, ConnectionClosed), outcome
+        assert "no answer within 1 s" in str(outcome)
+        client.list_tools()  # the connection serves on
+
+
+def test_a_handshake_whose_initialized_notice_is_never_answered_fails_at_initialize_timeout(
+    scripted,
+):
+    server = scripted()
+    server.script = lambda r: held(server) if posted("notifications/initialized")(r) else None
+    outcome = ended_within(
+        WAIT,
+        lambda: Client.http(server.url, era="handshake", timeout=LONG, initialize_timeout=1.0),
+    )
+    assert isinstance(outcome, ConnectionClosed), outcome
+    assert "no answer within 1 s" in str(outcome)
+
+
+def test_closing_the_client_ends_a_notification_the_server_holds(scripted):
+    server = scripted()
+    server.script = lambda r: (
+        held(server) if posted("notifications/roots/list_changed")(r) else None
+    )
+    client = Client.http(server.url, era="handshake", timeout=LONG, roots=["file:///a"])
+    outcome: list = []
+    sender = threading.Thread(
+        target=lambda: outcome.append(ended_within(LONG, lambda: client.set_roots(["file:///b"]))),
+        daemon=True,
+    )
+    sender.start()
+    server.wait_for(posted("notifications/roots/list_changed"), "the notification")
+    ended_within(WAIT, client.close)
+    sender.join(WAIT)
+    assert not sender.is_alive(), "set_roots() outlives close()"
+    assert isinstance(outcome[0], ConnectionClosed), outcome
