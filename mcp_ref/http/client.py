@@ -408,7 +408,9 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             answered.wait(self.connect_timeout)
 
     def close(self) -> None:
-        """DELETE the session (Streamable HTTP), stop every stream, and end ``read()``."""
+        """DELETE the session (Streamable HTTP), stop every stream, and end ``read()``: within
+        ``NOTICES_AT_CLOSE`` and ``SESSION_END_TIMEOUT`` (2 + 5 s; :mod:`~mcp_ref.http.notices`)
+        at most, whatever the server does."""
         if self._closed.is_set():
             return
         self._closed.set()
@@ -418,19 +420,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         except (FutureTimeout, RuntimeError):  # a server slow to take them; closed already
             log.debug("cancellations left unsent at close")
         if self.session_id and self.mode != "sse":
-            # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
-            # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
-            try:
-                with carrying(self, ("DELETE",)):  # an auth hook starts no login for it
-                    ended = self.http.delete(
-                        self.url,
-                        headers=self._headers(),
-                        stream=True,
-                        timeout=(self.connect_timeout, 5),
-                    )
-                discard_body(ended)
-            except Exception as exc:  # closing must not raise (its text may quote the URL's secret)
-                log.debug("DELETE of the session failed: %s", failed_because(exc))
+            self._end_session()  # the session's DELETE, SESSION_END_TIMEOUT at most
         self.in_flight.close()  # no worker is left reading, nor the thread sending a notice
         with self._responses_lock:
             responses = list(self._open_responses)

@@ -39,6 +39,9 @@ NOTICES_AT_CLOSE = 2.0
 #: Cancellations waiting to be POSTed (:meth:`Notices._tell_cancelled`); past it one is dropped,
 #: and its request's stream closed at once.
 MAX_WAITING_NOTICES = 64
+#: Seconds the session's DELETE at close may take in all, connecting included: ``close()`` returns
+#: within :data:`NOTICES_AT_CLOSE` and this (and a few milliseconds), whatever the server does.
+SESSION_END_TIMEOUT = 5.0
 
 #: A number for each notice, to tell them apart in the in-flight table (with what it is).
 _numbers = itertools.count()
@@ -61,6 +64,9 @@ class Notices:
     notice_timeouts: tuple[float | None, float | None] = (DEFAULT_TIMEOUT, DEFAULT_TIMEOUT)
 
     if TYPE_CHECKING:  # the transport's, which this class is a part of
+        url: str
+        http: Any
+        connect_timeout: float
         session_id: str | None
         in_flight: InFlight
         _closed: threading.Event
@@ -74,6 +80,8 @@ class Notices:
         ) -> Any: ...
 
         def _target(self, legacy: bool) -> str: ...
+
+        def _headers(self, accept: str = ...) -> dict: ...
 
         def _renewed(self, generation: int) -> bool: ...
 
@@ -147,3 +155,24 @@ class Notices:
                 pass
         elif not response.ok:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")
+
+    def _end_session(self) -> None:
+        """DELETE the session at close, within :data:`SESSION_END_TIMEOUT` in all (its socket shut
+        down then, however slowly the server answers); only its status line and headers are read,
+        the connection closed with its body unread: nothing in it is needed.  Never raises.
+
+        2025-11-25 basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
+        MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session"."""
+        bound = SESSION_END_TIMEOUT
+        key = ("DELETE", next(_numbers))  # an auth hook starts no login for it
+        try:
+            with self.in_flight.notice(key, bound), carrying(self, key):
+                ended = self.http.delete(
+                    self.url,
+                    headers=self._headers(),
+                    stream=True,
+                    timeout=(min(self.connect_timeout, bound), bound),
+                )
+                ended.close()
+        except Exception as exc:  # closing must not raise (its text may quote the URL's secret)
+            log.debug("DELETE of the session failed: %s", failed_because(exc))

@@ -24,6 +24,7 @@ from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
 from mcp_ref import Client, ConnectionClosed, Server
+from mcp_ref.http import notices
 
 #: A timeout the tests wait past (they wait for WAIT): what a fixed bound used to hold far longer.
 LONG = 3 * WAIT
@@ -342,3 +343,34 @@ def test_closing_the_client_ends_a_notification_the_server_holds(scripted):
     sender.join(WAIT)
     assert not sender.is_alive(), "set_roots() outlives close()"
     assert isinstance(outcome[0], ConnectionClosed), outcome
+
+
+def test_closing_ends_a_delete_whose_answer_trickles_at_its_bound(scripted, monkeypatch):
+    # The DELETE had a read timeout of 5 s that every byte restarted: a server trickling its
+    # status line and headers held close() for ever.
+    monkeypatch.setattr(notices, "SESSION_END_TIMEOUT", 1.0)
+    server = scripted()
+    server.script = lambda r: trickle(server, SLOW_202) if r["method"] == "DELETE" else None
+    client = Client.http(server.url, era="handshake", timeout=WAIT)
+    ended_within(WAIT, client.close)
+    assert server.count(lambda r: r["method"] == "DELETE") == 1
+
+
+def test_closing_reads_no_body_of_the_answer_to_its_delete(scripted, monkeypatch):
+    # Its body (up to 64 KiB) was read to the end, as slowly as the server sent it.
+    monkeypatch.setattr(notices, "SESSION_END_TIMEOUT", LONG)  # not what ends it here
+    hung_up = threading.Event()
+    server = scripted()
+
+    def body_trickled(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 60000\r\n\r\n")
+        try:
+            while not server.stop.wait(0.1):
+                connection.sendall(b"x")
+        except OSError:  # the client closed the connection
+            hung_up.set()
+
+    server.script = lambda r: body_trickled if r["method"] == "DELETE" else None
+    client = Client.http(server.url, era="handshake", timeout=WAIT)
+    ended_within(WAIT, client.close)
+    assert hung_up.wait(WAIT), "the client never closed the DELETE's connection"
