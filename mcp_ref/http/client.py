@@ -477,7 +477,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         response = self._post_request(data, request, legacy=True)
         discard_body(response)
         if not response.ok:
-            failure = f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
+            where = shown(cast(str, self.legacy_endpoint))  # its query may hold the session
+            failure = f"HTTP {response.status_code} {response.reason} from {where}"
             self._fail(request.id, failure, response.status_code)
 
     def _target(self, legacy: bool) -> str:
@@ -720,7 +721,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                         log.warning(
                             "dropped an SSE event from %s larger than the limit of %d bytes "
                             "(max_message_size)",
-                            self.url,
+                            shown(self.url),
                             self.max_message_size,
                         )
                         continue
@@ -788,7 +789,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 return
             if not resumable:
                 lost = ResponseStreamLost(
-                    f"the response stream from {self.url} broke before the answer"
+                    f"the response stream from {shown(self.url)} broke before the answer"
                 )
                 self._incoming.put(RequestFailed(request.id, lost))
                 return

@@ -553,15 +553,16 @@ class OAuth(AuthBase):
         if self.scopes:
             body["scope"] = " ".join(self.scopes)
         # _client_for() registers only with a registration_endpoint
+        endpoint = cast(str, server.registration_endpoint)
         answer = self._post(
-            cast(str, server.registration_endpoint),
+            endpoint,
             json_body=body,
             what="registration",
             error=RegistrationError,
         )
         if not isinstance(answer.get("client_id"), str) or not answer["client_id"]:
             raise RegistrationError(
-                f"the registration endpoint {server.registration_endpoint} answered no client_id"
+                f"the registration endpoint {shown(endpoint)} answered no client_id"
             )
         uris = answer.get("redirect_uris")
         return _client_record(
@@ -654,18 +655,20 @@ class OAuth(AuthBase):
             error=TokenError,
         )
         if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
-            raise TokenError(f"the token endpoint {server.token_endpoint} answered no access_token")
+            raise TokenError(
+                f"the token endpoint {shown(server.token_endpoint)} answered no access_token"
+            )
         if not _SENDABLE_TOKEN.fullmatch(answer["access_token"]):
             # a token goes in a header field: a space, a line break (a header of its own), a
             # control or non-ASCII character cannot be sent there as the token
             raise TokenError(
-                f"the token endpoint {server.token_endpoint} answered an access_token that cannot "
+                f"the token endpoint {shown(server.token_endpoint)} answered an access_token that cannot "
                 "be sent in a header (only visible ASCII characters can); refused, not shown"
             )
         token_type = answer.get("token_type")
         if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
             raise TokenError(
-                f"the token endpoint {server.token_endpoint} answered token_type {token_type!r}, "
+                f"the token endpoint {shown(server.token_endpoint)} answered token_type {token_type!r}, "
                 "not Bearer or DPoP"
             )
         return answer
@@ -698,7 +701,7 @@ class OAuth(AuthBase):
                 )
             except requests.RequestException as exc:
                 raise error(
-                    f"cannot reach the {what} endpoint {url}: {type(exc).__name__}"
+                    f"cannot reach the {what} endpoint {shown(url)}: {type(exc).__name__}"
                 ) from None
             answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
             if answer is None:
@@ -707,7 +710,7 @@ class OAuth(AuthBase):
                 if response.is_redirect:
                     kind += " (a redirect, not followed)"
                 raise error(
-                    f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
+                    f"the {what} endpoint {shown(url)} answered HTTP {response.status_code} with {kind}, not a JSON object",
                     status=response.status_code,
                 )
             nonce = response.headers.get("DPoP-Nonce")
@@ -721,10 +724,10 @@ class OAuth(AuthBase):
                 continue  # RFC 9449 §8: the authorization server wants its nonce in the proof
             description = answer.get("error_description")
             detail = f" ({description})" if isinstance(description, str) and description else ""
-            message = f"the {what} endpoint {url} answered HTTP {response.status_code}: {code or 'no error code'}{detail}"
+            message = f"the {what} endpoint {shown(url)} answered HTTP {response.status_code}: {code or 'no error code'}{detail}"
             raise error(message, code, response.status_code)
         raise error(
-            f"the {what} endpoint {url} kept asking for a new DPoP nonce"
+            f"the {what} endpoint {shown(url)} kept asking for a new DPoP nonce"
         )  # pragma: no cover
 
 

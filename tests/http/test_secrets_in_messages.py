@@ -4,13 +4,18 @@ messages still say what went wrong and what to do.  Real servers on 127.0.0.1 (p
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 
 import pytest
 from conftest import WAIT
-from http_fixtures import serving
+from http_fixtures import serve, serving  # noqa: F401 - serve is a fixture
+from test_http_client import scripted
+from test_http_client_sessions import scripted as scripted_server  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Server
+from mcp_ref.errors import ResponseStreamLost
 
 SECRET = "USER-SECRET-TOKEN"
 
@@ -116,3 +121,64 @@ def test_a_server_gone_mid_session_is_named_without_the_urls_credentials(caplog,
     finally:
         client.close()
     assert "SECRET" not in caplog.text
+
+
+class Seen(logging.Handler):
+    """A log handler that sets ``came`` once a record holding ``words`` is emitted."""
+
+    def __init__(self, words: str):
+        super().__init__(logging.DEBUG)
+        self.words = words
+        self.came = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.came.set()
+
+
+def test_an_event_dropped_from_the_get_stream_is_logged_without_the_urls_credentials(
+    caplog, scripted_server
+):
+    # The warning named the URL whole: its userinfo and query's secret went to the log.
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+    big = json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 5000}}
+    )
+    server = scripted_server()
+
+    def stream(connection) -> None:
+        connection.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+            + f"data: {big}\n\n".encode()
+        )
+        server.stop.wait(WAIT)
+
+    server.script = lambda request: stream if request["method"] == "GET" else None
+    url = server.url.replace("http://", "http://user:SECRET-PASS@") + "?api_key=SECRET-QUERY"
+    dropped = Seen("dropped an SSE event")
+    logging.getLogger("mcp_ref").addHandler(dropped)
+    try:
+        with Client.http(url, era="handshake", timeout=WAIT, max_message_size=1000):
+            assert dropped.came.wait(WAIT), "the event was never dropped"
+    finally:
+        logging.getLogger("mcp_ref").removeHandler(dropped)
+    assert "dropped an SSE event from http://***@127.0.0.1" in caplog.text
+    assert "SECRET" not in caplog.text
+
+
+def test_a_lost_response_stream_is_named_without_the_urls_credentials(caplog, serve):
+    # 2026-07-28: a call's response stream that breaks every time ends in ResponseStreamLost,
+    # whose message named the URL whole.
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+    served, seen = scripted(serve)
+
+    def broken(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Content-Length", "5")])
+        return [b": x\n\n"]
+
+    seen.answer = broken
+    with Client.http(served.mcp + "?api_key=SECRET-QUERY", era="modern", timeout=WAIT) as client:
+        with pytest.raises(ResponseStreamLost) as caught:
+            client.call_tool("echo", {"text": "hi"})
+    assert "/mcp?..." in str(caught.value), caught.value
+    assert "SECRET" not in str(caught.value) and "SECRET" not in caplog.text
