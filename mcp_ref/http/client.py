@@ -147,7 +147,9 @@ def hold_current_request(seconds: float) -> None:
         transport._incoming.put(RequestHeld(request_id, seconds))
 
 
-#: Attempts to resume one stream before giving up on it.
+#: Resumptions of one stream in a row that bring no new event before giving up on it (one that
+#: brings some starts the count again: SSE polling, where the server closes the connection after
+#: each event, resumes as long as it goes on).
 MAX_RESUMES = 10
 
 
@@ -760,7 +762,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         import requests
 
         awaiting = {request.id}
-        cursor, resumes = Cursor(), 0
+        cursor, resumed, fruitless = Cursor(), False, 0
         while True:
             seen, broke = (cursor.events, cursor.last_id), False
             try:
@@ -777,7 +779,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             if not awaiting or self._closed.is_set() or self.in_flight.is_cancelled(request.id):
                 return
             # from here the request is unanswered: it fails now, or its stream is resumed
-            if resumes and not broke and (cursor.events, cursor.last_id) == seen:
+            new = (cursor.events, cursor.last_id) != seen
+            if resumed and not broke and not new:
                 # The server ended the resumed stream with nothing after Last-Event-ID: it has no
                 # more for this request (the process running it stopped, or it ended unanswered).
                 # Asking again would get the same; the caller hears it now, not at its timeout.
@@ -794,12 +797,18 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 self._incoming.put(RequestFailed(request.id, lost))
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
-            # Last-Event-ID, after waiting the server's retry interval.
-            if cursor.last_id is None or resumes >= MAX_RESUMES:
+            # Last-Event-ID, after waiting the server's retry interval; §Sending Messages: the
+            # server "MAY close the connection ... at any time", and the client "SHOULD" then poll.
+            # Only resumptions that brought nothing new count against MAX_RESUMES.
+            if new:
+                fruitless = 0
+            elif resumed:
+                fruitless += 1
+            if cursor.last_id is None or fruitless >= MAX_RESUMES:
                 self._fail(request.id, "the server closed the stream before answering")
                 return
-            resumes += 1
-            if self._closed.wait(self._retry_delay(cursor)):
+            resumed = True
+            if self._closed.wait(self._retry_delay(cursor, fruitless)):
                 return
             try:
                 with carrying(self, request.id):  # the resumed answer's socket watched for it

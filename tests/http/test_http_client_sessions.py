@@ -24,7 +24,7 @@ from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
 from mcp_ref import Client, ConnectionClosed, Server
-from mcp_ref.http import notices
+from mcp_ref.http import client as http_client, notices
 
 #: A timeout the tests wait past (they wait for WAIT): what a fixed bound used to hold far longer.
 LONG = 3 * WAIT
@@ -374,3 +374,70 @@ def test_closing_reads_no_body_of_the_answer_to_its_delete(scripted, monkeypatch
     client = Client.http(server.url, era="handshake", timeout=WAIT)
     ended_within(WAIT, client.close)
     assert hung_up.wait(WAIT), "the client never closed the DELETE's connection"
+
+
+# -- SSE polling: resuming as long as the server brings something new -----------------------------
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+
+def polling(server: ScriptedServer, answer_at: int):
+    """A script doing SSE polling (2025-11-25 basic/transports §Sending Messages: the server "MAY
+    close the connection ... at any time"): the call's POST gets a priming event (``e0``), each
+    GET resuming after ``eN`` one new event (a log message, ``eN+1``) and the end of its
+    connection; the answer comes on the ``answer_at``-th resumption."""
+    call: dict = {}
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "tools/call":
+            call["id"] = message["id"]
+            return lambda connection: connection.sendall(SSE_HEAD + b"id: e0\nretry: 1\ndata:\n\n")
+        last = request["headers"].get("last-event-id")
+        if request["method"] != "GET" or not last:
+            return None
+        number = int(last[1:]) + 1
+        if number >= answer_at:
+            event = {"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}
+        else:
+            event = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": f"step {number}"},
+            }
+        data = f"id: e{number}\ndata: {json.dumps(event)}\n\n".encode()
+        return lambda connection: connection.sendall(SSE_HEAD + data)
+
+    return script
+
+
+def resumptions(server: ScriptedServer) -> int:
+    return server.count(lambda r: r["method"] == "GET" and "last-event-id" in r["headers"])
+
+
+def test_a_call_resumes_for_as_long_as_each_resumption_brings_something_new(scripted):
+    # It failed after MAX_RESUMES (10) resumptions, each of which had brought a new event.
+    server = scripted()
+    server.script = polling(server, answer_at=15)
+    with Client.http(server.url, era="handshake", timeout=WAIT, min_retry_delay=0) as client:
+        assert client.call_tool("long").content == []
+    assert resumptions(server) == 15
+
+
+def test_resumptions_that_bring_nothing_new_stop_at_max_resumes(scripted):
+    # Each GET resuming the call's stream breaks before any event (a chunked body cut short): the
+    # call fails after MAX_RESUMES of them, not at its timeout.
+    server = scripted()
+    first = polling(server, answer_at=100)
+
+    def script(request):
+        if request["method"] == "GET" and "last-event-id" in request["headers"]:
+            head = SSE_HEAD.replace(b"Connection: close", b"Transfer-Encoding: chunked")
+            return lambda connection: connection.sendall(head)  # then the connection ends
+        return first(request)
+
+    server.script = script
+    with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
+        outcome = ended_within(WAIT, lambda: client.call_tool("long"))
+    assert "the server closed the stream before answering" in str(outcome), outcome
+    assert resumptions(server) == http_client.MAX_RESUMES
