@@ -167,7 +167,10 @@ class Context:
         The stream goes on: later messages and the answer wait in the event
         store, and the client resumes with GET + ``Last-Event-ID`` after the
         ``retry`` interval.  False when there is no such stream (stdio, JSON
-        replies, the legacy transport).  See ``McpWsgiApp(inline_handlers=...)``.
+        replies, the legacy transport), or no connection carries it now (the client has not
+        resumed it since it was last closed: nothing to close).  With handlers inline (the
+        default), the POST's own response, once closed, ends only when the handler returns:
+        see ``McpWsgiApp(inline_handlers=...)``.
         """
         hooks = self._http_hooks
         return done(hooks is not None and hooks.close_stream(self.request_id))

@@ -24,6 +24,7 @@ from http_fixtures import (
     RawSession,
     SseReader,
     error_body_errors,
+    handshake_http_client,  # noqa: F401 - fixture
     init_params,
     is_answer,
     notification,
@@ -947,3 +948,67 @@ def test_a_get_resuming_a_stream_answered_inline_ends_with_it(serve, raw_session
         m.get("method") == "notifications/progress" or m.get("id") == request_id for _, m in rest
     )
     response.close()
+
+
+# -- SSE polling: Context.close_sse_stream closes the connection that carries the stream ----------
+
+
+def polling_server() -> tuple[Server, dict]:
+    """A server whose tool ``poll`` closes its stream's connection (``ctx.close_sse_stream()``),
+    waits for ``state["resumed"]``, closes it again, then answers; ``state["closed"]`` holds
+    what each close returned."""
+    server = Server("polling")
+    state: dict = {"closed": [], "resumed": threading.Event(), "again": threading.Event()}
+
+    @server.tool()
+    def poll(ctx: Context) -> str:
+        ctx.report_progress(1, 2)
+        state["closed"].append(ctx.close_sse_stream())
+        state["resumed"].wait(WAIT)
+        state["closed"].append(ctx.close_sse_stream())
+        state["again"].set()
+        return "done"
+
+    return server, state
+
+
+def test_a_second_close_of_an_inline_handlers_stream_closes_the_get_that_resumed_it(
+    serve, raw_session
+):
+    # The handler runs on its POST's thread: the first close ends that response's part in the
+    # stream (a retry event); the client resumes with a GET meanwhile.  The second close went to
+    # the POST's response again (a no-op there) and returned True: the GET carrying the stream
+    # was never closed.
+    server, state = polling_server()
+    srv = serve(server, retry_ms=30)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    request_id, response = session.call("tools/call", tool("poll", progress_token="p"), stream=True)
+    post = SseReader(response)
+    priming, progress, closing = post.next(), post.next(), post.next()
+    assert priming["retry"] is not None and "notifications/progress" in progress["data"]
+    assert closing["retry"] is not None and not closing["data"], closing  # closed for polling
+    resumed = session.get(headers={"Last-Event-ID": closing["id"]})
+    assert resumed.status_code == 200
+    state["resumed"].set()  # the GET has taken the stream over
+    assert state["again"].wait(WAIT)
+    assert state["closed"] == [True, True]
+    reader = SseReader(resumed)
+    events = []
+    while (event := reader.next()) is not None:  # the GET ends: closed for polling
+        events.append(event)
+    assert events and events[-1]["retry"] is not None, events
+    post.close()
+
+
+def test_an_inline_handlers_second_close_before_the_client_resumed_closes_nothing(
+    serve, handshake_http_client
+):
+    # Nothing carries the stream between the first close and the client's resumption (an inline
+    # handler's POST ends only when the handler returns): it said True all the same.
+    server, state = polling_server()
+    state["resumed"].set()  # no waiting: the second close comes at once
+    srv = serve(server, retry_ms=30)
+    client = handshake_http_client(srv.mcp)
+    assert client.call_tool("poll").content[0].text == "done"
+    assert state["closed"] == [True, False]

@@ -332,15 +332,22 @@ class HttpSession(Transport):
 
         2025-11-25 basic/transports §Sending Messages: "the server MAY close the connection
         (without terminating the SSE stream) at any time"; the client resumes with GET and
-        Last-Event-ID after ``retry``.  Returns False if the request has no open stream.
+        Last-Event-ID after ``retry``.  Returns False when no connection carries the stream now,
+        so nothing was closed: the request has no open stream, or the client has not resumed it
+        since it was last closed (then an inline handler's own POST, once closed, ends only when
+        the handler returns: a running WSGI call cannot end its response).
         """
         with self.lock:
             stream = self.by_request.get(request_id)
         if stream is None or self.kind != "streamable":
             return False
-        # the inline reply's connection, or the stream's consumer's
-        (stream.direct or stream).close_connection()
-        return True
+        direct = stream.direct
+        if direct is not None and not direct.broken:
+            direct.close_connection()  # the POST's own response, its handler running inline
+            return True
+        # the response serving the stream now: the POST's relay, or a GET that resumed it (never
+        # the inline POST's response again, which no longer carries it)
+        return stream.close_connection()
 
     def read(self) -> bytes | None:
         """Never called: the WSGI application feeds the session."""

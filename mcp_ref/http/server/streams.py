@@ -27,6 +27,8 @@ class DirectWriter(Protocol):
     (``replies.DirectReply``)."""
 
     status: str
+    #: Its client has gone, or it was closed for polling: the stream no longer goes through it.
+    broken: bool
 
     def send(self, data: bytes, end: bool) -> bool:
         """Write one message; False when it must be queued on the stream instead."""
@@ -101,11 +103,16 @@ class Stream:
         with self.cond:
             return self.limit is not None and len(self.items) >= self.limit
 
-    def close_connection(self) -> None:
-        """End the HTTP response now serving this stream; later messages wait for a resuming GET."""
+    def close_connection(self) -> bool:
+        """End the HTTP response now serving this stream; later messages wait for a resuming GET.
+        False when none serves it now, or its end is asked for already: nothing to close (a
+        ``CLOSE`` queued for nobody would end the client's next GET as soon as it resumed)."""
         with self.cond:
+            if self.consumer is None or CLOSE in self.items:
+                return False
             self.items.append(CLOSE)
             self.cond.notify_all()
+            return True
 
     def end(self) -> None:
         """End the stream (its consumer's response ends once it has taken what is queued)."""
