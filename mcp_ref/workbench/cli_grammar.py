@@ -60,6 +60,9 @@ class Verb:
     options: Callable[[argparse.ArgumentParser], None] | None = None
 
 
+#: The shapes whose words begin with TARGET, the server (a URL or a command line).
+TARGET_SHAPES = ("target", "call", "prompt", "read")
+
 # -- the verbs' own options -----------------------------------------------------------------------
 
 ARGS_HELP = (
@@ -632,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     global_options(after_verb, defaults=False)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for verb in VERBS:
-        notes = TARGET_HELP + "\n\n" if verb.shape in ("target", "call", "prompt", "read") else ""
+        notes = TARGET_HELP + "\n\n" if verb.shape in TARGET_SHAPES else ""
         sub = verbs.add_parser(
             verb.name,
             help=verb.summary,
@@ -657,21 +660,14 @@ class _Wrapped(argparse.RawDescriptionHelpFormatter):
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         import textwrap
 
-        paragraphs = text.split("\n\n")
-        out = []
-        for paragraph in paragraphs:
-            if paragraph.startswith("examples:"):
-                out.append(paragraph)
-            else:
-                out.append(
-                    textwrap.fill(
-                        " ".join(paragraph.split()),
-                        width,
-                        initial_indent=indent,
-                        subsequent_indent=indent,
-                    )
-                )
-        return "\n\n".join(out)
+        return "\n\n".join(
+            paragraph
+            if paragraph.startswith("examples:")
+            else textwrap.fill(
+                " ".join(paragraph.split()), width, initial_indent=indent, subsequent_indent=indent
+            )
+            for paragraph in text.split("\n\n")
+        )
 
 
 def verb_named_in(argv: Sequence[str]) -> str | None:
@@ -732,7 +728,7 @@ def _unquoted(verb: Verb, words: Sequence[str]) -> bool:
     """True when ``words`` begin an unquoted server command (a first word that is not an option,
     a URL or a quoted command line)."""
     return (
-        verb.shape in ("target", "call", "prompt", "read")
+        verb.shape in TARGET_SHAPES
         and bool(words)
         and not _is_option(words[0])
         and not _whole_target(words[0])
@@ -767,12 +763,13 @@ def _reworded(message: str) -> str:
 
 def _unknown_option(verb: str, option: str) -> str:
     """The message for an option the verb does not know."""
-    if VERB_NAMES[verb].shape in ("target", "call", "prompt", "read"):
+    shape = VERB_NAMES[verb].shape
+    if shape in TARGET_SHAPES:
         return (
             f"unknown option {option}; if it is the server's, put the server's command "
             f"last, after --: mcp-ref {verb} ... -- python server.py {option}"
         )
-    if VERB_NAMES[verb].shape == "server":
+    if shape == "server":
         return (
             f"unknown option {option}; the server's own arguments go last, after --: "
             f"mcp-ref {verb} server.py -- {option}"
