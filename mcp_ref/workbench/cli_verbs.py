@@ -71,20 +71,19 @@ def parse_pairs(
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CliError(f"expected KEY=VALUE, got {pair!r}", EXIT_USAGE)
+        wants_text = schema is not None and _wants_string(schema.get(key))
         try:
             parsed = strict_json(value) if coerce else value
         except NotJsonNumber as exc:  # 1e999, NaN: text only if the parameter takes text
-            if schema is None or not _wants_string(schema.get(key)):
+            if not wants_text:
                 raise CliError(
                     f"{key}={value}: {exc} (for the text, write {key}='\"{value}\"')", EXIT_USAGE
                 ) from None
             parsed = value
         except ValueError:
             parsed = value
-        if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
-            # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
-            parsed = value
-        out[key] = parsed
+        # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+        out[key] = value if wants_text and not isinstance(parsed, str) else parsed
     return out
 
 
@@ -563,8 +562,9 @@ def _name_a_tool(client, args) -> int:
     tools = client.list_tools()
     if args.json:
         print_json({"tools": [tool.to_wire() for tool in tools]})
-    for tool in tools if not args.json else ():
-        print(one_line(describe_tool(tool)))
+    else:
+        for tool in tools:
+            print(one_line(describe_tool(tool)))
     if not tools:
         raise CliError("name a tool: this server has none", EXIT_USAGE)
     raise CliError(
