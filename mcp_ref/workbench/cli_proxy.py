@@ -16,8 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConnectionClosed, McpError, RequestTimeout
-from .cli_output import to_stderr
-from .cli_serve import http_address
+from .cli_serve import announcer, http_address
 from .cli_verbs import (
     EXIT_OK,
     EXIT_UNREACHABLE,
@@ -80,16 +79,10 @@ def run(args: Any, hooks: Any) -> int:
         if address is None:
             proxy.run_stdio()
             return EXIT_OK
-        mode = "stateless " if args.stateless else ""
-
-        def announce(httpd: Any) -> None:
-            to_stderr(
-                f"mcp-ref: proxying {shown} at {httpd.url}/mcp ({mode}Streamable HTTP) "
-                f"and {httpd.url}/sse (HTTP+SSE)"
-            )
-
         try:
-            proxy.run_http(*address, stateless=args.stateless, on_ready=announce)
+            proxy.run_http(
+                *address, stateless=args.stateless, on_ready=announcer(f"proxying {shown}", args)
+            )
         except OSError as exc:  # the port is taken, the address is not ours, ...
             raise CliError(
                 f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE

@@ -52,29 +52,30 @@ def _only_with_http(args: Any, *flags: str) -> None:
             raise CliError(f"{flag} goes with --http", EXIT_USAGE)
 
 
-def _announce(name: str, args: Any, path: str = "/mcp", sse_path: str | None = "/sse"):
-    """``on_ready`` for run_http: the line saying where the server is served."""
+def announcer(
+    what: str,
+    args: Any,
+    path: str = "/mcp",
+    sse_path: str | None = "/sse",
+    *,
+    host_note: bool = False,
+):
+    """``on_ready`` for run_http: the line saying where ``what`` (``serving NAME``, ``proxying
+    TARGET``) is served; ``host_note``: then a note that, bound beyond this machine, it accepts
+    only local Host names."""
     mode = "stateless " if args.stateless else ""
 
     def announce(httpd) -> None:
         legacy = f" and {httpd.url}{sse_path} (HTTP+SSE)" if sse_path else ""
-        to_stderr(f"mcp-ref: serving {name} at {httpd.url}{path} ({mode}Streamable HTTP){legacy}")
+        to_stderr(f"mcp-ref: {what} at {httpd.url}{path} ({mode}Streamable HTTP){legacy}")
+        if host_note:
+            to_stderr(
+                "mcp-ref: note: requests are accepted only with Host localhost or 127.0.0.1 "
+                "(DNS-rebinding protection); add --allowed-host NAME for each name clients reach "
+                "this server by"
+            )
 
     return announce
-
-
-def _with_host_note(announce):
-    """``announce``, then a note: bound beyond this machine, but only local Host names accepted."""
-
-    def announce_and_note(httpd) -> None:
-        announce(httpd)
-        to_stderr(
-            "mcp-ref: note: requests are accepted only with Host localhost or 127.0.0.1 "
-            "(DNS-rebinding protection); add --allowed-host NAME for each name clients reach "
-            "this server by"
-        )
-
-    return announce_and_note
 
 
 def serve_demo(args: Any, hooks: Any) -> int:
@@ -94,7 +95,7 @@ def serve_demo(args: Any, hooks: Any) -> int:
             )
         else:
             traced(build_server(), hooks.tracer).run_http(
-                *address, stateless=args.stateless, on_ready=_announce("the demo", args)
+                *address, stateless=args.stateless, on_ready=announcer("serving the demo", args)
             )
     except OSError as exc:  # the port is taken, the address is not ours, ...
         raise CliError(
@@ -141,10 +142,13 @@ def run_user_server(args: Any, hooks: Any) -> int:
 
         options["allowed_hosts"] = [*LOCAL_HOSTS, *args.allowed_host]
     name = repr(server.name) if server.name else "the server"
-    sse_path = None if args.no_sse else args.sse_path
-    announce = _announce(name, args, args.path, sse_path)
-    if address[0] not in ("127.0.0.1", "localhost", "::1") and not args.allowed_host:
-        announce = _with_host_note(announce)
+    announce = announcer(
+        f"serving {name}",
+        args,
+        args.path,
+        None if args.no_sse else args.sse_path,
+        host_note=address[0] not in ("127.0.0.1", "localhost", "::1") and not args.allowed_host,
+    )
     try:
         server.run_http(*address, on_ready=announce, **options)
     except OSError as exc:
