@@ -176,9 +176,8 @@ class Checker:
                 f"no answer within {self.call_timeout:g} s with {arguments}; cancelled (basic/utilities/cancellation)",
             )
             return
-        except (
-            MissingRequiredClientCapabilityError
-        ) as exc:  # 2026-07-28: the right answer to this client
+        except MissingRequiredClientCapabilityError as exc:
+            # 2026-07-28: the right answer to this client
             self.add(
                 check,
                 WARN,

@@ -106,9 +106,8 @@ def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
         return "any"
     ref = prop.get("$ref")
     if isinstance(ref, str):
-        name = (
-            ref.replace("#", "/").rstrip("/").rsplit("/", 1)[-1]
-        )  # the last part of a path or a fragment
+        # the last part of a path or a fragment
+        name = ref.replace("#", "/").rstrip("/").rsplit("/", 1)[-1]
         section = ref[2:].split("/", 1)[0] if ref.startswith("#/") else None
         defs = (root or {}).get(section) if section in ("$defs", "definitions") else None
         target = defs.get(name) if isinstance(defs, dict) else None

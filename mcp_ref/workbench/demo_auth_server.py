@@ -371,16 +371,14 @@ class DemoAuthorizationServer:
                 raise OAuthError(
                     "invalid_grant", "redirect_uri differs from the authorization request's"
                 )
-            if not pkce.verifies(
-                form.get("code_verifier"), grant.challenge or ""
-            ):  # a code always has one
+            # a code always has a challenge
+            if not pkce.verifies(form.get("code_verifier"), grant.challenge or ""):
                 raise OAuthError(
                     "invalid_grant", "the code_verifier does not match the code_challenge"
                 )
         elif grant_type == "refresh_token":
-            grant = self.refresh_tokens.take(
-                form.get("refresh_token", "")
-            )  # rotation: each is used once
+            # rotation: each is used once
+            grant = self.refresh_tokens.take(form.get("refresh_token", ""))
             if grant is None or grant.client_id != client.client_id:
                 raise OAuthError(
                     "invalid_grant", "the refresh token is unknown, used or not this client's"
@@ -537,9 +535,8 @@ class LocalVerifier:
 
         try:
             grant = self.server.verify(token)
-        except (
-            ConnectionError
-        ):  # a shared table is unreachable: not valid, as a failed introspection
+        except ConnectionError:
+            # a shared table is unreachable: not valid, as a failed introspection
             return None
         if grant is None:
             return None
@@ -644,9 +641,8 @@ def fetch_client_metadata(
     port = port or (443 if parts.scheme == "https" else 80)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     deadline = time.monotonic() + DOCUMENT_TIMEOUT
-    for address in _checked_addresses(
-        host, port, loopback
-    ):  # each checked; the first that connects
+    # each address checked; the first that connects
+    for address in _checked_addresses(host, port, loopback):
         fetched = _get_document(parts.scheme, host, address, port, parts.netloc, target, deadline)
         if fetched is not None:
             data, cache_control = fetched

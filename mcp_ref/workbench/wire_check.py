@@ -79,9 +79,8 @@ class WireValidator:
         self.errors: list[str] = []
         #: The errors of the messages received (the peer's own faults; ``errors`` has both ways).
         self.received_errors: list[str] = []
-        self.methods: dict[
-            tuple[str, object], tuple[str, str | None]
-        ] = {}  # (method, its modern version)
+        #: (direction, id) of each request -> (its method, its modern version)
+        self.methods: dict[tuple[str, object], tuple[str, str | None]] = {}
         self.augmented: set[tuple[str, object]] = set()  # 2025-11-25 requests with params.task
         #: The revision of the last 2026-07-28-era request seen (None: none yet).
         self.modern_version: str | None = None
