@@ -50,7 +50,8 @@ def shape(message: Any) -> str:
 
 
 class LookAlikes:
-    """Decides which messages to show: up to ``shown`` of one shape among the last ``recent`` shapes.
+    """Decides which messages to show: up to :attr:`SHOWN` of one shape among the last
+    :attr:`RECENT` shapes.
 
     ``admit(key)`` is True for a message to show, False for one to count instead;
     ``take_hidden()`` returns (and resets) how many were counted since the last call.
@@ -59,8 +60,12 @@ class LookAlikes:
     #: Hidden requests whose answers are awaited (to hide those too); past it, the oldest is forgotten.
     MAX_HIDDEN_REQUESTS = 4096
 
-    def __init__(self, shown: int = 3, recent: int = 4):
-        self.shown, self.size = shown, recent
+    #: Messages of one shape shown before more of it are counted instead.
+    SHOWN = 3
+    #: Shapes remembered (the most recent); a shape not among them is shown again.
+    RECENT = 4
+
+    def __init__(self):
         self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.hidden = 0
         self.hidden_requests: collections.OrderedDict[tuple[str, str | int], None] = (
@@ -92,9 +97,9 @@ class LookAlikes:
     def admit(self, key: str) -> bool:
         seen = self.recent.pop(key, 0)
         self.recent[key] = seen + 1
-        if len(self.recent) > self.size:
+        if len(self.recent) > self.RECENT:
             self.recent.popitem(last=False)
-        if seen >= self.shown:
+        if seen >= self.SHOWN:
             self.hidden += 1
             return False
         return True
