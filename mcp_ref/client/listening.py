@@ -516,7 +516,8 @@ class Streams:
         old one's subscriptions: ``resources/subscribe`` again for each URI subscribed
         (:meth:`subscribed_uris`), but those a subscribe or unsubscribe is under way for (its
         request goes to the new session itself).  One the new session refuses (or leaves
-        unanswered) is logged: its updates no longer come."""
+        unanswered) is logged: its updates no longer come, and ``Client.subscribe`` no longer
+        counts it as subscribed."""
         if self.connection.modern:
             return  # 2026-07-28 has no session: nothing was forgotten
         with self._lock:
@@ -525,6 +526,8 @@ class Streams:
         lost = sorted(uris - self.send_all("resources/subscribe", turns))
         if lost:
             log.warning("the new session did not take the subscriptions to %s", ", ".join(lost))
+            with self._lock:  # no longer subscribed: a later Client.subscribe asks again
+                self.feed.uris.difference_update(lost)
 
     def _holds(self, uri: str) -> bool:
         """Whether ``uri`` is in :meth:`subscribed_uris` (called with the lock held)."""

@@ -23,7 +23,8 @@ from conftest import WAIT, Collector
 from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
-from mcp_ref import Client, ConnectionClosed, Server
+from mcp_ref import Client, ConnectionClosed, InvalidParams, Server
+from mcp_ref.extension import Extension
 from mcp_ref.http import client as http_client, notices
 
 #: A timeout the tests wait past (they wait for WAIT): what a fixed bound used to hold far longer.
@@ -441,3 +442,44 @@ def test_resumptions_that_bring_nothing_new_stop_at_max_resumes(scripted):
         outcome = ended_within(WAIT, lambda: client.call_tool("long"))
     assert "the server closed the stream before answering" in str(outcome), outcome
     assert resumptions(server) == http_client.MAX_RESUMES
+
+
+def test_a_subscription_the_new_session_refuses_is_no_longer_counted(serve):
+    # The new session refuses res://a's resources/subscribe (logged): the client no longer counts
+    # it as subscribed, so a later Client.subscribe asks the server again (it used to return at
+    # once, and the updates never came).
+    server = Server("subscribable")
+    refusing = threading.Event()
+
+    @server.resource("res://a")
+    def resource_a() -> str:
+        return "a"
+
+    class Refusing(Extension):
+        name = "test/refusing"
+
+        def intercept_request(self, call, proceed):
+            if call.method == "resources/subscribe" and refusing.is_set():
+                raise InvalidParams("Invalid params: not now")
+            return proceed()
+
+    server.add_extension(Refusing())
+    box: list[Holding] = []
+    served = serve(server, wrap=lambda app: box.append(Holding(app)) or box[0])
+    seen = box[0]
+    updated = Collector()
+    with Client.http(
+        served.mcp, era="handshake", timeout=WAIT, on_resource_updated=updated
+    ) as client:
+        transport = client.session.transport
+        client.subscribe("res://a")
+        refusing.set()
+        assert served.app.end_session(transport.session_id)
+        seen.wait_for(method_is("initialize"), "a new initialize", 2)
+        seen.wait_for(method_is("resources/subscribe"), "the refused subscribe", 2)
+        assert transport._session_ready.wait(WAIT)  # the renewal is over
+        refusing.clear()
+        client.subscribe("res://a")  # asked again, and taken
+        assert seen.count(method_is("resources/subscribe")) == 3
+        server.notify_resource_updated("res://a")
+        assert updated.wait_for(1) == ["res://a"]
