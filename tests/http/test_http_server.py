@@ -32,8 +32,10 @@ from http_fixtures import (
     request,
     serve,  # noqa: F401 - fixture
 )
+from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref import Context, Server
+from mcp_ref.http.server.events import MemoryEventStore
 
 
 def assert_http_error(response, status: int, code: int | None = None) -> dict:
@@ -790,6 +792,162 @@ def test_last_event_id_of_another_session_is_not_replayed(serve, raw_session):
     got = read_until(stolen, mallory.checker, method_is("notifications/tools/list_changed"))
     assert len(got) == 1, got
     stolen.close()
+
+
+# -- resuming from an event the store has forgotten (it keeps max_events a session) ---------------
+
+
+@pytest.fixture(params=["memory", "redis"])
+def small_event_store(request):
+    """An event store keeping 8 events a session: in memory, or on Redis (one worker)."""
+    if request.param == "memory":
+        yield MemoryEventStore(max_events=8)
+        return
+    from mcp_ref.state.redis.connection import Connection
+    from mcp_ref.state.redis.http_stores import RedisEventStore
+
+    connection = Connection(request.getfixturevalue("redis_url"))
+    store = RedisEventStore(connection, max_events=8)
+    yield store
+    store.close()
+    connection.close()
+
+
+def forgetful_server(release: threading.Event) -> Server:
+    """Tools ``steps`` (``count`` progress notifications, then the answer) and ``hold`` (one
+    progress, then waits for ``release``, two more, then the answer)."""
+    server = Server("forgetful")
+
+    @server.tool()
+    def steps(count: int, ctx: Context) -> str:
+        """Reports progress ``count`` times, then answers."""
+        for step in range(1, count + 1):
+            ctx.report_progress(step, count)
+        return f"{count} steps"
+
+    @server.tool()
+    def hold(ctx: Context) -> str:
+        """Reports progress, waits to be released, reports twice more, answers."""
+        ctx.report_progress(1, 3)
+        release.wait(WAIT)
+        ctx.report_progress(2, 3)
+        ctx.report_progress(3, 3)
+        return "held"
+
+    return server
+
+
+def call_steps(session: RawSession, count: int) -> list[tuple[str, dict]]:
+    """Call ``steps``; every event of its SSE stream, read to its end (the stream has ended), priming
+    excluded.  Each call stores ``count`` + 2 events: priming, progress, the answer."""
+    request_id, response = session.call(
+        "tools/call", tool("steps", {"count": count}, f"s{count}"), stream=True
+    )
+    reader = SseReader(response)
+    assert reader.next()["data"] == ""  # priming
+    events = reader.messages(None, session.checker)
+    assert events and is_answer(events[-1][1], request_id), events
+    return events
+
+
+def assert_still_listening(server: Server, session: RawSession, listener: SseReader) -> None:
+    """The standalone stream opened before is still the session's: a server notification reaches it
+    (a GET that took the standalone stream over would have ended it)."""
+    server.add_tool(lambda: "x", name=f"fresh_{session.next_id()}", description="A new tool.")
+    got = read_until(listener, session.checker, method_is("notifications/tools/list_changed"))
+    assert got[-1][1]["method"] == "notifications/tools/list_changed"
+    listener.close()
+
+
+def progress_of(events: list[tuple[str, dict]]) -> list[int]:
+    return [
+        m["params"]["progress"] for _, m in events if m.get("method") == "notifications/progress"
+    ]
+
+
+def test_a_stream_resumed_from_a_forgotten_event_gets_what_is_left_of_it(
+    serve, raw_session, small_event_store
+):
+    """spec_notes/security.md: "the oldest are forgotten; a GET resuming from one gets what is
+    left".  2025-11-25 basic/transports §Resumability and Redelivery: the server MAY replay what
+    would have been sent after the last event ID "on the stream that was disconnected".  Before,
+    an id no longer kept made the GET the standalone stream (taking it from the session's listener)
+    and the answer, still kept, was never delivered."""
+    server = forgetful_server(threading.Event())
+    srv = serve(server, event_store=small_event_store)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    listener = SseReader(session.get())
+    assert listener.next()["data"] == ""  # priming: 1 event
+    everything = call_steps(session, 6)  # 8 events: priming, progress 1 to 6, the answer
+    seen = everything[0][0]  # as if the client had seen only progress 1
+    call_steps(session, 1)  # 3 more: the store forgets the first 4 (up to progress 2)
+    resumed = session.get(headers={"Last-Event-ID": seen})
+    assert resumed.status_code == 200, resumed.text
+    rest = SseReader(resumed).messages(None, session.checker)  # to the end of the body
+    stream = seen.rpartition(".")[0]
+    assert [eid.rpartition(".")[0] for eid, _ in rest] == [stream] * 5, rest
+    assert progress_of(rest) == [3, 4, 5, 6] and rest[-1] == everything[-1]
+    assert_still_listening(server, session, listener)
+
+
+def test_a_stream_of_which_nothing_is_kept_is_refused_400_not_the_standalone_stream(
+    serve, raw_session, small_event_store
+):
+    """Its events are all forgotten and it has ended: what the client missed is lost.  400 with a
+    JSON-RPC error (not 404, which would tell the client its session has ended), never another
+    stream (§Resumability and Redelivery: the server "MUST NOT replay messages that would have
+    been delivered on a different stream").  Before: 200, the standalone stream, taken from the
+    session's listener."""
+    server = forgetful_server(threading.Event())
+    srv = serve(server, event_store=small_event_store)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    listener = SseReader(session.get())
+    assert listener.next()["data"] == ""
+    seen = call_steps(session, 2)[0][0]
+    call_steps(session, 6)  # 8 events: every earlier one is forgotten
+    refused = session.get(headers={"Last-Event-ID": seen})
+    body = assert_http_error(refused, 400, -32600)
+    assert "Last-Event-ID" in body["error"]["message"]
+    assert progress_of(call_steps(session, 1)) == [1]  # the session goes on
+    assert_still_listening(server, session, listener)
+
+
+def test_a_live_stream_resumed_from_a_forgotten_event_gets_what_comes_next(
+    serve, raw_session, small_event_store
+):
+    """A request still running whose stream's events are all forgotten: the GET takes its stream
+    over, and what comes after reaches it (before: the standalone stream, and the answer lost)."""
+    release = threading.Event()
+    server = forgetful_server(release)
+    srv = serve(server, event_store=small_event_store)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    listener = SseReader(session.get())
+    assert listener.next()["data"] == ""
+    request_id, response = session.call("tools/call", tool("hold", {}, "h"), stream=True)
+    post = SseReader(response)
+    assert post.next()["data"] == ""  # priming
+    seen = post.next()["id"]  # progress 1
+    response.close()  # the client goes; the handler runs on
+    call_steps(session, 6)  # 8 events: the hold stream's are forgotten
+    resumed = session.get(headers={"Last-Event-ID": seen})
+    assert resumed.status_code == 200, resumed.text
+    release.set()
+    events = []
+    reader = SseReader(resumed)
+    while (event := reader.next()) is not None:  # to the end of the body: the answer ends it
+        events.append(event)
+    stream = seen.rpartition(".")[0]
+    assert all(event["id"].rpartition(".")[0] == stream for event in events), events
+    messages = [json.loads(event["data"]) for event in events if event["data"]]
+    assert [m.get("params", {}).get("progress") for m in messages[:-1]] == [2, 3], messages
+    assert (
+        is_answer(messages[-1], request_id)
+        and messages[-1]["result"]["content"][0]["text"] == "held"
+    )
+    assert_still_listening(server, session, listener)
 
 
 # -- the server keeps serving; keep-alive without Nagle stalls ---------------------------------

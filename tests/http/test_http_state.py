@@ -37,7 +37,7 @@ from mcp_ref.http.server import (
     modern_status,
     status as statuses,
 )
-from mcp_ref.http.server.events import Followed, event_number
+from mcp_ref.http.server.events import EventsForgotten, Followed, event_number
 from mcp_ref.state.redis import RedisState
 from mcp_ref.state.redis.connection import Connection
 from mcp_ref.state.redis.http_stores import EventStoreUnavailable, RedisEventStore
@@ -388,9 +388,46 @@ def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded(event_sto
     assert store.replay_after("s1", "p1.999") is None and store.replay_after("s9", first) is None
     for n in range(4):
         store.store("s1", "p3", b"%d" % n)
-    assert store.replay_after("s1", first) is None  # past max_events the oldest went
+    with pytest.raises(EventsForgotten):  # past max_events the oldest went, all of p1 with them
+        store.replay_after("s1", first)
     store.forget("s1")
     assert store.replay_after("s1", second) is None
+
+
+def test_an_id_past_max_events_replays_what_is_left_of_its_stream(event_stores):
+    """spec_notes/security.md: "the oldest are forgotten; a GET resuming from one gets what is left"
+    (2025-11-25 basic/transports §Resumability and Redelivery: on "the stream that was
+    disconnected", never another's).  Before, an id no longer kept replayed nothing (None), and the
+    transport handed the GET the standalone stream instead."""
+    store = event_stores(max_events=3)
+    first = store.store("s1", "p1", b"one")
+    second = store.store("s1", "p1", b"two")
+    other = store.store("s1", "p2", b"x")
+    third = store.store("s1", "p1", b"three")
+    fourth = store.store("s1", "p2", b"y")  # first and second are forgotten
+    assert store.replay_after("s1", first) == ("p1", [(third, b"three")])
+    assert store.replay_after("s1", second) == ("p1", [(third, b"three")])
+    assert store.replay_after("s1", other) == ("p2", [(fourth, b"y")])
+    store.end_stream("s1", "p1")  # other is forgotten; the end marker is never replayed
+    assert store.replay_after("s1", first) == ("p1", [(third, b"three")])
+    last = store.store("s1", "p3", b"z")  # third is forgotten: of p1 only its end marker is left
+    for gone in (first, second, f"p1.{event_number(other)}"):
+        with pytest.raises(EventsForgotten):
+            store.replay_after("s1", gone)
+    assert store.replay_after("s1", other) == ("p2", [(fourth, b"y")])  # p2 is still kept
+    # Still refused: a kept number named with another stream, a number not issued yet, one not
+    # written as issued, and another session's ids.
+    for foreign in (
+        f"p1.{event_number(fourth)}",
+        f"p1.{event_number(last) + 1000}",
+        "p1.0",
+        f"p1.0{event_number(first)}",
+        f"p1.{event_number(first)}.0",
+    ):
+        assert store.replay_after("s1", foreign) is None, foreign
+    assert store.replay_after("s2", first) is None
+    store.forget("s1")
+    assert store.replay_after("s1", first) is None  # a session forgotten whole: nothing known
 
 
 def test_the_event_store_refuses_ids_it_never_issued(event_stores):
@@ -412,6 +449,7 @@ def test_the_event_store_refuses_ids_it_never_issued(event_stores):
     ]:
         assert store.replay_after("s1", foreign) is None, foreign
     assert store.replay_after("s1", first) == ("p1", [])
+    assert event_number("p1.\u00b2") is None  # a digit to str.isdigit, not to int()
 
 
 def test_event_ids_are_unique_and_growing_in_a_session_across_writers(event_stores):

@@ -49,7 +49,10 @@ class EventStore(Protocol):
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The stream ``event_id`` belongs to and its events after it; None if unknown.
 
-        One consistent read: no event stored meanwhile is half seen."""
+        An id the session issued but no longer keeps (its oldest events are forgotten past the
+        store's bound): the events of its stream numbered after it that are left, or
+        :class:`EventsForgotten` when none is.  One consistent read: no event stored meanwhile is
+        half seen."""
 
     def forget(self, session_id: str) -> None:
         """Drop everything kept for a session (its end)."""
@@ -78,10 +81,17 @@ class EventStore(Protocol):
         client went, or a newer follower claimed a stream): each :meth:`wait_after` returns."""
 
 
+class EventsForgotten(LookupError):
+    """:meth:`EventStore.replay_after` of an id the session issued, of which neither the event nor
+    any later event of its stream is kept: the oldest were forgotten past the store's bound, so what
+    the client missed on that stream is lost (the transport answers 400, never another stream)."""
+
+
 def event_number(event_id: str) -> int | None:
     """The ``n`` of an event id ``<stream id>.<n>`` (None: not an id this package issued)."""
     number = event_id.rpartition(".")[2]
-    return int(number) if number.isdigit() and len(number) < 20 else None
+    # ASCII digits only: str.isdigit() also accepts e.g. "\u00b2", which int() refuses
+    return int(number) if number.isascii() and number.isdigit() and len(number) < 20 else None
 
 
 class MemoryEventStore:
@@ -95,6 +105,8 @@ class MemoryEventStore:
         #: (session, stream) -> [its newest follower's generation, delivered up to]: bounded by the
         #: sessions (``forget``) and the streams followed in each (a POST stream's goes with its follower).
         self._followers: dict[tuple[str, str], list[int]] = {}
+        #: session -> the highest event number it has forgotten (past ``max_events``)
+        self._forgotten: dict[str, int] = {}
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -104,13 +116,15 @@ class MemoryEventStore:
         return self._keep(session_id, stream_id, data)
 
     def _keep(self, session_id: str, stream_id: str, data: bytes | None) -> str:
-        number = next(self._counter)
-        event_id = f"{stream_id}.{number}"
         with self._lock:
+            # numbered under the lock: a session's events are kept, and forgotten, in number order
+            number = next(self._counter)
+            event_id = f"{stream_id}.{number}"
             events = self._events.setdefault(session_id, collections.OrderedDict())
             events[event_id] = (stream_id, data)  # data None: the stream's end marker
             while len(events) > self.max_events:
-                events.popitem(last=False)
+                forgotten = events.popitem(last=False)[0]
+                self._forgotten[session_id] = event_number(forgotten) or 0
             self._changed.notify_all()
         return event_id
 
@@ -171,24 +185,34 @@ class MemoryEventStore:
     def replay_after(
         self, session_id: str, event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
-        """The events of ``event_id``'s stream after it (None: an id this session never issued, or forgot)."""
+        """The events of ``event_id``'s stream after it (None: an id this session never issued, or
+        a session it forgot whole).  An id past ``max_events`` (numbered no higher than the last one
+        the session forgot): what is left of its stream, all of it newer (:class:`EventsForgotten`
+        when nothing is)."""
         stream_id = event_id.rpartition(".")[0]
+        number = event_number(event_id)
         with self._lock:
             events = self._events.get(session_id)
-            if not stream_id or events is None or event_id not in events:
+            if not (stream_id and number) or events is None or event_id != f"{stream_id}.{number}":
+                return None  # not <stream id>.<n> as issued here (n from 1, no leading zero)
+            kept = event_id in events
+            if not kept and number > self._forgotten.get(session_id, 0):
                 return None
-            after, seen = [], False
+            after, seen = [], not kept
             for eid, (sid, data) in events.items():
                 if seen and sid == stream_id and data is not None:  # not the stream's end marker
                     after.append((eid, data))
                 elif eid == event_id:
                     seen = True
+        if not kept and not after:
+            raise EventsForgotten(event_id)
         return stream_id, after
 
     def forget(self, session_id: str) -> None:
         """Drop every event of the session."""
         with self._lock:
             self._events.pop(session_id, None)
+            self._forgotten.pop(session_id, None)
             for key in [key for key in self._followers if key[0] == session_id]:
                 del self._followers[key]
             self._changed.notify_all()

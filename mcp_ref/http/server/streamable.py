@@ -13,7 +13,7 @@ from ...errors import InvalidRequest
 from ...jsonrpc import ErrorResponse, Request
 from ..sse import KEEPALIVE, sse_event
 from .base import HttpAppBase
-from .events import event_number
+from .events import EventsForgotten, event_number
 from .host import Connection
 from .http_session import HttpSession
 from .oneshot import one_shot
@@ -282,11 +282,12 @@ class StreamableHttp:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID") or ""
         # shared: every stream of the session is followed from the shared store, by event number
         number = event_number(last_event_id) if session.shared else 0
-        if (
-            not last_event_id
-            or number is None
-            or app.event_store.replay_after(session_id, last_event_id) is None
-        ):
+        forgotten = False
+        try:
+            found = replay(app, session_id, last_event_id) if number is not None else None
+        except EventsForgotten:
+            found, forgotten = None, True
+        if found is None and not forgotten:
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
             # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
@@ -295,13 +296,19 @@ class StreamableHttp:
             last_event_id, number = "", None
         stream_id = last_event_id.rpartition(".")[0] or STANDALONE
         if session.shared:
+            if forgotten:  # its follower would wait for events of it that may never come
+                raise lost_stream()
             return app.shared_sessions.follow(environ, start_response, session, stream_id, number)
         # basic/transports §Resumability: "the server MAY use this header to replay messages
         # that would have been sent after the last event ID, on the stream that was disconnected".
         with session.lock:
             stream = session.by_id.get(stream_id)
-        if stream is None:  # it has ended and been delivered, or never was: replay what is kept
-            found = app.event_store.replay_after(session_id, last_event_id)
+        if stream is None:  # it has ended and been delivered: replay what is kept (read after the
+            # look-up: a stream leaves the session only once its events are in the store)
+            try:
+                found = replay(app, session_id, last_event_id)
+            except EventsForgotten:
+                raise lost_stream() from None
             start_response("200 OK", SSE_HEADERS)
             return [
                 sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data
@@ -315,9 +322,10 @@ class StreamableHttp:
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
         with stream.cond:
             token = stream.attach()
-            found = (
-                app.event_store.replay_after(session_id, last_event_id) if last_event_id else None
-            )
+            try:
+                found = replay(app, session_id, last_event_id)
+            except EventsForgotten:  # a live stream: what comes from now on still arrives
+                found = None
         app.watch(environ, stream, token, close_for_polling(stream) if long_lived else None)
         start_response("200 OK", SSE_HEADERS)
         return held(
@@ -336,6 +344,26 @@ class StreamableHttp:
         app.end(app.session_for(environ))
         start_response("200 OK", [("Content-Length", "0")])
         return [b""]
+
+
+def replay(
+    app: HttpAppBase, session_id: str, last_event_id: str
+) -> tuple[str, list[tuple[str, bytes]]] | None:
+    """The stream ``last_event_id`` names and its kept events after it (None: no id, or one this
+    session never issued); :class:`~.events.EventsForgotten` when nothing of it is kept."""
+    return app.event_store.replay_after(session_id, last_event_id) if last_event_id else None
+
+
+def lost_stream() -> BadRequest:
+    """The answer to a GET resuming a stream of which nothing is kept, and nothing more will come:
+    what its client missed is lost.  Said plainly, rather than handing over the standalone stream
+    (2025-11-25 basic/transports §Resumability and Redelivery: the server "MUST NOT replay messages
+    that would have been delivered on a different stream") or an empty one.  400, not 404: a 404
+    tells the client its session has ended (§Session Management), and it has not."""
+    return BadRequest(
+        "Invalid Request: the events after Last-Event-ID are no longer kept "
+        "(the session's oldest events are forgotten); the stream cannot be resumed"
+    )
 
 
 def refuse_batch(message, version: str | None) -> None:

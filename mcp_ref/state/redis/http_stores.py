@@ -4,7 +4,8 @@
 the in-memory store's semantics (:class:`~mcp_ref.http.server.events.MemoryEventStore`):
 the last ``max_events`` events of each session, across its streams, the oldest going first; an
 event id ``<stream id>.<n>``, ``n`` growing within the session; a replay is the events of the id's
-stream after it, or None for an id the session never issued or no longer keeps; one follower of a
+stream after it, or None for an id the session never issued (an id it issued but trimmed: what is
+left of its stream, or ``EventsForgotten`` when nothing is); one follower of a
 stream at a time, the newest (``claim_stream``), and a "delivered up to" cursor per stream.
 
 Keys (``ns`` is the URL's namespace; ``<d>`` is :func:`~.sessions.session_digest` of the session
@@ -85,7 +86,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...http.server.events import Followed
+from ...http.server.events import EventsForgotten, Followed
 from .bus import RedisBus
 from .connection import Throttled, reply_text
 from .sessions import session_digest
@@ -106,7 +107,8 @@ READ_COUNT = 256
 #: The stream id of a session's standalone (GET) stream: its cursor outlives its followers.
 STANDALONE = "s"
 
-_NUMBER = re.compile(r"[0-9]{1,19}")
+#: An event number as this store issues it (from 1, no leading zero).
+_NUMBER = re.compile(r"[1-9][0-9]{0,18}")
 
 # KEYS: the stream, the counter, the followers.  ARGV: max_events, expiry (ms), stream id, data,
 # '1' for an end marker, the bus channel (as RedisBus names it).  Returns n.
@@ -312,7 +314,8 @@ class RedisEventStore:
         self, session_id: str, event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events of ``event_id``'s stream after it (None: an id this session never issued, or
-        forgot, or Redis could not be asked)."""
+        forgot whole, or Redis could not be asked).  An id trimmed past ``max_events``: what is left
+        of its stream (:class:`~mcp_ref.http.server.events.EventsForgotten` when nothing is)."""
         stream_id, _, number = event_id.rpartition(".")
         if not stream_id or not _NUMBER.fullmatch(number):
             return None
@@ -323,19 +326,23 @@ class RedisEventStore:
         except Exception as error:
             self._failed("replay the events of", session_id, error)
             return None
-        mine = stream_id.encode()
-        if (
-            not entries
-            or reply_text(entries[0][0]) != first
-            or entries[0][1].get(b"stream") != mine
-        ):
+        if not entries:  # past the session's last number, or its keys are gone
             return None
+        mine = stream_id.encode()
+        # Numbers are dense in a session and trimmed oldest first: one below the first kept entry
+        # was issued here and trimmed (its stream cannot be checked: what is left of the one named).
+        kept = reply_text(entries[0][0]) == first
+        if kept and entries[0][1].get(b"stream") != mine:
+            return None  # that number is another stream's
         # §Resumability and Redelivery: never another stream's messages (nor a stream's end marker).
-        return stream_id, [
+        after = [
             (f"{stream_id}.{reply_text(entry).partition('-')[2]}", fields[b"data"])
-            for entry, fields in entries[1:]
+            for entry, fields in entries[1 if kept else 0 :]
             if fields.get(b"stream") == mine and b"end" not in fields
         ]
+        if not kept and not after:
+            raise EventsForgotten(event_id)
+        return stream_id, after
 
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
