@@ -164,13 +164,14 @@ class Context:
     def close_sse_stream(self) -> Done[bool]:
         """Over Streamable HTTP, close the connection carrying this request's SSE stream (SSE polling).
 
-        The stream goes on: later messages and the answer wait in the event
-        store, and the client resumes with GET + ``Last-Event-ID`` after the
-        ``retry`` interval.  False when there is no such stream (stdio, JSON
-        replies, the legacy transport), or no connection carries it now (the client has not
-        resumed it since it was last closed: nothing to close).  With handlers inline (the
-        default), the POST's own response, once closed, ends only when the handler returns:
-        see ``McpWsgiApp(inline_handlers=...)``.
+        The stream goes on: later messages and the answer wait in the event store, and the client
+        resumes with GET + ``Last-Event-ID`` after the ``retry`` interval (2025-11-25 on; before,
+        a server "SHOULD NOT close the SSE stream before sending the JSON-RPC response").  False
+        when there is no such stream (stdio, JSON replies, the legacy transport, a session of an
+        earlier revision), or no connection carries it now (the client has not resumed it since
+        it was last closed: nothing to close).  With handlers inline (the default), the POST's
+        own response, once closed, ends only when the handler returns: see
+        ``McpWsgiApp(inline_handlers=...)``.
         """
         hooks = self._http_hooks
         return done(hooks is not None and hooks.close_stream(self.request_id))

@@ -1170,3 +1170,37 @@ def test_an_inline_handlers_second_close_before_the_client_resumed_closes_nothin
     client = handshake_http_client(srv.mcp)
     assert client.call_tool("poll").content[0].text == "done"
     assert state["closed"] == [True, False]
+
+
+def closing_server() -> tuple[Server, list]:
+    """A server whose tool ``poll`` reports progress, asks to close its stream's connection
+    (``ctx.close_sse_stream()``, what it returned kept in the list), reports again and answers."""
+    server = Server("closing")
+    closed: list = []
+
+    @server.tool()
+    def poll(ctx: Context) -> str:
+        ctx.report_progress(1, 2)
+        closed.append(ctx.close_sse_stream())
+        ctx.report_progress(2, 2)
+        return "done"
+
+    return server, closed
+
+
+@pytest.mark.parametrize("inline", [True, False])
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26"])
+def test_close_sse_stream_before_2025_11_25_closes_nothing(serve, raw_session, version, inline):
+    """2025-06-18 and 2025-03-26 basic/transports §Sending Messages: "The server SHOULD NOT close
+    the SSE stream before sending the JSON-RPC response" (polling came with 2025-11-25).  Before,
+    the POST ended with a retry event and no answer, which a client of those revisions does not
+    resume."""
+    server, closed = closing_server()
+    srv = serve(server, inline_handlers=inline)
+    session = raw_session(srv.mcp)
+    session.initialize(version)
+    request_id, response = session.call("tools/call", tool("poll", {}, "p"), stream=True)
+    answer, before = session.result(response, request_id)  # on the POST's own stream
+    assert answer["result"]["content"][0]["text"] == "done"
+    assert [m["params"]["progress"] for m in before] == [1, 2]
+    assert closed == [False]

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
+from ... import lifecycle
 from ...errors import SERVER_BUSY
 from ...jsonrpc import ErrorResponse, Message, Response, serialize
 from ...session import Transport
@@ -25,6 +26,10 @@ from .status import BadRequest, modern_status
 from .streams import END, Stream
 
 log = logging.getLogger(__name__)
+
+#: The revision from which the server may close a POST's SSE connection before the answer, the
+#: client polling (2025-11-25 basic/transports §Sending Messages; SEP-1699).
+SSE_POLLING = "2025-11-25"
 
 #: The answer to a request whose session ended while it ran (deleted, expired, the server shutting
 #: down).  2025-11-25 basic/transports §Sending Messages: "If the input is a JSON-RPC request, the
@@ -336,7 +341,14 @@ class HttpSession(Transport):
         so nothing was closed: the request has no open stream, or the client has not resumed it
         since it was last closed (then an inline handler's own POST, once closed, ends only when
         the handler returns: a running WSGI call cannot end its response).
+
+        False too, closing nothing, in a session that negotiated a revision before 2025-11-25
+        (2025-06-18 and 2025-03-26 basic/transports §Sending Messages: "The server SHOULD NOT close
+        the SSE stream before sending the JSON-RPC response"; SSE polling, SEP-1699, came with
+        2025-11-25).
         """
+        if not lifecycle.at_least(self.version, SSE_POLLING):
+            return False
         with self.lock:
             stream = self.by_request.get(request_id)
         if stream is None or self.kind != "streamable":
