@@ -1204,3 +1204,19 @@ def test_close_sse_stream_before_2025_11_25_closes_nothing(serve, raw_session, v
     assert answer["result"]["content"][0]["text"] == "done"
     assert [m["params"]["progress"] for m in before] == [1, 2]
     assert closed == [False]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_close_sse_stream_with_json_response_closes_nothing(serve, raw_session, inline):
+    """``json_response=True``: the POST is answered in JSON, so there is no SSE stream to close
+    (``Context.close_sse_stream``: False for JSON replies).  Before, the close turned the POST
+    into an SSE stream of one retry event, returned True, and left the answer to a GET."""
+    server, closed = closing_server()
+    srv = serve(server, json_response=True, inline_handlers=inline)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    request_id, response = session.call("tools/call", tool("poll", {}, "p"))
+    assert response.headers["Content-Type"] == JSON_CT
+    answer, _ = session.result(response, request_id)
+    assert answer["result"]["content"][0]["text"] == "done"
+    assert closed == [False]

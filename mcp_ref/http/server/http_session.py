@@ -345,9 +345,10 @@ class HttpSession(Transport):
         False too, closing nothing, in a session that negotiated a revision before 2025-11-25
         (2025-06-18 and 2025-03-26 basic/transports §Sending Messages: "The server SHOULD NOT close
         the SSE stream before sending the JSON-RPC response"; SSE polling, SEP-1699, came with
-        2025-11-25).
+        2025-11-25), and in an application that answers in JSON (``json_response=True``: the
+        POST's answer is no SSE stream, and closing it would make it one).
         """
-        if not lifecycle.at_least(self.version, SSE_POLLING):
+        if not lifecycle.at_least(self.version, SSE_POLLING) or self.app.json_response:
             return False
         with self.lock:
             stream = self.by_request.get(request_id)
