@@ -282,11 +282,12 @@ class StreamableHttp:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID") or ""
         # shared: every stream of the session is followed from the shared store, by event number
         number = event_number(last_event_id) if session.shared else 0
+        found = None
         forgotten = False
         try:
             found = replay(app, session_id, last_event_id) if number is not None else None
         except EventsForgotten:
-            found, forgotten = None, True
+            forgotten = True
         if found is None and not forgotten:
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
