@@ -150,10 +150,31 @@ def _linear(cls: Any) -> Any:
     jsonschema's own ``uniqueItems`` compares every pair of items when they do not sort (strings
     and arrays mixed, objects): a 130 KB array cost a server ~47 s of CPU.  A peer's message must
     cost time linear in its size, so every validator made here checks it with a hash set.
+
+    Every subschema is validated by ``evolve``, and jsonschema's ``evolve`` picks the class of a
+    subschema that names its dialect (``"$schema"``: the root again through ``"$ref": "#"``, an
+    embedded resource) from its own registry, whose classes compare every pair.  The class made
+    here evolves into this module's class of that dialect instead.
     """
+    import attrs
     import jsonschema
 
-    return jsonschema.validators.extend(cls, {"uniqueItems": _unique_items})
+    linear = jsonschema.validators.extend(cls, {"uniqueItems": _unique_items})
+    # what evolve copies: jsonschema's own evolve reads the same attrs fields (since 4.18)
+    init_fields = [(field.name, field.alias) for field in attrs.fields(linear) if field.init]
+    validator_for = jsonschema.validators.validator_for
+
+    def evolve(validator: Any, **changes: Any) -> Any:
+        """jsonschema's ``evolve``, into this module's class of the dialect the schema names."""
+        schema = changes.setdefault("schema", validator.schema)
+        dialect = validator_for(schema, default=linear)
+        for name, alias in init_fields:
+            if alias not in changes:
+                changes[alias] = getattr(validator, name)
+        return (linear if dialect is linear else _linear(dialect))(**changes)
+
+    linear.evolve = evolve
+    return linear
 
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Any:

@@ -285,20 +285,25 @@ def test_a_ref_inside_the_schema_or_to_a_meta_schema_still_resolves():
 # -- uniqueItems: one pass over the items, JSON's equality ----------------------------------------
 
 
-def test_unique_items_costs_one_pass_not_every_pair(monkeypatch):
-    """jsonschema's own uniqueItems compares every pair of items that do not sort (strings and
-    arrays mixed): quadratic in a peer's message.  mcp_ref's validators hash each item once."""
+@pytest.fixture
+def comparisons(monkeypatch):
+    """How many times jsonschema's pairwise uniqueItems compared two items (a one-item list)."""
     import jsonschema._utils
 
-    comparisons = 0
+    counted = [0]
     compare = jsonschema._utils.equal
 
-    def counted(one, two):
-        nonlocal comparisons
-        comparisons += 1
+    def counting(one, two):
+        counted[0] += 1
         return compare(one, two)
 
-    monkeypatch.setattr(jsonschema._utils, "equal", counted)
+    monkeypatch.setattr(jsonschema._utils, "equal", counting)
+    return counted
+
+
+def test_unique_items_costs_one_pass_not_every_pair(comparisons):
+    """jsonschema's own uniqueItems compares every pair of items that do not sort (strings and
+    arrays mixed): quadratic in a peer's message.  mcp_ref's validators hash each item once."""
     schema = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
     items = [str(i) if i % 2 else [i] for i in range(2000)]
     validator = validator_for(schema)
@@ -306,7 +311,52 @@ def test_unique_items_costs_one_pass_not_every_pair(monkeypatch):
     assert first_error(validator, {"tags": items + ["1"]}) == (
         'tags: items 1 and 2000 are equal ("1"): uniqueItems requires distinct items'
     )
-    assert comparisons < len(items)
+    assert comparisons[0] < len(items)
+
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # a tree: the root, which names its dialect, is reached again through "$ref": "#"
+        {
+            "$schema": DRAFT_2020_12,
+            "type": "object",
+            "properties": {
+                "tags": {"type": "array", "uniqueItems": True},
+                "children": {"type": "array", "items": {"$ref": "#"}},
+            },
+        },
+        # embedded resources that name their own dialect, the same one or another
+        {"properties": {"children": {"items": {"$schema": DRAFT_2020_12, "$ref": "#/$defs/n"}}}}
+        | {"$defs": {"n": {"properties": {"tags": {"type": "array", "uniqueItems": True}}}}},
+        {
+            "properties": {
+                "children": {
+                    "type": "array",
+                    "items": {
+                        "$schema": DRAFT_07,
+                        "properties": {"tags": {"type": "array", "uniqueItems": True}},
+                    },
+                }
+            }
+        },
+    ],
+    ids=["ref-to-root", "embedded-same-dialect", "embedded-draft-07"],
+)
+def test_unique_items_costs_one_pass_below_a_subschema_naming_its_dialect(schema, comparisons):
+    """jsonschema validates a subschema that names its ``$schema`` with its own class of that
+    dialect (pairwise uniqueItems again) unless mcp_ref's class evolves into mcp_ref's."""
+    items = [str(i) if i % 2 else [i] for i in range(2000)]
+    validator = validator_for(schema)
+    assert validator.is_valid({"children": [{"tags": items}]})
+    assert first_error(validator, {"children": [{"tags": items + ["1"]}]}) == (
+        'children/0/tags: items 1 and 2000 are equal ("1"): uniqueItems requires distinct items'
+    )
+    assert comparisons[0] < len(items)
 
 
 @pytest.mark.parametrize(
