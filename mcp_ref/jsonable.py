@@ -5,7 +5,8 @@ A server writes its tools' results and structured content through it
 arguments, completion context and elicitation answers through it (:func:`sendable_params`, the
 fallback of :func:`mcp_ref.jsonrpc.serialize_answering`, and :func:`as_text`).  So what an mcp_ref
 server accepts as a ``datetime``, ``UUID`` or ``Decimal`` parameter (:mod:`mcp_ref.server.rich_types`),
-a client may pass as that Python value, written exactly as the server would write it out:
+a client may pass as that Python value, written as the server would write it out (a
+model's fields named as the server reads them):
 
 * a dataclass instance: an object of its fields; an Enum member: its value; a tuple or a set: an
   array; dict keys that are Enum members: their values;
@@ -16,8 +17,12 @@ a client may pass as that Python value, written exactly as the server would writ
   give it an offset);
 * ``timedelta``: ISO 8601 (``P1DT2H``, ``PT0.5S``), as pydantic writes it;
 * ``UUID``, a path, ``Decimal``: their text (a Decimal as a string, so no digit is lost);
-* a pydantic model: ``model_dump(mode="json", by_alias=True)``; another type made for pydantic: pydantic's own
-  JSON form (pydantic is imported only then: the user's code has loaded it).
+* a pydantic model: ``model_dump(mode="json")``, its fields named as the peer reads them: what is
+  sent to be validated (a client's arguments, an elicitation answer: :func:`sendable`) by their
+  validation alias, as the model's validation schema (a tool's ``inputSchema``) names them; what a
+  server writes (a result: :func:`to_jsonable`) by their serialization alias, as its serialization
+  schema (an ``outputSchema``) does.  Another type made for pydantic: pydantic's own JSON form
+  (pydantic is imported only then: the user's code has loaded it).
 
 Nothing that already is JSON is changed (a string stays a string, ``"2027-01-01"`` is not a date).
 A message is first encoded as it is, and only when that fails are its params converted (a plain
@@ -54,6 +59,8 @@ __all__ = [
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 #: Keys ``json.dumps`` writes as strings itself (so the fast path already accepts them).
 _KEYS = (str, int, float, bool, type(None))
+#: What JSON writes as an array.
+_ARRAYS = (list, tuple, set, frozenset)
 
 
 def pydantic_loaded() -> bool:
@@ -97,9 +104,10 @@ def duration_text(delta: dt.timedelta) -> str:
     )
 
 
-def rich_jsonable(value: Any) -> Any:
+def rich_jsonable(value: Any, as_input: bool = False) -> Any:
     """The JSON form of one rich value (a date, a UUID, a Decimal, a pydantic model ...; see the
-    module docstring); anything else unchanged."""
+    module docstring), a model's as the peer validates it when ``as_input``; anything else
+    unchanged."""
     if isinstance(value, dt.datetime) and value.tzinfo is None:
         try:
             return value.astimezone().isoformat()
@@ -112,8 +120,9 @@ def rich_jsonable(value: Any) -> Any:
     if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
         return str(value)
     if pydantic_loaded() and is_model(type(value)):
-        # by alias, as its schemas are written (rich_types.analyse): what the model takes and
-        # what its serialization schema (a tool's outputSchema) says it writes
+        # as its schemas name the fields (rich_types.analyse: by alias, in either mode)
+        if as_input:
+            return _input_names(value, value.model_dump(mode="json", by_alias=False))
         return value.model_dump(mode="json", by_alias=True)
     if pydantic_loaded() and for_pydantic(type(value)):
         from pydantic_core import to_jsonable_python
@@ -122,22 +131,62 @@ def rich_jsonable(value: Any) -> Any:
     return value
 
 
-def to_jsonable(value: Any) -> Any:
-    """``value`` in a JSON-friendly shape (see the module docstring), recursively; what has no
-    known JSON form is returned unchanged (the encoder then refuses it)."""
+def to_jsonable(value: Any, as_input: bool = False) -> Any:
+    """``value`` in a JSON-friendly shape (see the module docstring), recursively, as a result is
+    written, or as the peer validates its input when ``as_input``; what has no known JSON form is
+    returned unchanged (the encoder then refuses it)."""
     if type(value) in _SCALARS:
         return value
     if isinstance(value, enum.Enum):
-        return to_jsonable(value.value)
+        return to_jsonable(value.value, as_input)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: to_jsonable(getattr(value, f.name), as_input) for f in dataclasses.fields(value)
+        }
     if isinstance(value, dict):
         return {
-            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
+            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v, as_input)
+            for k, v in value.items()
         }
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    return rich_jsonable(value)
+    if isinstance(value, _ARRAYS):
+        return [to_jsonable(v, as_input) for v in value]
+    return rich_jsonable(value, as_input)
+
+
+def _input_names(original: Any, dumped: Any) -> Any:
+    """``dumped`` (``original`` dumped by field name) with each model field named as the model's
+    validation schema names it (:func:`_input_name`), in nested models too.  A part a serializer
+    reshaped (another kind, or other items) is left as pydantic wrote it."""
+    if getattr(original, "__pydantic_root_model__", False):
+        return _input_names(original.root, dumped)
+    if is_model(type(original)) and isinstance(dumped, dict):
+        fields = type(original).model_fields
+        return {
+            (_input_name(key, fields[key]) if key in fields else key): _input_names(
+                getattr(original, key, None), item
+            )
+            for key, item in dumped.items()
+        }
+    if isinstance(original, dict) and isinstance(dumped, dict) and len(original) == len(dumped):
+        items = zip(original.values(), dumped.items(), strict=True)
+        return {key: _input_names(value, item) for value, (key, item) in items}
+    if isinstance(original, _ARRAYS) and isinstance(dumped, list) and len(original) == len(dumped):
+        return [_input_names(value, item) for value, item in zip(original, dumped, strict=True)]
+    return dumped
+
+
+def _input_name(name: str, field: Any) -> str:
+    """The property that names field ``name`` in its model's validation JSON schema, as pydantic
+    writes it: the validation alias (which ``alias`` and an alias generator set too), the first
+    plain name of ``AliasChoices``, else the field's name."""
+    alias = field.validation_alias
+    if isinstance(alias, str):
+        return alias
+    for choice in getattr(alias, "choices", ()):
+        path = getattr(choice, "path", [choice])
+        if len(path) == 1 and isinstance(path[0], str):
+            return path[0]
+    return name
 
 
 def _where(path: str, key: Any) -> str:
@@ -193,7 +242,7 @@ def sendable(value: Any, path: str = "") -> Any:
     and below, e.g. ``arguments.when[0]``) that has no JSON form: an object of no known kind, a
     NaN or an infinity, a nesting too deep (or a cycle)."""
     try:
-        converted = to_jsonable(value)
+        converted = to_jsonable(value, as_input=True)
         problem = _refusal(converted, path)
     except RecursionError:
         raise ValueError(f"{path or 'the value'}: nested too deeply (or holds itself)") from None

@@ -258,7 +258,8 @@ def analyse(tp: Any, output: bool = False) -> tuple[dict, _Converter | None]:
 
     A pydantic type has two schemas: what it takes (validation: its aliases, no computed fields)
     and what it writes (serialization: ``model_dump(mode="json", by_alias=True)``, computed
-    fields included, which :func:`mcp_ref.jsonable.rich_jsonable` sends); 2025-11-25
+    fields included, which :func:`mcp_ref.jsonable.rich_jsonable` writes; a client sends a model
+    argument by validation alias, as the first names it); 2025-11-25
     server/tools §Output Schema: "Servers MUST provide structured results that conform to this
     schema", so an output schema is the serialization one.
     Raises TypeError for a type with no JSON form (the message names it).

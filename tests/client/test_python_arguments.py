@@ -249,3 +249,42 @@ def test_a_pydantic_model_argument_is_sent_as_its_json_form():
     with Client.in_memory(server) as client:
         result = client.call_tool("welcome", {"guest": guest_model(name="Ada", arrives=arrives)})
     assert result.text == "Ada at 2027-01-01T09:00:00+00:00", result.text
+
+
+@pytest.mark.slow
+def test_a_pydantic_model_argument_names_its_fields_as_the_servers_input_schema_does(connect, wire):
+    """A model is sent as the server validates it (validation alias, else the field name), not as
+    it serializes (``serialization_alias``, which names the fields of the tool's result)."""
+    pytest.importorskip("pydantic")
+    sys.path.insert(0, str(SERVERS))
+    from aliased_models_server import Filter, Filters, Query
+
+    client = connect([sys.executable, str(SERVERS / "aliased_models_server.py")])
+    query = Query(
+        user_id=7,
+        match="fuzzy",
+        Tag="t",
+        filters=[Filter(MIN_AGE=3)],
+        by_name={"a": Filter(MIN_AGE=4)},
+        more=Filters([Filter(MIN_AGE=5)]),
+    )
+    result = client.call_tool("lookup", {"q": query})
+    assert not result.is_error, result.text
+    assert arguments_sent(wire, "lookup")[-1] == {
+        "q": {
+            "user_id": 7,
+            "match": "fuzzy",
+            "Tag": "t",
+            "filters": [{"MIN_AGE": 3}],
+            "by_name": {"a": {"MIN_AGE": 4}},
+            "more": [{"MIN_AGE": 5}],
+        }
+    }
+    assert result.structured_content == {
+        "userId": 7,
+        "matchMode": "fuzzy",
+        "Tag": "t",
+        "filters": [{"minAge": 3}],
+        "by_name": {"a": {"minAge": 4}},
+        "more": [{"minAge": 5}],
+    }
