@@ -369,10 +369,13 @@ def runs_in_thread(func: Callable) -> Callable:
     mcp_ref has no event loop: tools, prompts and resources run on handler threads.  So an
     ``async def`` (written for the official SDK, or calling an async library) gets a loop of
     its own for each call (``asyncio.run``), on the handler thread that serves the request.
-    Anything else is returned as it is.
+    Anything else is returned as it is; an async ``functools.partial`` stays a partial (of its
+    function so run), which :func:`compile_arguments` describes as it does any partial.
     """
     if not inspect.iscoroutinefunction(func):
         return func
+    if isinstance(func, functools.partial):
+        return functools.partial(runs_in_thread(func.func), *func.args, **func.keywords)
 
     @functools.wraps(func)  # signature and type hints: the async function's
     def run(*args: Any, **kwargs: Any) -> Any:

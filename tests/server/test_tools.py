@@ -961,3 +961,29 @@ def test_a_partial_registered_as_a_tool_is_described_by_its_function_less_what_i
             "unit",
             "verbose",
         }
+
+
+def test_an_async_partial_registered_as_a_tool_is_described_by_its_function_and_called():
+    """An ``async def`` under functools.partial is run on the handler thread like any async tool,
+    and described as any partial is: its function's hints, name and docstring, less what it binds."""
+
+    async def scale(text: str, times: int, sep: str = " ") -> str:
+        """Repeat a text."""
+        return sep.join([text] * times)
+
+    server = Server("async-partials")
+    server.add_tool(functools.partial(scale, sep="-"))
+    server.add_tool(functools.partial(scale, "ab"), name="ab")
+
+    with Client.in_memory(server) as client:
+        tool = tool_named(client, "scale")
+        assert tool.description == "Repeat a text."
+        assert tool.input_schema == {
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "times": {"type": "integer"}},
+            "required": ["text", "times"],
+        }
+        assert client.call_tool("scale", {"text": "ab", "times": 3}).text == "ab-ab-ab"
+        assert rejected(client, "scale", {"text": "ab", "times": "3"})
+        assert set(tool_named(client, "ab").input_schema["properties"]) == {"times", "sep"}
+        assert client.call_tool("ab", {"times": 2, "sep": "+"}).text == "ab+ab"
