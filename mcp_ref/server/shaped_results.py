@@ -21,7 +21,7 @@ __all__ = ["is_call_tool_result", "self_shaped"]
 #: The content block types (2025-11-25 schema ``ContentBlock``) and the keys each requires, with
 #: the JSON type of each: ``TextContent`` a ``text``, ``ImageContent`` and ``AudioContent``
 #: ``data`` and ``mimeType``, ``ResourceLink`` (a ``Resource``) ``uri`` and ``name``,
-#: ``EmbeddedResource`` a ``resource`` object.
+#: ``EmbeddedResource`` a ``resource`` object (contents: :func:`_is_resource_contents`).
 REQUIRED: dict[str, dict[str, type]] = {
     "text": {"text": str},
     "image": {"data": str, "mimeType": str},
@@ -71,4 +71,15 @@ def _is_block(block: Any) -> bool:
     required = REQUIRED.get(kind) if isinstance(kind, str) else None
     if required is None:
         return False
-    return all(isinstance(block.get(key), json_type) for key, json_type in required.items())
+    if not all(isinstance(block.get(key), json_type) for key, json_type in required.items()):
+        return False
+    return kind != "resource" or _is_resource_contents(block["resource"])
+
+
+def _is_resource_contents(contents: dict) -> bool:
+    """True when ``contents`` (an embedded resource's ``resource``) is one the schema allows: a
+    ``TextResourceContents`` (``uri`` and ``text``) or a ``BlobResourceContents`` (``uri`` and
+    ``blob``, base64), each a string (2025-11-25 schema ``EmbeddedResource``; 2025-03-26 alike)."""
+    if not isinstance(contents.get("uri"), str):
+        return False
+    return isinstance(contents.get("text"), str) or isinstance(contents.get("blob"), str)

@@ -860,12 +860,22 @@ def test_a_dict_is_a_result_the_tool_shaped_only_when_it_has_that_shape_in_every
         "unknown_block": {"content": [{"type": "video", "url": "v"}]},
         "text_not_string": {"content": [{"type": "text", "text": 5}]},
         "image_without_type": {"content": [{"type": "image", "data": "AA=="}]},
+        # an embedded resource's contents: a uri and a text or a blob, strings
+        "resource_empty": {"content": [{"type": "resource", "resource": {}}]},
+        "resource_without_text": {"content": [{"type": "resource", "resource": {"uri": "a:b"}}]},
+        "resource_text_not_string": {
+            "content": [{"type": "resource", "resource": {"uri": "a:b", "text": 5}}]
+        },
+        "resource_uri_not_string": {
+            "content": [{"type": "resource", "resource": {"uri": 5, "blob": "AA=="}}]
+        },
         "shaped": {
             "content": [
                 {"type": "text", "text": "hi"},
                 {"type": "image", "data": "AA==", "mimeType": "image/png"},
                 {"type": "resource_link", "uri": "file:///a", "name": "a"},
                 {"type": "resource", "resource": {"uri": "file:///a", "text": "a"}},
+                {"type": "resource", "resource": {"uri": "file:///b", "blob": "AA=="}},
             ],
             "isError": True,
         },
@@ -890,6 +900,7 @@ def test_a_dict_is_a_result_the_tool_shaped_only_when_it_has_that_shape_in_every
                     "text",
                     "image",
                     "resource_link",
+                    "resource",
                     "resource",
                 ]
             else:
