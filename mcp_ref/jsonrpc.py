@@ -127,10 +127,7 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
         except UnicodeDecodeError:
             raise ParseError("Parse error: message is not valid UTF-8") from None
     try:
-        # the usual message, an object with nothing around it, straight from raw_decode
-        obj, end = _decoder.raw_decode(data) if data[:1] == "{" else (None, -1)
-        if end != len(data):  # whitespace around it, a batch, or not JSON: decode() judges
-            obj = _decoder.decode(data)
+        obj = _decode(data)
         if data.count("[") + data.count("{") > MAX_NESTING:
             from .unparsed import nesting  # loaded only for a message with that many brackets
 
@@ -166,7 +163,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-_decoder = json.JSONDecoder(parse_constant=_refuse_constant)
+_decode = json.JSONDecoder(parse_constant=_refuse_constant).decode
 
 
 def starts_batch(data: bytes) -> bool:
