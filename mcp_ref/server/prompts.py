@@ -54,7 +54,7 @@ def build_prompt(
     None: not given, the function's own where it has one)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
-    name = given["name"] or func.__name__
+    name = given["name"] or plan.name
     properties = plan.schema.get("properties", {})
     required = tuple(plan.schema.get("required", ()))
     arguments = [

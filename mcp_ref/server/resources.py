@@ -147,7 +147,7 @@ def build_resource(
     plan = compile_arguments(func, skip_types=(Context,))
     is_template = UriTemplate.is_template(uri)
     listing = {"uriTemplate" if is_template else "uri": uri, **given}
-    listing["name"] = given["name"] or func.__name__
+    listing["name"] = given["name"] or plan.name
     if listing["description"] is None:
         listing["description"] = plan.description
     if is_template:

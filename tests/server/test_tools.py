@@ -998,3 +998,25 @@ def test_an_async_partial_registered_as_a_tool_is_described_by_its_function_and_
         assert rejected(client, "scale", {"text": "ab", "times": "3"})
         assert set(tool_named(client, "ab").input_schema["properties"]) == {"times", "sep"}
         assert client.call_tool("ab", {"times": 2, "sep": "+"}).text == "ab+ab"
+
+
+def test_a_partial_registered_as_a_prompt_or_a_resource_is_named_by_its_function():
+    def greet(name: str, greeting: str) -> str:
+        """Greet someone."""
+        return f"{greeting}, {name}"
+
+    def note(id: str, shelf: str) -> str:
+        """A note on a shelf."""
+        return f"{shelf}/{id}"
+
+    server = Server("partials")
+    server.add_prompt(functools.partial(greet, greeting="Hello"))
+    server.add_resource(functools.partial(note, shelf="top"), "note://{id}")
+    with Client.in_memory(server) as client:
+        (prompt,) = client.list_prompts()
+        assert prompt.name == "greet"
+        assert [argument.name for argument in prompt.arguments] == ["name"]
+        assert client.get_prompt("greet", {"name": "Ada"}).messages[0].content.text == "Hello, Ada"
+        (template,) = client.list_resource_templates()
+        assert template.name == "note"
+        assert client.read_resource("note://7").contents[0].text == "top/7"
