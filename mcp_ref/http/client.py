@@ -529,7 +529,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         except (AuthorizationError, CrossOriginRefused, ServerUnreachable) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            if self.in_flight.given_up(request.id):  # its socket was shut down under the reader
+            if self._closed.is_set() or self.in_flight.given_up(request.id):  # nothing is wrong
                 why = failed_because(exc)
                 log.debug("request %r: its abandoned response ended the read (%s)", request.id, why)
             else:
@@ -763,10 +763,12 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
 
         awaiting = {request.id}
         cursor, resumed, fruitless = Cursor(), False, 0
+        ended = "the server closed the stream before answering"  # why the request fails at last
         while True:
-            seen, broke = (cursor.events, cursor.last_id), False
+            # (response None: the GET resuming it failed, a fruitless resumption)
+            seen, broke = (cursor.events, cursor.last_id), response is None
             try:
-                for data in self._relay(response, cursor, strict=True):
+                for data in () if response is None else self._relay(response, cursor, strict=True):
                     note_answers(data, awaiting)
                     if not awaiting:
                         return
@@ -805,7 +807,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             elif resumed:
                 fruitless += 1
             if cursor.last_id is None or fruitless >= MAX_RESUMES:
-                self._fail(request.id, "the server closed the stream before answering")
+                self._fail(request.id, ended)
                 return
             resumed = True
             if self._closed.wait(self._retry_delay(cursor, fruitless)):
@@ -814,8 +816,10 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 with carrying(self, request.id):  # the resumed answer's socket watched for it
                     response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
-                log.debug("resuming the stream failed: %s", failed_because(exc))
+                response, ended = None, f"resuming the stream failed: {failed_because(exc)}"
+                log.debug("%s", ended)
                 continue
+            ended = "the server closed the stream before answering"
             if not response.ok:
                 response.close()
                 self._fail(request.id, f"resuming the stream failed: HTTP {response.status_code}")

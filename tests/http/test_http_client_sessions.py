@@ -297,6 +297,36 @@ def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scrip
         client.close()
 
 
+def test_closing_during_a_renewal_logs_no_error(scripted, caplog):
+    # close() while the new session's initialize is held: the call that met the 404 ends, and its
+    # worker used to log an ERROR with a traceback (nothing is wrong: the client is closing).
+    forgotten = threading.Event()
+
+    def script(request):
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if forgotten.is_set() and posted("initialize")(request):
+            return held(server)
+        return None
+
+    server = scripted(script)
+    client = Client.http(server.url, era="handshake", timeout=LONG)
+    transport = client.session.transport
+    forgotten.set()
+    outcome: list = []
+    calling = threading.Thread(
+        target=lambda: outcome.append(ended_within(LONG, client.list_tools)), daemon=True
+    )
+    calling.start()
+    server.wait_for(posted("initialize"), "the new session's initialize", 2)
+    ended_within(WAIT, client.close)
+    calling.join(WAIT)
+    assert isinstance(outcome[0], ConnectionClosed), outcome
+    transport._pool.shutdown(wait=True)  # the call's worker has ended, and logged what it had to
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [], errors
+
+
 # -- what the client POSTs with no answer to wait for: within a deadline --------------------------
 
 
@@ -483,3 +513,22 @@ def test_a_subscription_the_new_session_refuses_is_no_longer_counted(serve):
         assert seen.count(method_is("resources/subscribe")) == 3
         server.notify_resource_updated("res://a")
         assert updated.wait_for(1) == ["res://a"]
+
+
+def test_a_resumption_whose_connection_fails_is_tried_again(scripted):
+    # Each GET resuming the call's stream has its connection closed before any answer: it counts
+    # as a resumption that brought nothing (tried again, up to MAX_RESUMES), and the call fails
+    # saying so; it used to fail at once, saying the server had ended the resumed stream.
+    server = scripted()
+    first = polling(server, answer_at=100)
+
+    def script(request):
+        if request["method"] == "GET" and "last-event-id" in request["headers"]:
+            return lambda connection: None  # the connection ends, no answer
+        return first(request)
+
+    server.script = script
+    with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
+        outcome = ended_within(WAIT, lambda: client.call_tool("long"))
+    assert "resuming the stream failed" in str(outcome), outcome
+    assert resumptions(server) == http_client.MAX_RESUMES
