@@ -420,7 +420,9 @@ class Streams:
             return
         try:
             if turn is not None:
-                self._send_in_turn("resources/subscribe", uri, turn)
+                self._send_in_turn(
+                    "resources/subscribe", uri, turn, undo=lambda: feed.uris.discard(uri)
+                )
             elif uri not in feed.update(timeout):
                 # 2026-07-28 basic/patterns/subscriptions §Acknowledgment: it "reflects the
                 # subset the server agreed to honor"; the client "SHOULD check the acknowledged
@@ -511,23 +513,38 @@ class Streams:
             uris.update(stream.held)
         return uris
 
-    def resubscribe(self) -> None:
-        """A new session (Streamable HTTP's 404, :mod:`mcp_ref.client.renewal`) holds none of the
-        old one's subscriptions: ``resources/subscribe`` again for each URI subscribed
-        (:meth:`subscribed_uris`), but those a subscribe or unsubscribe is under way for (its
-        request goes to the new session itself).  One the new session refuses (or leaves
+    def resubscribe_turns(self) -> dict[str, tuple]:
+        """The turns (:meth:`_take_turn`) of :meth:`resubscribe`, taken as a new session is started
+        (Streamable HTTP's 404, :mod:`mcp_ref.client.renewal`), which holds none of the old one's
+        subscriptions: one for each URI subscribed (:meth:`subscribed_uris`), and for each URI a
+        subscribe or unsubscribe is under way for (it may have gone to the old session, and been
+        answered there).  A subscribe or unsubscribe decided from now on goes after it."""
+        if self.connection.modern:
+            return {}  # 2026-07-28 has no session: nothing was forgotten
+        with self._lock:
+            uris = self.subscribed_uris() | set(self._turns)
+            return {uri: self._take_turn(uri) for uri in sorted(uris)}
+
+    def resubscribe(self, turns: dict[str, tuple]) -> None:
+        """``resources/subscribe`` to the new session, each in its turn (:meth:`resubscribe_turns`),
+        for each URI of ``turns`` still subscribed once the request about it before (under way
+        when the session was renewed) has ended.  One the new session refuses (or leaves
         unanswered) is logged: its updates no longer come, and ``Client.subscribe`` no longer
         counts it as subscribed."""
-        if self.connection.modern:
-            return  # 2026-07-28 has no session: nothing was forgotten
-        with self._lock:
-            uris = self.subscribed_uris() - set(self._turns)
-            turns = {uri: self._take_turn(uri) for uri in sorted(uris)}
-        lost = sorted(uris - self.send_all("resources/subscribe", turns))
-        if lost:
+        wanted: set[str] = set()
+
+        def still_held(uri: str) -> bool:
+            with self._lock:
+                if self._holds(uri):
+                    wanted.add(uri)
+                    return True
+                return False
+
+        lost = sorted(wanted - self.send_all("resources/subscribe", turns, still=still_held))
+        if lost and not self.connection.session.is_closed:
             log.warning("the new session did not take the subscriptions to %s", ", ".join(lost))
-            with self._lock:  # no longer subscribed: a later Client.subscribe asks again
-                self.feed.uris.difference_update(lost)
+        with self._lock:  # no longer subscribed: a later Client.subscribe asks again
+            self.feed.uris.difference_update(lost)
 
     def _holds(self, uri: str) -> bool:
         """Whether ``uri`` is in :meth:`subscribed_uris` (called with the lock held)."""
@@ -563,12 +580,21 @@ class Streams:
             if self._turns.get(uri) is turn:
                 del self._turns[uri]
 
-    def _send_in_turn(self, method: str, uri: str, turns: tuple) -> None:
-        """``method`` about ``uri`` in its turn (:meth:`_take_turn`); its answer waited for."""
+    def _send_in_turn(
+        self, method: str, uri: str, turns: tuple, undo: Callable[[], None] | None = None
+    ) -> None:
+        """``method`` about ``uri`` in its turn (:meth:`_take_turn`); its answer waited for.  When
+        it fails, ``undo()`` runs (the lock held) before the turn ends: whoever waits for the turn
+        finds what it left (:meth:`resubscribe`)."""
         previous, turn = turns
         try:
             self._wait_turn(uri, previous, self.connection.session.default_timeout)
             self.connection.request(method, {"uri": uri})
+        except BaseException:
+            if undo is not None:
+                with self._lock:
+                    undo()
+            raise
         finally:
             self._end_turn(uri, turn)
 
@@ -639,14 +665,18 @@ class Streams:
         self.send_all("resources/unsubscribe", turns, timeout)
 
     def send_all(
-        self, method: str, turns: dict[str, tuple], timeout: float | None | Default = DEFAULT
+        self,
+        method: str,
+        turns: dict[str, tuple],
+        timeout: float | None | Default = DEFAULT,
+        still: Callable[[str], bool] | None = None,
     ) -> set[str]:
         """``method`` about each URI of ``turns`` (URI -> its turn, :meth:`_take_turn`): all sent
         at once, each in its turn, then waited for until one deadline, ``timeout`` (default: a
         request timeout) from now (the client's requests are futures: no thread is needed); the
         URIs the server answered.  One the server refuses, does not answer in time (it is then
         sent ``notifications/cancelled``) or cannot be sent is logged, not raised: it is the
-        server's failure."""
+        server's failure.  ``still(uri)``, asked when its turn comes: False, it is not sent."""
         connection = self.connection
         if timeout is DEFAULT:
             timeout = connection.session.default_timeout
@@ -662,6 +692,8 @@ class Streams:
                 self._wait_turn(uri, previous, left())
                 if connection.session.is_closed:
                     break  # the server forgot every subscription of the session already
+                if still is not None and not still(uri):
+                    continue  # its turn ends below
                 try:
                     request = connection.send_request(method, {"uri": uri}, timeout=left())
                 except PEER_FAILURES as exc:

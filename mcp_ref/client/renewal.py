@@ -8,16 +8,22 @@ to a request, to a notification or to its GET stream) by calling :func:`renew`, 
 given once (``ClientHooks.set_reinitialize``).  A server keeps per session what the client asked
 of it: the log level (``logging/setLevel``) and the resources subscribed (``resources/subscribe``,
 2025-11-25 server/resources §Subscriptions: the client then "receive[s] notifications when they
-change"); the new session knows neither, so both are asked again.  It all runs on the thread
-starting the new session, whose requests go without waiting for it.  Loaded over HTTP only.
+change"); the new session knows neither, so both are asked again, once it is ready (the requests
+made meanwhile are not held up by them).  Loaded over HTTP only.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import MCPRefError
 
 if TYPE_CHECKING:
     from .listening import Streams
+
+log = logging.getLogger(__name__)
 
 
 class Renewed(Protocol):
@@ -36,11 +42,26 @@ class Renewed(Protocol):
         """Send a request and wait for its result."""
 
 
-def renew(connection: Renewed) -> None:
-    """The handshake again (``initialize``, ``notifications/initialized``), then the log level
-    asked of the old session, and its subscriptions (:meth:`~mcp_ref.client.listening.Streams.
-    resubscribe`: one refused is logged, not raised)."""
+def renew(connection: Renewed) -> Callable[[], None]:
+    """The handshake again (``initialize``, ``notifications/initialized``); returns its follow-up,
+    which the transport runs once the new session is ready, on a thread of its own, holding up no
+    request: the log level asked of the old session, then its subscriptions (:meth:`~mcp_ref.
+    client.listening.Streams.resubscribe`).  What the new session refuses is logged, not raised.
+
+    The subscriptions' turns are taken here, before the session is ready
+    (:meth:`~mcp_ref.client.listening.Streams.resubscribe_turns`): a ``Client.subscribe`` or
+    ``unsubscribe`` of one of them made from now on goes to the server after it."""
     connection.initialize()
-    if connection.log_level is not None:
-        connection.request("logging/setLevel", {"level": connection.log_level})
-    connection.streams.resubscribe()
+    streams = connection.streams
+    turns = streams.resubscribe_turns()
+
+    def follow_up() -> None:
+        try:
+            if connection.log_level is not None:
+                connection.request("logging/setLevel", {"level": connection.log_level})
+        except (MCPRefError, OSError) as exc:  # the server's failure, or the client closing
+            log.warning("the new session did not take the log level: %s", exc)
+        finally:
+            streams.resubscribe(turns)
+
+    return follow_up

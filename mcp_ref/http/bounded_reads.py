@@ -121,8 +121,9 @@ class ClientHooks(Protocol):
     (:class:`mcp_ref.session.Transport`): the client role finds them with
     ``getattr(transport, "http_hooks", None)``, None off HTTP, and calls them."""
 
-    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
-        """Once, before the handshake: ``reinitialize()`` runs it again (a new session after a 404)."""
+    def set_reinitialize(self, reinitialize: Callable[[], Callable[[], None]]) -> None:
+        """Once, before the handshake: ``reinitialize()`` runs it again (a new session after a 404),
+        and returns what to ask of the new session once it is ready (run then, on a thread)."""
         ...
 
     def initialized(self, protocol_version: str) -> None:

@@ -227,7 +227,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
     session_id: str | None = None
     protocol_version: str | None = None
     legacy_endpoint: str | None = None
-    _reinitialize: Callable[[], None] | None = None  # see set_reinitialize
+    _reinitialize: Callable[[], Callable[[], None]] | None = None  # see set_reinitialize
     _generation = 0
     _renewer: int | None = None  # the thread starting a new session (see _renew_session)
     _renewal_failed: Exception | None = None  # why the last new session could not be started
@@ -309,6 +309,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         self._renew_lock = threading.Lock()
         self._session_ready = threading.Event()  # cleared while a new session is being started
         self._session_ready.set()
+        #: The threads sending what new sessions are asked after their handshake (_follow).
+        self._follow_ups: set[threading.Thread] = set()
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
         #: The requests handed to workers (both eras), and giving up on them.
@@ -352,9 +354,12 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             elif lifecycle.is_modern(message.params):
                 self._submit(self._send_modern, data, message)
             else:
-                # the renewal's own requests (the log level asked again) go without waiting for it
+                # the renewal's initialize goes without waiting for it, on a thread of its own: the
+                # workers may all be waiting for the renewal; what a new session is asked after it
+                # (its follow-up) meets a 404 without starting another (_send_request)
                 renewing = threading.get_ident() == self._renewer
-                self._submit(self._send_request, data, message, renewing)
+                following = threading.current_thread() in self._follow_ups
+                self._submit(self._send_request, data, message, renewing, following, alone=renewing)
         elif isinstance(message, Notification) and message.method == "notifications/cancelled":
             # the session's own notice: it names the request
             request_id = cast(RequestId, (message.params or {}).get("requestId"))
@@ -385,8 +390,9 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         if self.mode == "auto":
             self.mode = "streamable"  # no fallback to HTTP+SSE from here on
 
-    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
-        """The client role's handshake, run again to start a new session after a 404 (``_renew_session``)."""
+    def set_reinitialize(self, reinitialize: Callable[[], Callable[[], None]]) -> None:
+        """The client role's handshake, run again to start a new session after a 404
+        (``_renew_session``); it returns what to ask of the new session once it is ready."""
         self._reinitialize = reinitialize
 
     def initialized(self, protocol_version: str) -> None:
@@ -488,12 +494,20 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         ``write`` checks it, and ``start_legacy`` raises without it)."""
         return cast(str, self.legacy_endpoint) if legacy else self.url
 
-    def _submit(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
-        """Hand ``request`` to a worker (:meth:`_work`); from now on giving up on it is
-        remembered (:attr:`in_flight`), even while it waits for a worker."""
+    def _submit(
+        self, send: Callable[..., None], data: bytes, request: Request, *args: Any, alone=False
+    ) -> None:
+        """Hand ``request`` to a worker (:meth:`_work`; ``alone``: a thread of its own); from now
+        on giving up on it is remembered (:attr:`in_flight`), even while it waits for a worker."""
         self.in_flight.submitted(request.id)
         try:
-            self._pool.submit(self._work, send, data, request, *args)
+            if alone:
+                work = (send, data, request, *args)
+                renewal = threading.Thread(target=self._work, args=work, name="mcp-http-renewal")
+                renewal.daemon = True
+                renewal.start()
+            else:
+                self._pool.submit(self._work, send, data, request, *args)
         except RuntimeError:  # the pool is shut down: the transport closed meanwhile
             self.in_flight.finished(request.id)
             raise OSError("the HTTP transport is closed") from None
@@ -539,14 +553,18 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         finally:
             self.in_flight.finished(request.id)
 
-    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
-        """POST a handshake-era ``request`` and deliver its answer (on a worker: :meth:`_work`)."""
+    def _send_request(
+        self, data: bytes, request: Request, renewing: bool = False, following: bool = False
+    ) -> None:
+        """POST a handshake-era ``request`` and deliver its answer (on a worker: :meth:`_work`);
+        ``renewing``: a renewal's own, ``following``: its follow-up's (:meth:`_renew_session`)."""
         if (
             request.method != "initialize"
             and not renewing
             and not self._session_ready.wait(self.connect_timeout * 3)
         ):
             raise HttpTransportError("timed out waiting for a new session")
+        renewing = renewing or following  # from here: a 404 to it starts no new session
         if self._renewal_failed is not None and request.method != "initialize" and not renewing:
             self._renew_session(self._generation)  # the last attempt found no server: try again
         generation, sent_with = self._generation, self.session_id
@@ -564,7 +582,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 if self.mode == "auto":
                     self.mode = "streamable"
         elif response.status_code == 404 and sent_with and self._reinitialize and not renewing:
-            # (a request of the new session's own that meets a 404 fails: no renewal in a loop)
+            # (a request of a renewal's own, or of its follow-up, that meets a 404 fails: no renewal
+            # in a loop)
             response.close()
             self._renew_session(generation)
             response = self._post_request(data, request)
@@ -662,6 +681,10 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         2025-11-25 basic/transports §Session Management: "When a client receives HTTP 404 in
         response to a request containing an Mcp-Session-Id, it MUST start a new session by
         sending a new InitializeRequest without a session ID attached."
+
+        The session is ready once the handshake is over; what the new session is asked after it
+        (the follow-up the client role's handshake returns: :func:`mcp_ref.client.renewal.renew`)
+        is sent then, on a thread of its own (:meth:`_follow`), holding up no request.
         """
         with self._renew_lock:
             if generation != self._generation:
@@ -673,10 +696,11 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             self._session_ready.clear()  # requests wait for the new session instead of failing
             self.session_id = None
             self._renewer = threading.get_ident()
+            follow_up = None
             try:
                 log.info("the server forgot our session; starting a new one")
                 # Only called when a reinitialize callable is set (_send_request checks).
-                cast(Callable[[], None], self._reinitialize)()
+                follow_up = cast(Callable[[], Callable[[], None]], self._reinitialize)()
                 self._renewal_failed = None
             except Exception as exc:
                 # No session now: the next request tries again (the server may be back by then).
@@ -684,20 +708,23 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 raise
             finally:
                 self._renewer = None
+                if follow_up is not None:
+                    self._follow(follow_up)  # its requests wait for the line below
                 self._session_ready.set()
 
-    def _renewed(self, generation: int) -> bool:
-        """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):
-        True once the new session is there; a failure is logged (the next request tries again)."""
-        if self._reinitialize is None or threading.get_ident() == self._renewer:
-            return False  # no client role to start one; a 404 to the new session's own notice
-        try:
-            self._renew_session(generation)
-            return True
-        except Exception as exc:
-            if not self._closed.is_set():
-                log.warning("no new session after a 404: %s", failed_because(exc))
-            return False
+    def _follow(self, follow_up: Callable[[], None]) -> None:
+        """Run a new session's ``follow_up`` on a thread of its own, one of :attr:`_follow_ups`
+        while it runs: a 404 to its requests starts no other new session."""
+
+        def run() -> None:
+            try:
+                follow_up()
+            finally:
+                self._follow_ups.discard(thread)
+
+        thread = threading.Thread(target=run, name="mcp-http-renewed", daemon=True)
+        self._follow_ups.add(thread)
+        thread.start()
 
     # -- SSE streams -----------------------------------------------------------------------
 

@@ -11,6 +11,10 @@ handshake, its ``initialize_timeout``), and its socket is watched (:meth:`~mcp_r
 InFlight.notice`): a server that never answers, or trickles its answer a byte at a time, holds
 the caller until that deadline, no longer (the POST fails: ``OSError``, which the session raises
 as :class:`~mcp_ref.errors.ConnectionClosed`), and closing the client ends it at once.
+
+While a new session is being started (a 404), a notification waits for it within that deadline,
+as requests do; a 404 to a notice starts a new session, unless the notice was the new session's
+own (:meth:`Notices._send_other`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthorizationError
+from ..jsonrpc import ErrorResponse, Response
 from ..request import Default
 from ..session import DEFAULT_TIMEOUT
 from .bounded_reads import carrying, discard_body
@@ -71,6 +76,9 @@ class Notices:
         in_flight: InFlight
         _closed: threading.Event
         _generation: int
+        _renewer: int | None
+        _reinitialize: Any
+        _session_ready: threading.Event
         _pool: ThreadPoolExecutor
         _notices: ThreadPoolExecutor
         _notice_places: threading.BoundedSemaphore
@@ -83,7 +91,7 @@ class Notices:
 
         def _headers(self, accept: str = ...) -> dict: ...
 
-        def _renewed(self, generation: int) -> bool: ...
+        def _renew_session(self, generation: int) -> None: ...
 
     def _open_notices(self) -> None:
         """Start the thread that POSTs the cancellations, in order, nobody waiting
@@ -129,6 +137,20 @@ class Notices:
         timeout, handshake = self.notice_timeouts
         initialized = getattr(message, "method", None) == "notifications/initialized"
         seconds = handshake if initialized else timeout
+        renewing = threading.get_ident() == self._renewer  # the new session's own notice
+        if not (legacy or renewing or self._session_ready.is_set()):
+            if isinstance(message, (Response, ErrorResponse, list)):
+                # An answer does not wait (its sender may be the session's reader, which the new
+                # session's initialize needs); one to a request of the forgotten session has
+                # nowhere to go before the new session's id is known.
+                if not self.session_id:
+                    log.debug("an answer to a request of the forgotten session was dropped")
+                    return
+            elif not self._session_ready.wait(seconds):
+                # A notification waits for the new session as requests do, within its deadline:
+                # 2025-11-25 basic/transports §Session Management, the client "MUST include it [the
+                # session id] in the MCP-Session-Id header on all of their subsequent HTTP requests"
+                raise OSError(f"no new session within {seconds:g} s to send it to")
         key = (kind, next(_numbers))
         generation, sent_with = self._generation, self.session_id
         target = shown(self._target(legacy))
@@ -147,14 +169,32 @@ class Notices:
             # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
             # session's id means the server forgot it; a new session is started on a worker (the
             # caller may be the session's reader).  The notice is not sent again: it was the old
-            # session's (its progress, its request's answer).
-            log.debug("a notice to a forgotten session was dropped; starting a new session")
+            # session's (its progress, its request's answer).  But none is started for a new
+            # session's own notice (checked here, on the thread that sent it: a server forgetting
+            # every new session would get one after the other for ever), nor for a session
+            # replaced already.
+            log.debug("a notice to a forgotten session was dropped")
+            if renewing or generation != self._generation:
+                return
             try:
                 self._pool.submit(self._renewed, generation)
             except RuntimeError:  # the transport closed
                 pass
         elif not response.ok:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")
+
+    def _renewed(self, generation: int) -> bool:
+        """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):
+        True once the new session is there; a failure is logged (the next request tries again)."""
+        if self._reinitialize is None:
+            return False  # no client role to start one
+        try:
+            self._renew_session(generation)
+            return True
+        except Exception as exc:
+            if not self._closed.is_set():
+                log.warning("no new session after a 404: %s", failed_because(exc))
+            return False
 
     def _end_session(self) -> None:
         """DELETE the session at close, within :data:`SESSION_END_TIMEOUT` in all (its socket shut

@@ -72,6 +72,8 @@ class ScriptedServer:
 
     def __init__(self, script=lambda request: None):
         self.script = script
+        #: What ``initialize`` answers the server offers.
+        self.capabilities: dict = {"tools": {}}
         self.stop = threading.Event()
         self.sessions = 0
         self.requests: list[dict] = []
@@ -123,7 +125,7 @@ class ScriptedServer:
             headers = f"Mcp-Session-Id: s{self.sessions}\r\n"
             result = {
                 "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
+                "capabilities": self.capabilities,
                 "serverInfo": {"name": "scripted", "version": "1"},
             }
         return json_answer({"jsonrpc": "2.0", "id": message["id"], "result": result}, headers)
@@ -213,6 +215,20 @@ def of_session(session_id: str):
     return lambda request: request["headers"].get("mcp-session-id") == session_id
 
 
+def both(*picks):
+    """Picks the requests every one of ``picks`` takes."""
+    return lambda request: all(picked(request) for picked in picks)
+
+
+def renewal_over(transport) -> None:
+    """Wait for the new session under way, then for what it is asked after its handshake (its log
+    level, its subscriptions: sent on threads of their own once it is ready) to be answered."""
+    assert transport._session_ready.wait(WAIT), "the new session was never ready"
+    for thread in transport._follow_ups.copy():
+        thread.join(WAIT)
+        assert not thread.is_alive(), "what the new session is asked again was never answered"
+
+
 # -- a 404: a new session ----------------------------------------------------------------------
 
 
@@ -243,7 +259,7 @@ def test_a_404_on_the_get_stream_starts_a_new_session_that_is_subscribed_again(s
         seen.wait_for(method_is("initialize"), "a new initialize", 2)
         subscribe = seen.wait_for(method_is("resources/subscribe"), "the subscribe again", 2)
         assert subscribe["params"] == {"uri": "res://a"}
-        assert transport._session_ready.wait(WAIT)  # the renewal, its subscribe answered, is over
+        renewal_over(transport)  # its subscribe answered
         assert transport.session_id not in (None, old)
         mark = updated.mark()
         server.notify_resource_updated("res://a")
@@ -273,8 +289,8 @@ def test_a_404_to_a_notification_starts_a_new_session(scripted):
 def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scripted):
     # Every request but initialize, and every GET, is answered 404: the GET stream starts one new
     # session, then leaves it alone; a call starts one more and fails; the log level asked again
-    # of a new session (its own request, meeting a 404) fails that renewal instead of starting
-    # another (it used to wait for the renewal it was part of, then start one more, and so on).
+    # of a new session (once it is ready, meeting a 404) fails instead of starting another (it
+    # used to wait for the renewal it was part of, then start one more, and so on).
     def script(request):
         message = request["json"] or {}
         if request["method"] == "GET" or ("id" in message and message["method"] != "initialize"):
@@ -291,10 +307,180 @@ def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scrip
         client.connection.log_level = "info"  # the next new session asks for it again
         with pytest.raises(Exception, match="404"):
             client.list_tools()
+        renewal_over(transport)
         assert server.count(posted("initialize")) == 3  # the call's: once
         assert server.count(posted("logging/setLevel")) == 1  # the new session's, refused
     finally:
         client.close()
+
+
+def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop_from_its_notices(
+    scripted,
+):
+    # Every POST carrying a session id, notifications included, is answered 404: the 404 to the
+    # first session's notifications/initialized starts a new session; the one to the new
+    # session's own notifications/initialized used to start another, and so on for ever (some
+    # 500 new sessions a second): whether the renewal sent it was asked on the worker the new
+    # renewal had been handed to, not on the thread that sent it.
+    server = scripted(
+        lambda r: answer("404 Not Found") if of_session(f"s{server.sessions}")(r) else None
+    )
+    client = Client.http(server.url, era="handshake", timeout=WAIT)
+    try:
+        transport = client.session.transport
+        new_notice = both(posted("notifications/initialized"), of_session("s2"))
+        server.wait_for(new_notice, "the new session's notice")
+        renewal_over(transport)
+        # what a 404 to a notice handed the workers has run: a renewal it started has begun
+        transport._pool.shutdown(wait=True)
+        assert transport._generation == 1, "the new session's own notice started another"
+        assert server.count(posted("initialize")) == 2
+    finally:
+        client.close()
+
+
+def test_a_new_session_slow_to_take_a_subscription_again_holds_up_no_request(scripted):
+    # The new session answers initialize at once, but holds the resources/subscribe asked again:
+    # the call that met the 404 (and any other) waited for it, the whole renewal, and failed.
+    forgotten = threading.Event()
+
+    def script(request):
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if both(posted("resources/subscribe"), of_session("s2"))(request):
+            return held(server)
+        return None
+
+    server = scripted(script)
+    server.capabilities = {"tools": {}, "resources": {"subscribe": True}}
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        client.subscribe("res://x")
+        forgotten.set()
+        assert ended_within(WAIT, client.list_tools) == []  # on the new session, at once
+        assert server.count(both(posted("tools/list"), of_session("s2"))) == 1
+        server.wait_for(
+            both(posted("resources/subscribe"), of_session("s2")), "the subscribe again"
+        )
+
+
+def test_a_subscription_the_old_session_took_during_the_renewal_is_asked_of_the_new_one(scripted):
+    # A resources/subscribe under way to the old session is answered (with success) only after a
+    # new session was started: the new session used to be left without it for good (the renewal
+    # skipped a URI whose subscribe was under way, as if it went to the new session).
+    forgotten, answer_it = threading.Event(), threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if both(posted("resources/subscribe"), of_session("s1"))(request):
+
+            def later(connection: socket.socket) -> None:
+                answer_it.wait(LONG)
+                reply = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+                connection.sendall(json_answer(reply))
+
+            return later
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        return None
+
+    server = scripted(script)
+    server.capabilities = {"tools": {}, "resources": {"subscribe": True}}
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        subscribing = threading.Thread(target=lambda: client.subscribe("res://x"), daemon=True)
+        subscribing.start()
+        server.wait_for(posted("resources/subscribe"), "the subscribe to the old session")
+        forgotten.set()
+        client.list_tools()  # meets the 404: a new session, asked again for what the old one held
+        answer_it.set()  # the old session took the subscription after all
+        subscribing.join(WAIT)
+        server.wait_for(
+            both(posted("resources/subscribe"), of_session("s2")), "the subscribe again"
+        )
+        renewal_over(client.session.transport)
+        assert client.connection.streams.subscribed_uris() == {"res://x"}
+
+
+def test_a_notification_sent_during_a_renewal_goes_to_the_new_session(scripted):
+    # A notification written while the new session's initialize is under way used to go with no
+    # Mcp-Session-Id (which the server refuses: 400), its caller failing.
+    forgotten, release = threading.Event(), threading.Event()
+
+    def script(request):
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if request["method"] == "POST" and not request["headers"].get("mcp-session-id"):
+            if not posted("initialize")(request):
+                return answer("400 Bad Request")
+            if forgotten.is_set():
+                return lambda connection: (
+                    release.wait(LONG) and connection.sendall(server.usual(request))
+                )
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG, roots=["file:///a"]) as client:
+        transport = client.session.transport
+        sender: threading.Thread | None = None
+
+        class Ready(threading.Event):
+            """The session's readiness; a wait for it by the notification's sender releases the
+            held initialize."""
+
+            def wait(self, timeout=None) -> bool:
+                if threading.current_thread() is sender:
+                    release.set()
+                return super().wait(timeout)
+
+        transport._session_ready = Ready()
+        transport._session_ready.set()
+        forgotten.set()
+        calling = threading.Thread(target=client.list_tools, daemon=True)
+        calling.start()
+        server.wait_for(posted("initialize"), "the new session's initialize", 2)
+        outcome: list = []
+
+        def notify() -> None:
+            try:
+                outcome.append(client.set_roots(["file:///b"]))
+            except Exception as exc:  # handed to the test
+                outcome.append(exc)
+            finally:
+                release.set()  # sent at once (before the fix): the renewal may go on
+
+        sender = threading.Thread(target=notify, daemon=True)
+        sender.start()
+        sender.join(WAIT)
+        calling.join(WAIT)
+        assert outcome == [None], outcome
+        notice = server.wait_for(posted("notifications/roots/list_changed"), "the notification")
+        assert notice["headers"].get("mcp-session-id") == "s2"
+
+
+def test_a_renewal_goes_on_when_every_worker_meets_the_404(scripted):
+    # Every worker carries a call that meets the 404 at once: one starts the new session, the
+    # others wait for it; its initialize used to wait for a worker too, and every call failed at
+    # its timeout.
+    def script(request):
+        if both(posted("tools/list"), of_session("s1"))(request):
+
+            def late(connection: socket.socket) -> None:
+                server.wait_for(both(posted("tools/list"), of_session("s1")), "both calls", 2)
+                connection.sendall(answer("404 Not Found"))
+
+            return late
+        return None
+
+    server = scripted(script)
+    transport = http_client.HttpClientTransport(server.url, max_workers=2)
+    with Client(transport, era="handshake", timeout=LONG) as client:
+        calls = [threading.Thread(target=client.list_tools, daemon=True) for _ in range(2)]
+        for call in calls:
+            call.start()
+        for call in calls:
+            call.join(WAIT)
+            assert not call.is_alive(), "the new session never came"
+        assert server.count(both(posted("tools/list"), of_session("s2"))) == 2
+        assert server.count(posted("initialize")) == 2
 
 
 def test_closing_during_a_renewal_logs_no_error(scripted, caplog):
@@ -507,7 +693,7 @@ def test_a_subscription_the_new_session_refuses_is_no_longer_counted(serve):
         assert served.app.end_session(transport.session_id)
         seen.wait_for(method_is("initialize"), "a new initialize", 2)
         seen.wait_for(method_is("resources/subscribe"), "the refused subscribe", 2)
-        assert transport._session_ready.wait(WAIT)  # the renewal is over
+        renewal_over(transport)  # the subscribe refused
         refusing.clear()
         client.subscribe("res://a")  # asked again, and taken
         assert seen.count(method_is("resources/subscribe")) == 3
