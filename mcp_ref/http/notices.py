@@ -160,7 +160,9 @@ class Notices:
                     response = self._post(data, read_timeout=seconds, legacy=legacy)
                     discard_body(response)  # a 202 has none; whatever a server sends is never kept
                 except (requests.RequestException, AuthorizationError) as exc:
-                    late = self.in_flight.given_up(key) and not self._closed.is_set()
+                    # its deadline, or a read that waited as long (whichever came first)
+                    timed_out = isinstance(exc, requests.ReadTimeout)
+                    late = (timed_out or self.in_flight.given_up(key)) and not self._closed.is_set()
                     why = f"no answer within {seconds:g} s" if late else failed_because(exc)
                     raise OSError(f"HTTP request to {target} failed: {why}") from None
         except GivenUp:
