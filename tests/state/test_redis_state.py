@@ -785,3 +785,58 @@ def test_a_place_given_back_while_redis_is_down_is_given_back_once_it_is_up(tmp_
             store.close()
         connection.close()
         redis.stop()
+
+
+# -- eviction ----------------------------------------------------------------------------------------
+
+
+def eviction_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "maxmemory-policy" in r.getMessage()]
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "volatile-lru"])
+def test_a_redis_that_evicts_keys_is_warned_of_once(own_server, caplog, policy):
+    # at its maxmemory such a Redis drops the session table's and the task indexes' keys: sessions
+    # and tasks vanish with no error (spec_notes/deployment.md, "Redis at its maxmemory")
+    Connection(own_server.url).client.config_set("maxmemory-policy", policy)
+    connection = Connection(f"{own_server.url}?namespace=evicting")
+    try:
+        with caplog.at_level(logging.WARNING):
+            for number in range(3):
+                assert create(RedisTaskRecords(connection), f"t{number}") == "created"
+        said = eviction_warnings(caplog)
+        assert len(said) == 1 and policy in said[0] and "silently lost" in said[0]
+        assert "noeviction" in said[0]
+    finally:
+        connection.close()
+
+
+def test_the_eviction_policy_is_read_from_info_when_config_is_refused(own_server, caplog):
+    # managed Redis often refuses CONFIG: INFO memory says the policy too
+    admin = Connection(own_server.url).client
+    admin.config_set("maxmemory-policy", "allkeys-lfu")
+    admin.acl_setuser(
+        "app",
+        enabled=True,
+        passwords=["+app-pass"],
+        keys=["*"],
+        channels=["*"],
+        commands=["+@all", "-config"],
+    )
+    connection = Connection(f"redis://app:app-pass@127.0.0.1:{own_server.port}/0?namespace=acl")
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert create(RedisTaskRecords(connection), "t") == "created"
+        said = eviction_warnings(caplog)
+        assert len(said) == 1 and "allkeys-lfu" in said[0]
+    finally:
+        connection.close()
+
+
+def test_a_redis_that_never_evicts_is_not_warned_of(connection, caplog):
+    assert Connection(connection.url).client.config_get("maxmemory-policy") == {
+        "maxmemory-policy": "noeviction"
+    }
+    with caplog.at_level(logging.WARNING):
+        assert create(RedisTaskRecords(connection), "t") == "created"
+    assert eviction_warnings(caplog) == []

@@ -7,6 +7,13 @@ so one Redis serves several deployments (or tests) without their keys meeting.
 The pool is made on first use *in this process*: a gunicorn that imports the app before forking
 (``--preload``) must not share one socket between its workers, so a process that finds the pool
 made by another pid (its parent) makes its own.
+
+Eviction: every key of this package must stay until it expires or is deleted; a Redis that evicts
+keys at its ``maxmemory`` (any ``maxmemory-policy`` but ``noeviction``, Redis's default) may drop
+a session table's or a task index's key, and sessions and tasks vanish without a word.  So the
+first client of a process asks Redis its policy (:func:`eviction_policy`) and logs one WARNING when
+it evicts (:meth:`Connection.warn_if_evicting`); it does not refuse to start: a library does not
+overrule its operator, and a Redis with no ``maxmemory`` evicts nothing (docs/deploying.md).
 """
 
 from __future__ import annotations
@@ -29,6 +36,11 @@ WARN_EVERY = 60.0
 MAX_CONNECTIONS = 64
 #: Seconds a command, or opening a connection, may take before it fails (Redis down: no hang).
 SOCKET_TIMEOUT = 2.0
+#: The one ``maxmemory-policy`` under which Redis never drops a key of ours (it refuses writes
+#: instead: ``stores.FAULTS``).
+NO_EVICTION = "noeviction"
+
+log = logging.getLogger(__name__)
 
 
 def json_text(value: Any) -> str:
@@ -68,6 +80,8 @@ class Connection:
         self._lock = threading.Lock()
         self._pid: int | None = None
         self._client: Any = None
+        #: When (time.monotonic) to read Redis's eviction policy; None: read (here or before a fork).
+        self._policy_due: float | None = 0.0
 
     def key(self, *parts: str) -> str:
         """``namespace:part:part...``: a key (or channel) of this deployment."""
@@ -92,7 +106,37 @@ class Connection:
                     )
                     self._client = redis.Redis(connection_pool=pool)
                     self._pid = pid
-        return self._client
+        client = self._client
+        if self._policy_due is not None:
+            self.warn_if_evicting(client)
+        return client
+
+    def warn_if_evicting(self, client: Any) -> None:
+        """Read Redis's ``maxmemory-policy`` (once: the first caller does), and log a WARNING when it
+        is not ``noeviction`` (see the module docstring).  Redis unreachable: read again by a
+        caller at least :data:`WARN_EVERY` seconds later (a Redis that is down is not asked twice
+        per call meanwhile)."""
+        with self._lock:
+            if self._policy_due is None or time.monotonic() < self._policy_due:
+                return
+            self._policy_due = None
+        policy = eviction_policy(client)
+        if policy is None:
+            with self._lock:
+                self._policy_due = time.monotonic() + WARN_EVERY
+        elif not policy:
+            log.warning(
+                "could not read Redis's maxmemory-policy (CONFIG and INFO refused): mcp_ref's "
+                "Redis must run with maxmemory-policy noeviction (or no maxmemory), or sessions "
+                "and tasks can be silently lost"
+            )
+        elif policy != NO_EVICTION:
+            log.warning(
+                "Redis runs with maxmemory-policy %s: at its maxmemory it evicts keys, and this "
+                "server's sessions and tasks can be silently lost (404 'Session not found'); run "
+                "mcp_ref's Redis with maxmemory-policy noeviction",
+                policy,
+            )
 
     def close(self) -> None:
         """Close this process's connections (a new one is made if used again)."""
@@ -101,6 +145,25 @@ class Connection:
         if client is not None and self._pid == os.getpid():
             client.close()
             client.connection_pool.disconnect()
+
+
+def eviction_policy(client: Any) -> str | None:
+    """Redis's ``maxmemory-policy``: from ``CONFIG GET``, else (``CONFIG`` refused or renamed, as
+    managed Redis often does) from ``INFO memory``; ``""`` when neither says, None when Redis cannot
+    be reached."""
+    import redis
+
+    try:
+        try:
+            config = client.config_get("maxmemory-policy")
+            return reply_text(config.get("maxmemory-policy") or config.get(b"maxmemory-policy", ""))
+        except redis.exceptions.ResponseError:  # CONFIG refused (NOPERM) or unknown (renamed)
+            memory = client.info("memory")
+            return reply_text(memory.get("maxmemory_policy", ""))
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return None
+    except redis.exceptions.ResponseError:
+        return ""
 
 
 def fresh_after_fork(fresh_process: Callable[[], None]) -> None:
