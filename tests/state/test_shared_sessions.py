@@ -861,3 +861,53 @@ def test_a_sessions_task_on_one_worker_is_cancelled_when_the_session_is_deleted_
         for server, one in workers:
             one.stop()
             server.shared_state.close()
+
+
+def test_an_answer_no_worker_hears_is_refused_503_and_heard_when_sent_again(redis_server):
+    """PUBLISH says how many processes heard a message; none while the asking worker's pub/sub
+    connection is reconnecting, and pub/sub keeps nothing.  The answer was lost behind a 202, and
+    the tool waited for its timeout.  Now it is published again for a while (shared.DELIVERY_WINDOW),
+    then refused 503 with Retry-After (2025-11-25 basic/transports: "If the server cannot accept
+    the input, it MUST return an HTTP error status code"); sent again once the worker hears, it
+    reaches the request."""
+    import redis
+
+    from mcp_ref.http.server.shared import DELIVERY_WINDOW
+
+    namespace = f"{redis_server.url}?namespace=unheard-{threading.get_ident()}"
+    admin = redis.Redis.from_url(redis_server.url)
+    # worker a reaches Redis as a user of its own, which the test can shut out of new connections
+    user = f"worker-a-{threading.get_ident()}"
+    admin.acl_setuser(
+        user, enabled=True, passwords=["+a-pass"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+    a = Worker("a", namespace.replace("redis://", f"redis://{user}:a-pass@"))
+    b = Worker("b", namespace)
+    try:
+        raw = a.raw()
+        raw.initialize(capabilities={"elicitation": {}})
+        request_id, response = tool_call(raw, "ask", stream=True)
+        reader = SseReader(response)
+        asked = elicitation_of(reader)
+        bus = a.server.bus
+        admin.acl_setuser(user, enabled=False)  # its pub/sub connection cannot come back
+        assert admin.client_kill_filter(_type="pubsub", user=user) >= 1
+        assert bus.wait_for(lambda: not bus.connected, WAIT)
+        answer = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"name": "Ada"}},
+        }
+        refused = on(raw, b).post(answer)
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+        assert "retry" in refused.json()["error"]["message"] and "id" not in refused.json()
+        admin.acl_setuser(user, enabled=True)
+        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
+        assert on(raw, b).post(answer).status_code == 202
+        messages = [m for _, m in reader.messages(request_id)]
+        assert messages[-1]["result"]["content"][0]["text"] == "Ada via a"
+    finally:
+        a.stop()
+        b.stop()
+        admin.acl_deluser(user)
+        admin.close()

@@ -67,7 +67,7 @@ class Homes:
     _workers_seen: tuple[float, set[str] | None] = (0.0, None)
 
     def __init__(
-        self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], None]
+        self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], object]
     ):
         self.app = app
         self._worker = worker

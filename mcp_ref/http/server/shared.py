@@ -67,6 +67,12 @@ SUBSCRIBED = "sub:"
 #: FORWARD_BURST at once, refilled over FORWARD_WINDOW seconds (20 a second); past it, dropped with
 #: a warning.
 FORWARD_BURST, FORWARD_WINDOW = 50, 2.5
+#: Seconds a client's message for one other worker (an answer to its request, a progress report)
+#: is published again while no process hears it (that worker's pub/sub connection is reconnecting:
+#: the bus's backoff starts at 0.05 s); past it the POST is refused 503 with ``Retry-After``
+#: (:data:`RESEND_AFTER` seconds), so the client sends it again.  The pauses between the tries start
+#: at DELIVERY_PAUSE and double.
+DELIVERY_WINDOW, DELIVERY_PAUSE, RESEND_AFTER = 2.0, 0.05, "1"
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -324,8 +330,44 @@ class SharedSessions:
                             session_id[:8],
                         )
                         continue
-                self._publish(session_id, "message", to=to, data=jsonrpc.serialize(item).decode())
+                data = jsonrpc.serialize(item).decode()
+                if to is None:
+                    self._publish(session_id, "message", data=data)
+                else:
+                    self._deliver(session_id, to, data)
         return here
+
+    def _deliver(self, session_id: str, to: str, data: str) -> None:
+        """Publish a client's message for worker ``to``, and make sure a process heard it.
+
+        PUBLISH answers how many processes heard it: 0 while ``to``'s pub/sub connection is
+        reconnecting, and pub/sub keeps nothing, so the answer would be lost and the request left
+        waiting for its timeout.  Published again within :data:`DELIVERY_WINDOW`; then refused, as
+        2025-11-25 basic/transports §Sending Messages to the Server says: "If the server cannot
+        accept the input, it MUST return an HTTP error status code"; 503 with ``Retry-After``: the
+        client sends it again.  A worker known to have gone waits for nothing: dropped at once.
+        """
+        deadline = time.monotonic() + DELIVERY_WINDOW
+        pause = DELIVERY_PAUSE
+        while not self._publish(session_id, "message", to=to, data=data):
+            if not self.homes.worker_alive(to):
+                return  # the request it answers ended with its worker
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning(
+                    "session %s: a message for worker %s was heard by no process for %g s; "
+                    "refused (503), for the client to send again",
+                    session_id[:8],
+                    to,
+                    DELIVERY_WINDOW,
+                )
+                raise ServiceUnavailable(
+                    "Service Unavailable: the request this message answers cannot be reached now; "
+                    "retry shortly",
+                    headers=[("Retry-After", RESEND_AFTER)],
+                )
+            time.sleep(min(pause, left))
+            pause *= 2
 
     @staticmethod
     def holds(connection: Connection, item: Any) -> bool | None:
@@ -365,10 +407,12 @@ class SharedSessions:
             stop()
         self.homes.close()  # every home this worker held is free for another worker now
 
-    def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
+    def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> int:
+        """Publish a message about a session, for every worker or worker ``to``: how many
+        processes heard it (0: none, or the bus failed)."""
         self.listen()
         channel = SESSIONS if to is None else f"{SESSIONS}:{to}"
-        self.app.server.bus.publish(
+        return self.app.server.bus.publish(
             channel, {"session": session_id, "kind": kind, "from": self.worker, **fields}
         )
 
