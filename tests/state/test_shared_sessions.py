@@ -43,7 +43,15 @@ class Worker:
     """One "worker": a server with the test's tools, its app served on 127.0.0.1, and what its tools
     saw; with ``token``, a protected resource whose clients send ``Authorization: Bearer``."""
 
-    def __init__(self, name: str, state: str | None, token: str | None = None, **options):
+    def __init__(
+        self,
+        name: str,
+        state: str | None,
+        token: str | None = None,
+        *,
+        server_options: dict | None = None,
+        **options,
+    ):
         self.name = name
         self.token = token
         if token is not None:
@@ -53,7 +61,7 @@ class Worker:
         self.release = threading.Event()  # lets `steps` go on
         self.release_again = threading.Event()  # lets `polled` answer
         self.cancelled = threading.Event()  # `wait_for_cancel` saw its cancellation
-        server = Server("shared-sessions", state=state)
+        server = Server("shared-sessions", state=state, **(server_options or {}))
         self.server = server
 
         @server.tool()
@@ -783,6 +791,31 @@ def test_two_workers_subscribing_at_once_both_count(workers):
         heard.add(json.loads(next_within(stream)["data"])["params"]["uri"])
     assert heard == {"memo://note", "memo://other"}
     stream.close()
+
+
+def test_a_resource_unsubscribed_on_another_worker_no_longer_counts_against_the_cap(workers):
+    """``max_subscribed_resources`` counts over every worker, each worker's places its own; a
+    resource subscribed on one worker and unsubscribed on the other left the first one's place
+    held until its next heartbeat (10 s), and a subscription within the cap was refused meanwhile.
+    The worker taking up the changed record now gives the place back."""
+    a, b = workers(server_options={"max_subscribed_resources": 1})
+    raw = a.raw()
+    raw.initialize()
+    request_id, response = on(raw, a).call("resources/subscribe", {"uri": "memo://note"})
+    raw.result(response, request_id)
+    request_id, response = on(raw, b).call("resources/unsubscribe", {"uri": "memo://note"})
+    raw.result(response, request_id)
+    session_id = raw.session_id
+    changed = b.app.session_table.get(session_id)["generation"]
+    home = a.app.live_session(session_id)
+    # the home has taken the change up (the bus told it); the generation is set last
+    assert wait_until(lambda: home.generation == changed)
+    request_id, response = on(raw, b).call("resources/subscribe", {"uri": "memo://other"})
+    answer, _ = raw.result(response, request_id)
+    assert answer.get("result") == {}, answer
+    request_id, response = on(raw, a).call("resources/subscribe", {"uri": "memo://note"})
+    answer, _ = raw.result(response, request_id)
+    assert answer["error"]["data"] == {"limit": 1}  # the cap still holds
 
 
 def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_url):

@@ -8,7 +8,7 @@ loads this package lazily, in ``Server.run_http``: a type import back would clos
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 
@@ -86,6 +86,10 @@ class SubscriptionHub(Protocol):
 
     def close_all(self, which: Callable[[Any], bool]) -> int:
         """End, gracefully, the streams ``which`` picks; how many were ended."""
+
+    def let_go(self, limit_id: str, server: Any, uris: Collection[str]) -> None:
+        """``uris`` of the caller ``limit_id`` that nothing of this process holds any more leave
+        the shared count of ``max_subscribed_resources``."""
 
 
 class Paginator(Protocol):

@@ -187,7 +187,7 @@ class SharedSessions:
         self.listen()
         app = self.app
         session = app.bound_session(environ, session_id, "streamable", f"http-{session_id[:8]}")
-        take_up(session, record)
+        take_up(session, record, app.server)
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
             cast("Connection", session.connection).close()
@@ -231,7 +231,7 @@ class SharedSessions:
         with self._refreshing[hash(session_id) % REFRESH_LOCKS]:
             record = table_call(self.app.session_table.get, session_id)
             if record is not None:
-                take_up(session, record)
+                take_up(session, record, self.app.server)
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -570,13 +570,23 @@ def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     return state
 
 
-def take_up(session: HttpSession, record: SessionRecord) -> None:
+def take_up(session: HttpSession, record: SessionRecord, server: Host) -> None:
     """Serve ``session`` as its record says now: what it negotiated, the generation of the record,
-    its home."""
+    its home.
+
+    A resource unsubscribed on another worker leaves this replica's subscriptions here, and its
+    place in the shared count of ``max_subscribed_resources`` (this worker's, which only it can
+    give back; unless another connection of the caller's here still holds it) goes with it, before
+    the generation says the record was taken up: else it counted until the next heartbeat."""
     state = record["state"]
-    cast("Connection", session.connection).resume(
-        _negotiated(state), initialized=record["established"]
+    connection = cast("Connection", session.connection)
+    negotiated = _negotiated(state)
+    dropped = set(connection.negotiated().get("subscriptions") or ()) - set(
+        negotiated["subscriptions"]
     )
+    connection.resume(negotiated, initialized=record["established"])
+    if dropped:
+        server.subscriptions.let_go(connection.principal.limit_id, server, dropped)
     session.generation = record.get("generation", 0)
     session.home_worker = state.get("home")
 
