@@ -97,6 +97,35 @@ def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
         "app",
     )
     assert split_url("redis://host/0")[1] == "mcp_ref"
+    # a socket's URL keeps its empty authority: redis-py reads only unix:///path
+    assert split_url("unix:///run/redis.sock?db=1&namespace=app") == (
+        "unix:///run/redis.sock?db=1",
+        "app",
+    )
+    assert Connection("unix:///run/redis.sock?namespace=app").url == "unix:///run/redis.sock"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:Right/Pass@127.0.0.1:6379/0",  # '/' unencoded: the host ends there
+        "redis://:Hash#Secret@127.0.0.1:6379/0?namespace=app",  # '#': the rest is a fragment
+        "redis://admin:Right/Pass@127.0.0.1:6379/0",
+    ],
+)
+def test_a_url_redis_cannot_read_fails_the_start_and_names_no_part_of_the_password(url):
+    # redis-py read the URL only at the first command: the request got no answer, and the log's
+    # traceback said "Port could not be cast to integer value as 'Right'"
+    import traceback
+
+    with pytest.raises(ValueError) as refused:
+        Server("bad-url", state=url).wsgi_app()  # the HTTP app is made at start
+    said = "".join(traceback.format_exception(refused.value))
+    assert "not a usable Redis URL" in said and "127.0.0.1:6379/0" in said
+    assert "percent-encode" in said
+    for part in ("Right", "Pass", "Hash", "Secret", "admin"):
+        assert part not in said
+    assert refused.value.__context__ is None and refused.value.__cause__ is None
 
 
 def test_two_namespaces_on_one_redis_never_meet(redis_server):

@@ -61,7 +61,40 @@ def split_url(url: str) -> tuple[str, str]:
     if not namespace or any(c in namespace for c in " \r\n{}"):
         raise ValueError(f"not a usable Redis key namespace: {namespace!r}")
     rest = urlencode([(key, value) for key, value in query if key != "namespace"])
-    return urlunsplit(parts._replace(query=rest)), namespace
+    rebuilt = urlunsplit(parts._replace(query=rest))
+    if not parts.netloc and url.startswith(f"{parts.scheme}://"):
+        # unix:///path: urlunsplit drops the empty authority's "//", which redis-py requires
+        rebuilt = f"{parts.scheme}://{rebuilt[len(parts.scheme) + 1 :]}"
+    return rebuilt, namespace
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` with whatever precedes its host's ``@`` (a user name and password, even one with an
+    unencoded ``/`` or ``#``) replaced by ``***``: what a message may name."""
+    scheme, sep, rest = url.partition("://")
+    if "@" not in rest:
+        return url
+    return f"{scheme}{sep}***@{rest.rpartition('@')[2]}"
+
+
+def check_url(url: str) -> None:
+    """ValueError now, naming the URL without its user name and password, when redis-py cannot read
+    ``url`` (it would fail only at the first command, in the middle of a request: the peer got no
+    answer and the log a message starting with the password).  Nothing of redis-py's error is kept,
+    not even as the exception's context: its message may quote the password (a ``/`` unencoded
+    there ends the host, and the password's start is read as the port)."""
+    from redis.connection import parse_url  # the redis extra: pip install "mcp-ref[redis]"
+
+    try:
+        parse_url(url)
+        return
+    except ValueError:
+        pass  # raised below, outside this handler: no context to carry the original
+    raise ValueError(
+        f"not a usable Redis URL: {without_userinfo(url)!r} (redis://[[user]:password@]host:port/db; "
+        "percent-encode every '/', '#', '?', '@' and ':' of the user name and password: "
+        "urllib.parse.quote(password, safe=''))"
+    )
 
 
 class Connection:
@@ -75,6 +108,7 @@ class Connection:
         max_connections: int = MAX_CONNECTIONS,
     ):
         self.url, self.namespace = split_url(url)
+        check_url(self.url)  # a bad URL fails the server's start, not its first request
         self.socket_timeout = socket_timeout
         self.max_connections = max_connections
         self._lock = threading.Lock()
