@@ -567,7 +567,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         renewing = renewing or following  # from here: a 404 to it starts no new session
         if self._renewal_failed is not None and request.method != "initialize" and not renewing:
             self._renew_session(self._generation)  # the last attempt found no server: try again
-        generation, sent_with = self._generation, self.session_id
+        generation = self._generation
+        sent_with = self.session_id
         response = self._post_request(data, request)
         if request.method == "initialize":
             if response.status_code in (400, 404, 405) and self.mode == "auto":
@@ -843,7 +844,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 with carrying(self, request.id):  # the resumed answer's socket watched for it
                     response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
-                response, ended = None, f"resuming the stream failed: {failed_because(exc)}"
+                response = None
+                ended = f"resuming the stream failed: {failed_because(exc)}"
                 log.debug("%s", ended)
                 continue
             ended = "the server closed the stream before answering"

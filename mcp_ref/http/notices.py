@@ -152,7 +152,8 @@ class Notices:
                 # session id] in the MCP-Session-Id header on all of their subsequent HTTP requests"
                 raise OSError(f"no new session within {seconds:g} s to send it to")
         key = (kind, next(_numbers))
-        generation, sent_with = self._generation, self.session_id
+        generation = self._generation
+        sent_with = self.session_id
         target = shown(self._target(legacy))
         try:
             with self.in_flight.notice(key, seconds), carrying(self, key):

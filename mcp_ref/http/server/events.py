@@ -198,7 +198,8 @@ class MemoryEventStore:
             kept = event_id in events
             if not kept and number > self._forgotten.get(session_id, 0):
                 return None
-            after, seen = [], not kept
+            after = []
+            seen = not kept
             for eid, (sid, data) in events.items():
                 if seen and sid == stream_id and data is not None:  # not the stream's end marker
                     after.append((eid, data))
