@@ -267,9 +267,18 @@ class OAuth(AuthBase):
                     return refreshed
             return self._obtain(challenge)
         granted = set((tokens or {}).get("scope", "").split())
+        if (
+            tokens is not None
+            and self._authorization_value(tokens) != sent
+            and granted >= set(challenge.scope or [])
+        ):
+            # another thread stepped up while this request was out: §Step-Up Authorization Flow,
+            # "Retry the original request with the new authorization"
+            return tokens
         wanted = list(dict.fromkeys((challenge.scope or []) + sorted(granted)))
         if not set(wanted) - granted:
-            # The token already has every scope named: authorizing again cannot help.
+            # The refused token is the current one and has every scope named: authorizing again
+            # cannot help.
             raise InsufficientScope(
                 f"{origin_text(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
                 "which the token already has; giving up"

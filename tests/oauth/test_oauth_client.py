@@ -160,6 +160,79 @@ def test_step_up_for_a_scope_protected_tool(deployment):
     assert scopes == ["mcp:tools", "mcp:admin mcp:tools"]
 
 
+class HeldRefusals:
+    """A WSGI app wrapper that holds the first ``count`` 403 answers until all of them are ready:
+    that many requests are then refused for the same (old) token, each one in flight together."""
+
+    def __init__(self, app, count: int):
+        self.app, self.count = app, count
+        self.held = threading.Barrier(count, timeout=WAIT)
+        self.lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        statuses = []
+
+        def start(status, headers, exc_info=None):
+            statuses.append(status)
+            return start_response(status, headers, exc_info)
+
+        body = self.app(environ, start)
+        if statuses and statuses[0].startswith("403"):
+            with self.lock:
+                hold = self.count > 0
+                self.count -= 1
+            if hold:
+                self.held.wait()
+        return body
+
+
+def test_concurrent_calls_refused_for_scope_retry_with_the_stepped_up_token():
+    """2025-11-25 §Step-Up Authorization Flow: "Retry the original request with the new
+    authorization".  Two calls refused 403 insufficient_scope together: one steps up, the other
+    (waiting for it) is retried with the new token, not refused as if that token had failed."""
+    authorization = DemoAuthorizationServer(token_lifetime=3600)
+    as_httpd = serve(authorization)
+    server = Server("protected")
+
+    @server.tool(scopes=["mcp:admin"])
+    def reboot() -> str:
+        """Needs mcp:admin."""
+        return "rebooted"
+
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"]
+    )
+    mcp_httpd = serve(HeldRefusals(server.wsgi_app(auth=resource), 2))
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        return follow_redirect(url, timeout=WAIT)
+
+    try:
+        auth = OAuth(DEMO_CLIENT_ID, authorize=authorize)
+        with Client.http(mcp_httpd.url + "/mcp", auth=auth, timeout=WAIT) as client:
+            client.list_tools()
+            outcomes: list = []
+            calls = [
+                threading.Thread(
+                    target=lambda: outcomes.append(_attempt(client.call_tool, "reboot", {}))
+                )
+                for _ in range(2)
+            ]
+            for call in calls:
+                call.start()
+            for call in calls:
+                call.join(WAIT)
+        texts = [o.content[0].text if not isinstance(o, Exception) else repr(o) for o in outcomes]
+        assert texts == ["rebooted", "rebooted"]
+        assert len(logins) == 2  # the first login and one step-up
+    finally:
+        for httpd in (as_httpd, mcp_httpd):
+            httpd.shutdown()
+            httpd.server_close()
+
+
 def test_the_file_store_is_private_and_outlives_the_object(deployment, tmp_path):
     """§Token Theft: "MUST implement secure token storage": mode 0600 in a 0700 directory; no token in a log."""
     mcp_url, watched, _ = deployment
