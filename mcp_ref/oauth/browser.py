@@ -14,12 +14,13 @@ receiving the redirect back.
 from __future__ import annotations
 
 import logging
+import secrets
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ..http.origins import LOCAL_HOSTS
 from .errors import AuthorizationTimeout, CallbackError
@@ -33,7 +34,8 @@ _DONE_PAGE = (
     b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
     b"<p>Authorization complete. You may close this window and return to the application.</p>"
 )
-#: Requests to other paths (a favicon ...) the listener answers 404 before giving up on them.
+#: Requests to other paths (a favicon ...), answered 404, and redirects for another request (a
+#: wrong ``state`` or ``iss``), answered 400, the listener takes before giving up on the flow.
 MAX_STRAY_REQUESTS = 32
 
 
@@ -85,6 +87,7 @@ class LoopbackBrowser:
         # listener's request handler keeps them here)
         self._callback: str | None = None
         self._strays = 0
+        self._check: Callable[[str], object] | None = None
         self._server: HTTPServer | None = None
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
@@ -106,14 +109,23 @@ class LoopbackBrowser:
         self._server = server
         return f"http://{self.host}:{server.server_address[1]}{self.path}"
 
-    def authorize(self, url: str, timeout: float) -> str:
+    def authorize(
+        self, url: str, timeout: float, *, check: Callable[[str], object] | None = None
+    ) -> str:
         """Announce ``url`` and open it in a browser (after :func:`~mcp_ref.oauth.discovery.check_url`:
-        never a ``javascript:``, ``file:`` or plain-http remote URL); wait for the redirect."""
+        never a ``javascript:``, ``file:`` or plain-http remote URL); wait for the redirect.
+
+        ``check(path_and_query)`` raises :class:`CallbackError` for a redirect that does not answer
+        this request (:func:`authorization_response`): that one is answered 400 and the wait goes
+        on, so another local process or a web page hitting the listener first cannot end the
+        user's login.  2025-11-25 basic/authorization §Open Redirection: clients "discard any
+        results that do not include or have a mismatch with the original state"."""
         from .discovery import check_url
 
         check_url(url, "the authorization URL")
         if self._server is None:
             raise RuntimeError("redirect_uri() starts the listener before authorize()")
+        self._check = check
         if self.announce is not None:
             self.announce(url)
         if self.open_browser:
@@ -126,7 +138,12 @@ class LoopbackBrowser:
         server = self._server
         while self._callback is None:
             left = deadline - time.monotonic()
-            if left <= 0 or self._strays > MAX_STRAY_REQUESTS:
+            if self._strays > MAX_STRAY_REQUESTS:
+                raise AuthorizationTimeout(
+                    f"no redirect from the authorization server among {self._strays} requests "
+                    "to the listener; giving up"
+                )
+            if left <= 0:
                 raise AuthorizationTimeout(
                     f"no redirect from the authorization server within {timeout:g} s"
                 )
@@ -154,6 +171,14 @@ def _callback_request_class(browser: LoopbackBrowser):
                 browser._strays += 1
                 self.send_error(404)
                 return
+            if browser._check is not None:
+                try:
+                    browser._check(self.path)
+                except CallbackError as exc:
+                    browser._strays += 1
+                    log.debug("callback listener: discarded a redirect: %s", exc)
+                    self.send_error(400, "Not the awaited authorization response")
+                    return
             browser._callback = self.path
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -166,6 +191,40 @@ def _callback_request_class(browser: LoopbackBrowser):
             log.debug("callback listener: %s", self.command)
 
     return CallbackRequest
+
+
+def authorization_response(
+    callback: str, state: str, issuer: str, iss_promised: bool = False
+) -> dict[str, str]:
+    """The parameters of the redirect ``callback`` when it is the response to the authorization
+    request sent with ``state`` to ``issuer``; else raise :class:`CallbackError` (it is discarded).
+
+    2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): a present
+    ``iss`` must equal the recorded issuer (simple string comparison), and an absent one is
+    refused when the server advertises ``authorization_response_iss_parameter_supported``
+    (``iss_promised``); "on mismatch the client MUST NOT act on or display error".  2025-11-25
+    §Open Redirection: clients "SHOULD use and verify state parameters ... and discard any results
+    that do not include or have a mismatch with the original state".
+    """
+    values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
+    if any(len(v) != 1 for v in values.values()):
+        raise CallbackError("the authorization response repeats a parameter; discarded")
+    params = {k: v[0] for k, v in values.items()}
+    if "iss" in params:
+        if params["iss"] != issuer:
+            raise CallbackError(
+                f"the authorization response came from issuer {params['iss']!r}, not {issuer!r}; "
+                "discarded (RFC 9207)"
+            )
+    elif iss_promised:
+        raise CallbackError(
+            f"the authorization response lacks the iss that {issuer} promises; discarded (RFC 9207)"
+        )
+    if not secrets.compare_digest(params.get("state", "").encode(), state.encode()):
+        raise CallbackError(
+            "the authorization response's state does not match the request's; discarded"
+        )
+    return params
 
 
 class CallbackHandler:

@@ -30,8 +30,9 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, cast
-from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
+from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import requests
 from requests.auth import AuthBase
@@ -40,7 +41,13 @@ from ..http.bounded_reads import discard_body, sending_own_notice
 from ..http.not_reached import shown
 from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, origin_text, same_origin
 from . import pkce
-from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
+from .browser import (
+    AuthorizationHandler,
+    CallbackHandler,
+    LoopbackBrowser,
+    authorization_response,
+    redirect_uri_matches,
+)
 from .discovery import (
     MAX_TOKEN_RESPONSE_BYTES,
     Challenge,
@@ -616,7 +623,17 @@ class OAuth(AuthBase):
             from ..http.client import hold_current_request
 
             hold_current_request(self.login_timeout + self.timeout)
-            callback = handler.authorize(url, self.login_timeout)
+            if isinstance(handler, LoopbackBrowser):
+                # the listener discards a redirect for another request and waits on
+                check = partial(
+                    authorization_response,
+                    state=state,
+                    issuer=server.issuer,
+                    iss_promised=_iss_promised(server),
+                )
+                callback = handler.authorize(url, self.login_timeout, check=check)
+            else:
+                callback = handler.authorize(url, self.login_timeout)
         finally:
             handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
         code = _check_callback(callback, state, server)
@@ -741,33 +758,9 @@ class OAuth(AuthBase):
 
 
 def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
-    """Validate the authorization response; its ``code``.
-
-    2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): a present
-    ``iss`` must equal the recorded issuer (simple string comparison), and an absent one is
-    refused when the server advertises ``authorization_response_iss_parameter_supported``; "on
-    mismatch the client MUST NOT act on or display error".  §Open Redirection: clients "SHOULD use
-    and verify state parameters ... and discard any results that do not include or have a
-    mismatch with the original state".
-    """
-    values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
-    if any(len(v) != 1 for v in values.values()):
-        raise CallbackError("the authorization response repeats a parameter; discarded")
-    params = {k: v[0] for k, v in values.items()}
-    if "iss" in params:
-        if params["iss"] != server.issuer:
-            raise CallbackError(
-                f"the authorization response came from issuer {params['iss']!r}, not {server.issuer!r}; "
-                "discarded (RFC 9207)"
-            )
-    elif server.raw.get("authorization_response_iss_parameter_supported") is True:
-        raise CallbackError(
-            f"the authorization response lacks the iss that {server.issuer} promises; discarded (RFC 9207)"
-        )
-    if not secrets.compare_digest(params.get("state", "").encode(), state.encode()):
-        raise CallbackError(
-            "the authorization response's state does not match the request's; discarded"
-        )
+    """The ``code`` of the authorization response ``callback``, once it is the response to this
+    request (:func:`~mcp_ref.oauth.browser.authorization_response`: ``state``, RFC 9207 ``iss``)."""
+    params = authorization_response(callback, state, server.issuer, _iss_promised(server))
     if "error" in params:
         description = params.get("error_description")
         raise AuthorizationDenied(
@@ -779,6 +772,11 @@ def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
     if not params.get("code"):
         raise CallbackError("the authorization response has no code")
     return params["code"]
+
+
+def _iss_promised(server: ServerMetadata) -> bool:
+    """Whether ``server`` advertises RFC 9207's ``iss`` in its authorization responses."""
+    return server.raw.get("authorization_response_iss_parameter_supported") is True
 
 
 def _client_record(

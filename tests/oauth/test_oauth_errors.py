@@ -722,6 +722,78 @@ def test_the_loopback_listener_is_closed_when_the_flow_ends(app, caplog):
     assert_clean(app, caplog)
 
 
+def _browser_after_forgeries(
+    forgeries: list[str], answers: list[int], done: threading.Event, *, then_approve: bool
+):
+    """A user's browser, after someone else (another local process, a web page) first sent each
+    of ``forgeries`` (a query, with ``{state}`` the request's) to the loopback redirect URI; the
+    listener's answers to them go to ``answers``, and ``done`` is set after the last one."""
+
+    def browser(url: str) -> None:
+        query = parse_qs(urlsplit(url).query)
+        redirect, state = query["redirect_uri"][0], query["state"][0]
+
+        def visit() -> None:
+            for forged in forgeries:
+                with requests.get(redirect + "?" + forged.format(state=state), timeout=WAIT) as r:
+                    answers.append(r.status_code)
+            done.set()
+            if then_approve:
+                location = follow_redirect(url, timeout=WAIT)
+                requests.get(location, timeout=WAIT).close()
+
+        threading.Thread(target=visit, daemon=True).start()
+
+    return browser
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "code=FORGED&state=guess",
+        "code=FORGED&state={state}&iss=https://evil.example",
+        "code=FORGED&state={state}",
+        "error=access_denied&state=guess",
+        "code=FORGED",
+    ],
+    ids=["wrong state", "wrong iss", "no iss though promised", "an error", "no state"],
+)
+def test_a_redirect_for_another_request_does_not_end_the_login(app, caplog, forged):
+    """2025-11-25 basic/authorization §Open Redirection: clients "discard any results that do not
+    include or have a mismatch with the original state"; RFC 9207 §2.4 likewise for ``iss``.  The
+    loopback listener answers such a request 400 and waits on for the real redirect."""
+    answers: list[int] = []
+    browser = _browser_after_forgeries([forged], answers, threading.Event(), then_approve=True)
+    handler = LoopbackBrowser(open_browser=False, announce=browser)
+    try:
+        works(app, handler=handler, login_timeout=WAIT)
+    finally:
+        handler.close()
+    assert answers == [400]
+    [token_request] = app.seen["token"]
+    assert token_request["code"] != "FORGED"
+    assert_clean(app, caplog)
+
+
+def test_a_flood_of_forged_redirects_ends_the_wait(app, caplog):
+    """The listener's patience is bounded: past ``MAX_STRAY_REQUESTS`` requests that are not the
+    redirect, the flow ends (AuthorizationTimeout) without waiting out ``login_timeout``."""
+    from mcp_ref.oauth.browser import MAX_STRAY_REQUESTS
+
+    answers: list[int] = []
+    forgeries = ["code=FORGED&state=guess"] * (MAX_STRAY_REQUESTS + 1)
+    done = threading.Event()
+    browser = _browser_after_forgeries(forgeries, answers, done, then_approve=False)
+    handler = LoopbackBrowser(open_browser=False, announce=browser)
+    try:
+        exc = refused(app, caplog, AuthorizationTimeout, handler=handler, login_timeout=60 * WAIT)
+    finally:
+        handler.close()
+    assert "requests to the listener" in str(exc) and done.wait(WAIT)
+    assert answers == [400] * (MAX_STRAY_REQUESTS + 1)
+    assert app.seen["token"] == []
+
+
 # -- the token endpoint ----------------------------------------------------------------------------
 
 
