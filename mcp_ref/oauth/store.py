@@ -11,18 +11,23 @@ Two kinds of record, each a JSON object under a string key:
 
 :class:`MemoryStore` keeps them for the life of the process; :class:`FileStore` in one JSON file,
 created with mode 0600 (its directory 0700) and replaced atomically, so a crash never leaves half
-a file and no other user can read a token.  Both are bounded: past :data:`MAX_RECORDS` the oldest
-record is dropped.
+a file and no other user can read a token; each change is read, made and written under a lock
+shared with the other processes using the file, so none loses another's record.  Both are
+bounded: past :data:`MAX_RECORDS` the oldest record is dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
+
+from ..file_lock import exclusive_lock
 
 #: Records a store keeps; the oldest is dropped past it.
 MAX_RECORDS = 1024
@@ -61,7 +66,7 @@ class MemoryStore:
             return dict(value) if value is not None else None
 
     def save(self, key: str, value: dict[str, Any]) -> None:
-        with self._lock:
+        with self._lock, self._changing():
             records = self._current()
             records.pop(key, None)
             records[key] = dict(value)
@@ -70,7 +75,7 @@ class MemoryStore:
             self._changed()
 
     def delete(self, key: str) -> None:
-        with self._lock:
+        with self._lock, self._changing():
             if self._current().pop(key, None) is not None:
                 self._changed()
 
@@ -78,6 +83,11 @@ class MemoryStore:
         """Every key held."""
         with self._lock:
             return list(self._current())
+
+    def _changing(self) -> contextlib.AbstractContextManager:
+        """Held while the records are read, changed and written back (under the lock): nothing
+        more in memory."""
+        return contextlib.nullcontext()
 
     def _current(self) -> dict[str, dict]:
         """The records as they are now (under the lock)."""
@@ -89,11 +99,31 @@ class MemoryStore:
 
 class FileStore(MemoryStore):
     """A :class:`TokenStore` in a JSON file (mode 0600), re-read on every load so that several
-    processes see each other's logins; written atomically (a temporary file, then a rename)."""
+    processes see each other's logins; written atomically (a temporary file, then a rename).
 
-    def __init__(self, path: str | os.PathLike):
+    A save or a delete reads the file, changes it and writes it back under the exclusive lock of
+    ``FILE.lock`` beside it (:func:`~mcp_ref.file_lock.exclusive_lock`), so two processes saving
+    at once both keep their record.  Waiting for another process's lock takes at most
+    ``lock_timeout`` seconds, then :class:`TimeoutError` (nothing changed).  A program writing the
+    file without the lock (an older mcp_ref) is not kept out."""
+
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 10.0):
         super().__init__()
         self.path = Path(path)
+        self.lock_timeout = lock_timeout
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the file's lock (under the thread lock) for one read-change-write."""
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(exclusive_lock(self.path, self.lock_timeout))
+            except TimeoutError:
+                raise TimeoutError(
+                    f"the token store {self.path} is still locked by another process after "
+                    f"{self.lock_timeout:g} s; nothing changed"
+                ) from None
+            yield
 
     def _current(self) -> dict[str, dict]:
         """The records as the file holds them now (another process may have changed it)."""

@@ -44,11 +44,11 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..file_lock import exclusive_lock, lock_path
 from .cli_output import one_line, print_json, to_stderr
 from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError, split_command, strict_json
 from .terminal import safe, safe_json
@@ -61,8 +61,6 @@ MAX_CONFIG_SIZE = 4 * 1024 * 1024
 NEW_FILE_MODE = 0o600
 #: How long an install waits for another's lock on the configuration (seconds), at most.
 LOCK_TIMEOUT = 30.0
-#: How long it waits between two tries of the lock (seconds).
-LOCK_RETRY = 0.01
 
 
 def config_path(
@@ -191,68 +189,25 @@ def _server_name(args, env: dict[str, str]) -> str:
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Hold the exclusive lock of the configuration ``path``: ``FILE.lock`` beside it (created
-    0600, left in place: removing it would let two installs lock two different files), locked with
-    ``flock`` (``msvcrt.locking`` on Windows).  Another ``mcp-ref install`` waits for it, at most
+    """Hold the exclusive lock of the configuration ``path``: ``FILE.lock`` beside it
+    (:func:`~mcp_ref.file_lock.exclusive_lock`).  Another ``mcp-ref install`` waits for it, at most
     :data:`LOCK_TIMEOUT` seconds (then exit 2, nothing written).  Only installs take it: a desktop
     client writing the file itself does not (what it wrote before the install read the file is
     kept; what it writes during those milliseconds may be lost)."""
-    lock = path.with_name(path.name + ".lock")
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-        descriptor = os.open(lock, flags, NEW_FILE_MODE)
-    except OSError as exc:
-        raise CliError(f"cannot lock {one_line(lock)}: {exc.strerror or exc}", EXIT_USAGE) from None
-    try:
-        deadline = time.monotonic() + LOCK_TIMEOUT
-        # flock has no timeout of its own: tried again and again until the deadline
-        while not _try_lock(descriptor):
-            if time.monotonic() > deadline:
-                raise CliError(
-                    f"{one_line(lock)} is still locked after {LOCK_TIMEOUT:g} s (another "
-                    "mcp-ref install is writing the file): nothing written; try again",
-                    EXIT_USAGE,
-                )
-            time.sleep(LOCK_RETRY)
+    lock = lock_path(path)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive_lock(path, LOCK_TIMEOUT))
+        except TimeoutError:
+            raise CliError(
+                f"{one_line(lock)} is still locked after {LOCK_TIMEOUT:g} s (another "
+                "mcp-ref install is writing the file): nothing written; try again",
+                EXIT_USAGE,
+            ) from None
+        except OSError as exc:
+            message = f"cannot lock {one_line(lock)}: {exc.strerror or exc}"
+            raise CliError(message, EXIT_USAGE) from None
         yield
-    finally:
-        _unlock(descriptor)
-        os.close(descriptor)
-
-
-def _try_lock(descriptor: int) -> bool:
-    """Take the exclusive lock on the open lock file if it is free: True when taken."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        try:
-            msvcrt.locking(descriptor, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-    import fcntl
-
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _unlock(descriptor: int) -> None:
-    """Let go of the lock (on POSIX closing the file would too; Windows asks for it first)."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        try:
-            msvcrt.locking(descriptor, msvcrt.LK_UNLCK, 1)
-        except OSError:
-            pass  # not held: nothing to let go of
-        return
-    import fcntl
-
-    fcntl.flock(descriptor, fcntl.LOCK_UN)
 
 
 def _read(path: Path) -> Any:
