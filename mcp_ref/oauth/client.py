@@ -326,8 +326,7 @@ class OAuth(AuthBase):
             tokens = self._tokens
             if tokens is None:
                 return None
-            expires_at = tokens.get("expires_at")
-            if isinstance(expires_at, (int, float)) and expires_at - REFRESH_MARGIN <= time.time():
+            if _expiring(tokens):
                 if tokens.get("refresh_token"):
                     return self._refresh(tokens)
                 return None
@@ -455,8 +454,25 @@ class OAuth(AuthBase):
             tokens["refresh_token"] = answer["refresh_token"]
         return tokens
 
+    def _replaced_in_store(self, tokens: dict) -> dict | None:
+        """The store's tokens when another process sharing it (a :class:`FileStore`) replaced
+        ``tokens`` there (it refreshed them, or logged in again), now this object's; else None."""
+        stored = self.store.load(tokens_key(self._server_url))
+        if stored is None or stored == tokens or not stored.get("access_token"):
+            return None
+        self._tokens = stored
+        return stored
+
     def _refresh(self, tokens: dict) -> dict | None:
-        """OAuth 2.1 §4.3: new tokens from the refresh token, from the issuer that minted it; None if refused."""
+        """OAuth 2.1 §4.3: new tokens from the refresh token, from the issuer that minted it; None if refused.
+
+        The store is read first, and again before a refused refresh deletes the tokens: another
+        process sharing it may have refreshed first, and with rotation (OAuth 2.1 §4.3.1) the
+        refresh token held here is then spent, while the store holds good ones."""
+        newer = self._replaced_in_store(tokens)
+        if newer is not None and (not _expiring(newer) or not newer.get("refresh_token")):
+            return newer
+        tokens = newer or tokens
         issuer = tokens.get("issuer")
         client = self.store.load(client_key(issuer)) if issuer else None
         if client is None and self.client_id and issuer and self.issuer in (None, issuer):
@@ -475,6 +491,11 @@ class OAuth(AuthBase):
         try:
             answer = self._token_request(server, client, params)
         except AuthorizationError as exc:
+            newer = self._replaced_in_store(tokens)
+            if newer is not None:
+                log.info("refreshing the token failed (%s): using the store's newer one", exc)
+                return newer
+            # (the store still holds the refused refresh token: it goes)
             log.info("refreshing the token failed (%s): authorizing again", exc)
             return self._keep(None)
         kept = self._tokens_from(
@@ -777,6 +798,12 @@ def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
 def _iss_promised(server: ServerMetadata) -> bool:
     """Whether ``server`` advertises RFC 9207's ``iss`` in its authorization responses."""
     return server.raw.get("authorization_response_iss_parameter_supported") is True
+
+
+def _expiring(tokens: dict) -> bool:
+    """Whether ``tokens`` expire within :data:`REFRESH_MARGIN` (or did)."""
+    expires_at = tokens.get("expires_at")
+    return isinstance(expires_at, (int, float)) and expires_at - REFRESH_MARGIN <= time.time()
 
 
 def _client_record(

@@ -4,6 +4,7 @@ stores.  The failure cases are in tests/oauth/test_oauth_errors.py."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import threading
@@ -249,6 +250,87 @@ def test_the_file_store_is_private_and_outlives_the_object(deployment, tmp_path)
         client.list_tools()
     assert watched.hits("/authorize") == 1
     assert not list(path.parent.glob(".tokens-*"))  # no temporary file left behind
+
+
+def test_a_refresh_made_stale_by_another_process_uses_the_stores_tokens(deployment, tmp_path):
+    """OAuth 2.1 §4.3.1: the demo authorization server rotates refresh tokens.  Two clients (two
+    processes) share a FileStore; the second refreshes first and saves the new tokens.  The
+    first, whose refresh token is now spent, reads the store before refreshing: it uses (and
+    refreshes) the second's tokens, never deletes them, and never sends the user to log in again."""
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = (
+        1  # within the refresh margin from the start: every use refreshes
+    )
+    path = tmp_path / "tokens.json"
+    logins = {"first": 0, "second": 0}
+
+    def browser(who: str):
+        def authorize(url: str) -> str:
+            logins[who] += 1
+            return follow_redirect(url, timeout=WAIT)
+
+        return authorize
+
+    first = OAuth(authorize=browser("first"), store=FileStore(path))
+    second = OAuth(authorize=browser("second"), store=FileStore(path))
+    with Client.http(mcp_url, auth=first, timeout=WAIT) as client_1:
+        spent = first._tokens["refresh_token"]
+        with Client.http(mcp_url, auth=second, timeout=WAIT) as client_2:
+            client_2.list_tools()  # refreshed with the first's refresh token, which is now spent
+            assert second._tokens["refresh_token"] != spent
+            assert client_1.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
+            assert client_2.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
+    assert logins == {"first": 1, "second": 0} and watched.hits("/authorize") == 1
+    assert FileStore(path).load(f"tokens {mcp_url}") is not None
+
+
+class BeforeRefresh:
+    """A WSGI app wrapper that runs ``hook`` once, before the token endpoint handles a refresh with
+    ``refresh_token``: what another process does while this one's refresh is on its way."""
+
+    def __init__(self, app):
+        self.app, self.hook, self.refresh_token = app, None, None
+
+    def __call__(self, environ, start_response):
+        if environ["PATH_INFO"] == "/token" and self.hook is not None:
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            if parse_qs(body.decode()).get("refresh_token") == [self.refresh_token]:
+                hook, self.hook = self.hook, None
+                hook()
+        return self.app(environ, start_response)
+
+
+def test_a_refresh_refused_after_another_process_refreshed_keeps_its_tokens(deployment, tmp_path):
+    """OAuth 2.1 §4.3.1 (rotation): another process sharing the FileStore refreshes with the same
+    refresh token while this one's refresh is on its way; this one is refused.  It reads the store
+    again before deleting anything: the record holds the other's new tokens, so it uses them,
+    leaves them in place, and the user is not sent to log in again."""
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = (
+        1  # within the refresh margin from the start: every use refreshes
+    )
+    refreshes = BeforeRefresh(watched.app)
+    watched.app = refreshes
+    path = tmp_path / "tokens.json"
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        return follow_redirect(url, timeout=WAIT)
+
+    def another_process_refreshes() -> None:
+        with Client.http(mcp_url, auth=OAuth(store=FileStore(path)), timeout=WAIT) as other:
+            other.list_tools()
+
+    first = OAuth(authorize=authorize, store=FileStore(path))
+    with Client.http(mcp_url, auth=first, timeout=WAIT) as client:
+        refreshes.refresh_token = first._tokens["refresh_token"]
+        refreshes.hook = another_process_refreshes
+        assert client.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
+        assert refreshes.hook is None  # the other process did refresh first
+    assert len(logins) == 1 and watched.hits("/authorize") == 1
+    assert FileStore(path).load(f"tokens {mcp_url}") is not None
 
 
 def test_the_token_goes_to_the_mcp_server_only(deployment):
