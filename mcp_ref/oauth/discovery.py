@@ -160,10 +160,20 @@ class ServerMetadata:
             )
 
 
+class _NotHere(MetadataError):
+    """No metadata document at a well-known URL, though it answered: a redirect (not followed), a
+    body larger than :data:`MAX_METADATA_BYTES`, not JSON, not a JSON object, or a document for
+    another issuer or resource (RFC 8414 §3.3, RFC 9728 §3.3: "MUST NOT" be used).  Discovery
+    tries the next URL (2025-11-25 basic/authorization §Authorization Server Metadata Discovery:
+    clients "MUST attempt multiple well-known endpoints"), and says why each failed at the end."""
+
+
 def fetch_json(
     http, url: str, *, timeout: float, headers: dict[str, str] | None = None
 ) -> tuple[int, object]:
-    """GET ``url``: (status, the JSON body or None).  Bounded by ``timeout`` and :data:`MAX_METADATA_BYTES`."""
+    """GET ``url``: (status, the JSON body, or None for an error status).  Bounded by ``timeout``
+    and :data:`MAX_METADATA_BYTES`; :class:`MetadataError` when it cannot be reached, or answers a
+    redirect, a larger body or one that is not JSON."""
     import requests
 
     try:
@@ -179,7 +189,7 @@ def fetch_json(
     with response:
         if response.is_redirect:
             # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
-            raise MetadataError(
+            raise _NotHere(
                 f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
                 f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
                 "is fetched from the URL the spec gives, redirects are not followed"
@@ -188,13 +198,11 @@ def fetch_json(
             return response.status_code, None
         body = bounded_body(response, MAX_METADATA_BYTES)
     if len(body) > MAX_METADATA_BYTES:
-        raise MetadataError(
-            f"{shown(url)} answered more than {MAX_METADATA_BYTES} bytes of metadata"
-        )
+        raise _NotHere(f"{shown(url)} answered more than {MAX_METADATA_BYTES} bytes of metadata")
     try:
         return response.status_code, json.loads(body)
     except ValueError:
-        raise MetadataError(
+        raise _NotHere(
             f"{shown(url)} did not answer JSON metadata "
             f"(Content-Type {response.headers.get('Content-Type', 'none')!r})"
         ) from None
@@ -206,6 +214,10 @@ def bounded_body(response, limit: int) -> bytes:
     if response._content is False:  # not read yet (requests' marker)
         response._content = response.raw.read(limit + 1, decode_content=True) or b""
         response._content_consumed = True
+        if len(response._content) > limit:
+            # The rest stays unread: the connection is closed, never back in the pool, where the
+            # next request to that origin would read the rest as its own answer.
+            response.raw.close()
     return response._content[: limit + 1]
 
 
@@ -342,50 +354,66 @@ def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
 def discover_resource(
     http, server_url: str, challenge: Challenge, *, timeout: float
 ) -> ResourceMetadata | None:
-    """The protected resource metadata of ``server_url``; None when none is published (a 2025-03-26 server).
+    """The protected resource metadata of ``server_url``; None when every URL answered an error
+    status (a 2025-03-26 server).  A URL that holds no metadata for it (:class:`_NotHere`) is
+    passed over for the next; when none holds it, :class:`MetadataError` says why for each.
 
     RFC 9728 §3.3: the ``resource`` in it must be the resource the client asked about, else the
     client "MUST NOT use the metadata"; a resource that is the server URL or one of its parents
     (same origin, a leading path) is accepted, anything else refused.
     """
+    failures = []
     for url in resource_metadata_urls(server_url, challenge):
-        status, body = fetch_json(http, url, timeout=timeout)
-        if body is None:
-            log.debug("no protected resource metadata at %s (HTTP %s)", shown(url), status)
-            continue
-        if not isinstance(body, dict) or not isinstance(body.get("resource"), str):
-            raise MetadataError(
-                f"the protected resource metadata at {shown(url)} has no 'resource'"
-            )
-        servers = body.get("authorization_servers")
-        if (
-            not isinstance(servers, list)
-            or not servers
-            or not all(isinstance(s, str) and s for s in servers)
-        ):
-            raise MetadataError(
-                f"the protected resource metadata at {shown(url)} names no authorization_servers"
-            )
-        check_url(
-            body["resource"],
-            f"the resource of the protected resource metadata at {shown(url)}",
+        try:
+            status, body = fetch_json(http, url, timeout=timeout)
+            if body is None:
+                log.debug("no protected resource metadata at %s (HTTP %s)", shown(url), status)
+                failures.append((f"{shown(url)} answered HTTP {status}", False))
+                continue
+            return _resource_metadata(body, url, server_url)
+        except _NotHere as exc:
+            log.debug("no protected resource metadata here: %s", exc)
+            failures.append((str(exc), True))
+    if not any(answered for _, answered in failures):
+        return None
+    raise MetadataError(
+        f"no protected resource metadata for {shown(server_url)}: "
+        + "; ".join(reason for reason, _ in failures)
+    )
+
+
+def _resource_metadata(body: object, url: str, server_url: str) -> ResourceMetadata:
+    """The protected resource metadata ``body`` found at ``url`` for ``server_url``, validated."""
+    if not isinstance(body, dict) or not isinstance(body.get("resource"), str):
+        raise _NotHere(f"the protected resource metadata at {shown(url)} has no 'resource'")
+    check_url(
+        body["resource"],
+        f"the resource of the protected resource metadata at {shown(url)}",
+        referrer=server_url,
+    )
+    if not covers(body["resource"], server_url):
+        raise _NotHere(
+            f"the protected resource metadata at {shown(url)} is for {body['resource']}, "
+            f"not {shown(server_url)}; refusing it (RFC 9728 §3.3)"
+        )
+    servers = body.get("authorization_servers")
+    if (
+        not isinstance(servers, list)
+        or not servers
+        or not all(isinstance(s, str) and s for s in servers)
+    ):
+        raise MetadataError(
+            f"the protected resource metadata at {shown(url)} names no authorization_servers"
+        )
+    for server in servers:
+        check_issuer(
+            server,
+            f"an authorization server named by the protected resource metadata at {shown(url)}",
             referrer=server_url,
         )
-        for server in servers:
-            check_issuer(
-                server,
-                f"an authorization server named by the protected resource metadata at {shown(url)}",
-                referrer=server_url,
-            )
-        if not covers(body["resource"], server_url):
-            raise MetadataError(
-                f"the protected resource metadata at {shown(url)} is for {body['resource']}, "
-                f"not {shown(server_url)}; refusing it (RFC 9728 §3.3)"
-            )
-        scopes = body.get("scopes_supported")
-        scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
-        return ResourceMetadata(body["resource"], servers, scopes, url, body)
-    return None
+    scopes = body.get("scopes_supported")
+    scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
+    return ResourceMetadata(body["resource"], servers, scopes, url, body)
 
 
 def covers(resource: str, server_url: str) -> bool:
@@ -416,15 +444,19 @@ def discover_authorization_server(http, issuer: str, *, timeout: float) -> Serve
     """The metadata of the authorization server ``issuer``; raises :class:`MetadataError` if none is found
     (or ``issuer`` is not an https URL, :func:`check_issuer`)."""
     check_issuer(issuer, "the authorization server")
+    failures = []
     for url in authorization_server_metadata_urls(issuer):
-        status, body = fetch_json(http, url, timeout=timeout)
-        if body is None:
-            log.debug("no authorization server metadata at %s (HTTP %s)", shown(url), status)
-            continue
-        return server_metadata(body, url, issuer)
-    raise MetadataError(
-        f"no authorization server metadata for {issuer} at any of its well-known URLs"
-    )
+        try:
+            status, body = fetch_json(http, url, timeout=timeout)
+            if body is None:
+                log.debug("no authorization server metadata at %s (HTTP %s)", shown(url), status)
+                failures.append(f"{shown(url)} answered HTTP {status}")
+                continue
+            return server_metadata(body, url, issuer)
+        except _NotHere as exc:
+            log.debug("no authorization server metadata here: %s", exc)
+            failures.append(str(exc))
+    raise MetadataError(f"no authorization server metadata for {issuer}: " + "; ".join(failures))
 
 
 def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
@@ -435,11 +467,9 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
     If they differ, the client MUST NOT use the metadata" (RFC 8414 §3.3).
     """
     if not isinstance(body, dict):
-        raise MetadataError(
-            f"the authorization server metadata at {shown(url)} is not a JSON object"
-        )
+        raise _NotHere(f"the authorization server metadata at {shown(url)} is not a JSON object")
     if body.get("issuer") != issuer:
-        raise MetadataError(
+        raise _NotHere(
             f"the authorization server metadata at {shown(url)} is for issuer {body.get('issuer')!r}, "
             f"not {issuer!r}; refusing it"
         )
@@ -482,11 +512,14 @@ def legacy_authorization_server(
     origin = _origin_and_path(server_url)[0]
     check_issuer(origin, "the authorization server (the MCP server's origin, 2025-03-26 §2.3)")
     url = f"{origin}/.well-known/oauth-authorization-server"
-    status, body = fetch_json(
-        http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version}
-    )
-    if body is not None:
-        return server_metadata(body, url, origin)
+    try:
+        status, body = fetch_json(
+            http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version}
+        )
+        if body is not None:
+            return server_metadata(body, url, origin)
+    except _NotHere as exc:
+        raise MetadataError(str(exc)) from None  # the one URL there is
     if status != 404:
         raise MetadataError(
             f"{shown(url)} answered HTTP {status}; cannot discover the authorization server"

@@ -386,12 +386,85 @@ def test_the_default_mischief_is_a_correct_deployment(app, caplog):
 # -- discovery -------------------------------------------------------------------------------------
 
 
+PRM_ROOT = "/.well-known/oauth-protected-resource"
+HTML_PAGE = (200, "text/html", b"<!doctype html><title>Login</title><p>Welcome")
+
+
 def test_protected_resource_metadata_that_is_not_json_is_refused(app, caplog):
     """RFC 9728 §3.2: the metadata is a JSON object; an HTML page at the resource_metadata URL is no
-    metadata (2025-11-25 basic/authorization §Protected Resource Metadata Discovery Requirements)."""
-    app.answers[PRM_PATH] = (200, "text/html", b"<!doctype html><title>Login</title><p>Welcome")
-    refused(app, caplog, MetadataError)
+    metadata (2025-11-25 basic/authorization §Protected Resource Metadata Discovery Requirements).
+    With an HTML page at the root URL too, there is none: the error says why for each URL."""
+    app.answers[PRM_PATH] = app.answers[PRM_ROOT] = HTML_PAGE
+    exc = refused(app, caplog, MetadataError)
     assert app.hits[AS_PATH] == 0
+    assert str(exc).count("did not answer JSON metadata") == 2 and PRM_ROOT + " " in str(exc)
+
+
+def _document(document: dict, **changes) -> tuple:
+    return (200, "application/json", json.dumps({**document, **changes}).encode())
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        HTML_PAGE,
+        (302, "text/plain", b""),
+        (200, "application/json", b"{}"),
+        (200, "application/json", b"[]"),
+        "another resource",
+        "too large",
+    ],
+    ids=["html", "redirect", "no resource", "not an object", "another resource", "too large"],
+)
+def test_a_well_known_url_without_the_resources_metadata_is_passed_over(app, caplog, answer):
+    """2025-11-25 basic/authorization §Protected Resource Metadata Discovery Requirements: clients
+    fall back to "constructing and requesting the well-known URIs in the order listed": a URL that
+    answers something other than this resource's metadata (a catch-all page, a redirect to a login
+    page, another resource's document, RFC 9728 §3.3) is passed over for the next, the root one.
+    A body too large is abandoned and its connection closed: the next request does not read it."""
+    if answer == "another resource":
+        answer = _document(app.prm_document(), resource="https://elsewhere.example/mcp")
+    elif answer == "too large":
+        answer = _document(app.prm_document(), padding="x" * (256 * 1024))
+    app.answers[PRM_PATH] = answer
+    works(app)
+    assert app.hits[PRM_PATH] == 1 and app.hits[PRM_ROOT] == 1
+    assert_clean(app, caplog)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        HTML_PAGE,
+        (302, "text/plain", b""),
+        (200, "application/json", b"[]"),
+        "another issuer",
+        "too large",
+    ],
+    ids=["html", "redirect", "not an object", "another issuer", "too large"],
+)
+def test_a_well_known_url_without_the_issuers_metadata_is_passed_over(app, caplog, answer):
+    """2025-11-25 basic/authorization §Authorization Server Metadata Discovery: clients "MUST
+    attempt multiple well-known endpoints": the OAuth one answering a catch-all page, a redirect,
+    or a document for another issuer (RFC 8414 §3.3: it "MUST NOT be used"), the client goes on to
+    the OpenID Connect one."""
+    if answer == "another issuer":
+        answer = _document(app.as_document(), issuer="https://elsewhere.example")
+    elif answer == "too large":
+        answer = _document(app.as_document(), padding="x" * (256 * 1024))
+    app.answers[AS_PATH] = answer
+    app.answers["/.well-known/openid-configuration"] = _document(app.as_document())
+    works(app)
+    assert app.hits[AS_PATH] == 1 and app.hits["/.well-known/openid-configuration"] == 1
+    assert_clean(app, caplog)
+
+
+def test_no_authorization_server_metadata_anywhere_names_each_urls_reason(app, caplog):
+    """When no well-known URL holds the metadata, the MetadataError says what each one answered."""
+    app.answers[AS_PATH] = HTML_PAGE
+    exc = refused(app, caplog, MetadataError)
+    assert f"{app.origin}{AS_PATH} did not answer JSON metadata" in str(exc)
+    assert f"{app.origin}/.well-known/openid-configuration answered HTTP 404" in str(exc)
 
 
 def test_protected_resource_metadata_for_another_server_is_refused(app, caplog):
@@ -444,11 +517,14 @@ def test_an_authorization_server_without_s256_is_refused_before_the_user_sees_it
 def test_metadata_larger_than_256_kib_is_refused(app, caplog, where):
     """Discovery reads at most MAX_METADATA_BYTES (256 KiB) of a metadata document: a larger one is
     refused, not buffered (2025-11-25 basic/authorization §Security Considerations)."""
-    path, document = (
-        (PRM_PATH, app.prm_document()) if where == "resource" else (AS_PATH, app.as_document())
+    paths, document = (
+        ((PRM_PATH, PRM_ROOT), app.prm_document())
+        if where == "resource"
+        else ((AS_PATH,), app.as_document())
     )
     document["padding"] = "x" * (256 * 1024)
-    app.answers[path] = (200, "application/json", json.dumps(document).encode())
+    for path in paths:  # (the resource's: at each URL, or the next one would be used)
+        app.answers[path] = (200, "application/json", json.dumps(document).encode())
     refused(app, caplog, MetadataError)
     assert app.hits[app.paths["authorize"]] == 0
 
@@ -1233,16 +1309,16 @@ def test_a_percent_encoded_host_is_refused_whoever_names_it(url):
 
 
 @pytest.mark.parametrize(
-    "path, kind",
+    "paths, kind",
     [
-        (PRM_PATH, MetadataError),
-        (AS_PATH, MetadataError),
-        ("/oauth/register", RegistrationError),
-        ("/oauth/token", TokenError),
+        ((PRM_PATH, PRM_ROOT), MetadataError),  # each URL: the next one would be used
+        ((AS_PATH,), MetadataError),
+        (("/oauth/register",), RegistrationError),
+        (("/oauth/token",), TokenError),
     ],
     ids=["resource-metadata", "as-metadata", "registration", "token"],
 )
-def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, path, kind):
+def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, paths, kind):
     """Every exchange with the authorization server (and the metadata GETs) follows no redirect: a 307
     on the token POST would carry the code, the PKCE verifier and the client secret to its target.
     B, the target, receives nothing; the error says it was a redirect; without it the flow works."""
@@ -1265,11 +1341,10 @@ def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, path, 
     redirect = {"on": True}
 
     def front(environ, start_response):
-        if redirect["on"] and environ["PATH_INFO"] == path:
+        if redirect["on"] and environ["PATH_INFO"] in paths:
             environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            return _answer(
-                start_response, 307, b"", "text/plain", [("Location", b_httpd.url + path)]
-            )
+            target = b_httpd.url + environ["PATH_INFO"]
+            return _answer(start_response, 307, b"", "text/plain", [("Location", target)])
         return mischief(environ, start_response)
 
     servers = [WsgiServer(("127.0.0.1", 0), app) for app in (b_app, front)]
