@@ -16,6 +16,7 @@ import time
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
+from ..http.not_reached import shown
 from .errors import TokenError
 
 #: How long a client assertion is valid (RFC 7523 §3: "the JWT MUST contain an exp claim").
@@ -112,11 +113,11 @@ class IdJagExchange:
             answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
         except requests.RequestException as exc:
             raise TokenError(
-                f"cannot reach the identity provider {self.token_endpoint}: {type(exc).__name__}"
+                f"cannot reach the identity provider {shown(self.token_endpoint)}: {type(exc).__name__}"
             ) from None
         if answer is None:
             raise TokenError(
-                f"the identity provider {self.token_endpoint} answered HTTP {response.status_code} "
+                f"the identity provider {shown(self.token_endpoint)} answered HTTP {response.status_code} "
                 "without a JSON object",
                 status=response.status_code,
             )
@@ -124,7 +125,7 @@ class IdJagExchange:
             raw_code = answer.get("error")
             code = raw_code if isinstance(raw_code, str) else ""
             raise TokenError(
-                f"the identity provider {self.token_endpoint} refused the token exchange: "
+                f"the identity provider {shown(self.token_endpoint)} refused the token exchange: "
                 f"{code or 'no error code'}",
                 code,
                 response.status_code,
@@ -133,7 +134,7 @@ class IdJagExchange:
             answer.get("access_token"), str
         ):
             raise TokenError(
-                f"the identity provider {self.token_endpoint} did not issue an ID-JAG "
+                f"the identity provider {shown(self.token_endpoint)} did not issue an ID-JAG "
                 f"(issued_token_type {answer.get('issued_token_type')!r})"
             )
         return answer["access_token"]

@@ -520,7 +520,7 @@ class OAuth(AuthBase):
                 self.issuer = server.issuer
         if self.issuer != server.issuer:
             raise RegistrationError(
-                f"the client's credentials are for {self.issuer}, but the server now names "
+                f"the client's credentials are for {shown(self.issuer)}, but the server now names "
                 f"{server.issuer}; refusing to use them there"
             )
 

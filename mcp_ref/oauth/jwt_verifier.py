@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
 from urllib.parse import urlsplit
 
+from ..http.not_reached import shown
 from ..http.origins import is_loopback
 from .discovery import cache_lifetime
 from .resource import AccessInfo, canonical
@@ -399,7 +400,9 @@ class JwtVerifier:
             try:
                 keys, ttl = self._fetch()
             except JwksError as exc:
-                log.warning("JWK Set %s not refreshed: %s", self.jwks_url, exc)
+                # (only a verifier with a URL fetches; never its userinfo or query in a log)
+                url = shown(cast(str, self.jwks_url))
+                log.warning("JWK Set %s not refreshed: %s", url, exc)
                 return
             self._state = _KeySet(
                 self._state.generation + 1, keys, now + ttl, now + ttl + self.max_ttl

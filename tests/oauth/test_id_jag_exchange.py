@@ -50,3 +50,20 @@ def test_an_answer_past_the_bound_is_refused_without_being_read_whole(serve):
     exchange = IdJagExchange(idp.url + "/token", "the-id-token", client_id="me", timeout=10)
     with pytest.raises(TokenError, match="without a JSON object"):
         exchange(AUTHORIZATION_SERVER, "https://mcp.example/mcp")
+
+
+def test_a_failure_names_the_identity_provider_without_its_credentials(serve):
+    """A token endpoint URL may carry a credential (userinfo, a key in the query): a TokenError
+    names the endpoint without them (``shown``)."""
+
+    def refusing(environ, start_response):
+        start_response("500 Internal Server Error", [("Content-Type", "text/plain")])
+        return [b"down"]
+
+    idp = serve(app=refusing)
+    endpoint = idp.url.replace("http://", "http://svc:PASSWORD-XYZ@") + "/token?key=SECRET-KEY"
+    exchange = IdJagExchange(endpoint, "the-id-token", client_id="me", timeout=10)
+    with pytest.raises(TokenError) as caught:
+        exchange(AUTHORIZATION_SERVER, "https://mcp.example/mcp")
+    assert "http://***@127.0.0.1" in str(caught.value) and "/token?..." in str(caught.value)
+    assert "PASSWORD-XYZ" not in str(caught.value) and "SECRET-KEY" not in str(caught.value)

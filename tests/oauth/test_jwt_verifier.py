@@ -427,6 +427,18 @@ def test_a_jwk_set_that_is_not_one_is_refused(jwks):
         assert verifier(url).verify(token()) is None
 
 
+def test_the_jwk_set_url_is_logged_without_its_credentials(jwks, caplog):
+    """A JWK Set URL may carry a credential (userinfo, an API key in the query): a failed fetch
+    logs the URL without them (as every mcp_ref message shows a URL: ``shown``)."""
+    app, url = jwks
+    app.status = "500 Internal Server Error"
+    secret_url = url.replace("http://", "http://svc:PASSWORD-XYZ@") + "?api_key=SECRET-KEY-XYZ"
+    caplog.set_level(logging.WARNING, logger="mcp_ref.oauth.jwt_verifier")
+    assert verifier(secret_url).verify(token()) is None
+    assert "JWK Set http://***@127.0.0.1" in caplog.text and "/jwks.json?..." in caplog.text
+    assert "PASSWORD-XYZ" not in caplog.text and "SECRET-KEY-XYZ" not in caplog.text
+
+
 # -- an MCP server that trusts the JWTs -------------------------------------------------------------
 
 
