@@ -951,3 +951,98 @@ def test_an_answer_no_worker_hears_is_refused_503_and_heard_when_sent_again(redi
         b.stop()
         admin.acl_deluser(user)
         admin.close()
+
+
+@pytest.fixture
+def forgetful_workers(redis_url):
+    """Two workers sharing ``redis_url`` whose event store keeps 8 events a session."""
+    from mcp_ref.state.redis import RedisState
+
+    states = [RedisState.from_url(redis_url) for _ in range(2)]
+    made = [
+        Worker(
+            f"w{index}",
+            redis_url,
+            keepalive=0.5,
+            event_store=state.event_store(max_events=8, expire_after=60),
+            session_table=state.session_table(),
+        )
+        for index, state in enumerate(states)
+    ]
+    yield made
+    for worker in made:
+        worker.stop()
+    for state in states:
+        state.close()
+
+
+def chatty_call(raw: RawSession) -> list[dict]:
+    """Call ``chatty`` and read its SSE stream to its end (7 entries in the store: priming, 4 logs,
+    the answer, the end marker); its events."""
+    _, response = tool_call(raw, "chatty", stream=True)
+    reader = SseReader(response)
+    events = []
+    while (event := reader.next()) is not None:
+        events.append(event)
+    return events
+
+
+def test_the_standalone_stream_resumed_from_a_forgotten_event_is_followed_on(forgetful_workers):
+    """The standalone stream never ends: resumed from an event id the store has forgotten, it goes
+    on from there (§Resumability: the server "MAY use this header to replay messages that would
+    have been sent after the last event ID"), as with one worker.  Before: 400 for good."""
+    a, b = forgetful_workers
+    raw = a.raw()
+    raw.initialize()
+    listener = SseReader(on(raw, b).get())
+    assert not next_within(listener)["data"]  # priming
+    tool_call(on(raw, a), "add_tool", {"tool": "one"})
+    heard = next_within(listener)
+    assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
+    listener.close()
+    chatty_call(on(raw, a))
+    chatty_call(raw)  # 14 entries: the event heard is forgotten
+    resumed = on(raw, b).get(headers={"Last-Event-ID": heard["id"]})
+    assert resumed.status_code == 200, resumed.text
+    again = SseReader(resumed)
+    tool_call(on(raw, a), "add_tool", {"tool": "two"})
+    event = next_within(again)
+    assert json.loads(event["data"])["method"] == "notifications/tools/list_changed"
+    assert event["id"].rpartition(".")[0] == heard["id"].rpartition(".")[0]
+    again.close()
+
+
+def test_a_live_post_stream_resumed_from_a_forgotten_event_gets_its_answer(forgetful_workers):
+    """A request still running whose stream's events are all forgotten: resumed on the other worker,
+    what comes next and the answer arrive (as with the memory store).  Before: 400, answer lost."""
+    a, b = forgetful_workers
+    raw = a.raw()
+    raw.initialize()
+    request_id, response = tool_call(on(raw, a), "steps", stream=True)
+    reader = SseReader(response)
+    seen = [reader.next(), reader.next()]  # priming, "step one"
+    reader.close()  # the connection drops; the request goes on on A
+    chatty_call(raw)
+    chatty_call(raw)
+    resumed = on(raw, b).get(headers={"Last-Event-ID": seen[1]["id"]})
+    assert resumed.status_code == 200, resumed.text
+    a.release.set()
+    messages = [message for _, message in SseReader(resumed).messages()]  # to the stream's end
+    assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["step two"]
+    assert messages[-1]["id"] == request_id
+    assert messages[-1]["result"]["content"][0]["text"] == "done on w0"
+
+
+def test_an_ended_post_stream_of_which_nothing_is_kept_is_refused_400(forgetful_workers):
+    """Its events and its end marker are forgotten: what the client missed is lost, and it is told
+    so (400), rather than a follower waiting for what never comes."""
+    a, b = forgetful_workers
+    raw = a.raw()
+    raw.initialize()
+    seen = chatty_call(raw)[1]["id"]
+    chatty_call(raw)
+    chatty_call(raw)
+    for worker in (a, b):
+        refused = on(raw, worker).get(headers={"Last-Event-ID": seen})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == -32600

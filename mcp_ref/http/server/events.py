@@ -60,6 +60,10 @@ class EventStore(Protocol):
     def end_stream(self, session_id: str, stream_id: str) -> None:
         """Mark a stream ended (a marker, never replayed as an event): its followers stop there."""
 
+    def stream_open(self, session_id: str, stream_id: str) -> bool:
+        """Whether the stream has stored an event and not yet ended (:meth:`end_stream`), known even
+        when its events and end marker are forgotten: a follower of it may still hear more."""
+
     def claim_stream(self, session_id: str, stream_id: str) -> tuple[int, int]:
         """A new follower of a stream, which supersedes every earlier one (2025-11-25
         basic/transports: the server "MUST NOT broadcast the same message across multiple
@@ -107,6 +111,8 @@ class MemoryEventStore:
         self._followers: dict[tuple[str, str], list[int]] = {}
         #: session -> the highest event number it has forgotten (past ``max_events``)
         self._forgotten: dict[str, int] = {}
+        #: (session, stream) of each stream with an event stored and no end marker yet
+        self._open: set[tuple[str, str]] = set()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -122,6 +128,10 @@ class MemoryEventStore:
             event_id = f"{stream_id}.{number}"
             events = self._events.setdefault(session_id, collections.OrderedDict())
             events[event_id] = (stream_id, data)  # data None: the stream's end marker
+            if data is None:
+                self._open.discard((session_id, stream_id))
+            else:
+                self._open.add((session_id, stream_id))
             while len(events) > self.max_events:
                 forgotten = events.popitem(last=False)[0]
                 self._forgotten[session_id] = event_number(forgotten) or 0
@@ -131,6 +141,11 @@ class MemoryEventStore:
     def end_stream(self, session_id: str, stream_id: str) -> None:
         """See :meth:`EventStore.end_stream`."""
         self._keep(session_id, stream_id, None)
+
+    def stream_open(self, session_id: str, stream_id: str) -> bool:
+        """See :meth:`EventStore.stream_open`."""
+        with self._lock:
+            return (session_id, stream_id) in self._open
 
     def claim_stream(self, session_id: str, stream_id: str) -> tuple[int, int]:
         """See :meth:`EventStore.claim_stream`."""
@@ -216,4 +231,5 @@ class MemoryEventStore:
             self._forgotten.pop(session_id, None)
             for key in [key for key in self._followers if key[0] == session_id]:
                 del self._followers[key]
+            self._open = {key for key in self._open if key[0] != session_id}
             self._changed.notify_all()

@@ -297,8 +297,13 @@ class StreamableHttp:
             last_event_id, number = "", None
         stream_id = last_event_id.rpartition(".")[0] or STANDALONE
         if session.shared:
-            if forgotten:  # its follower would wait for events of it that may never come
-                raise lost_stream()
+            # §Resumability: the server "MAY use this header to replay messages that would have
+            # been sent after the last event ID, on the stream that was disconnected".  Nothing of
+            # it kept: a stream still open (the standalone one never ends) is followed from the
+            # id's number, what comes next still arrives; one that has ended is lost (400).
+            if forgotten and stream_id != STANDALONE:
+                if not app.event_store.stream_open(session_id, stream_id):
+                    raise lost_stream()
             return app.shared_sessions.follow(environ, start_response, session, stream_id, number)
         # basic/transports §Resumability: "the server MAY use this header to replay messages
         # that would have been sent after the last event ID, on the stream that was disconnected".

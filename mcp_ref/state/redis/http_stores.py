@@ -19,7 +19,8 @@ id, never the id: without authorization the id is the session's credential, and 
                         ``max_events``
 ``ns:events:{<d>}:n``   the session's counter (the last ``n`` issued)
 ``ns:events:{<d>}:f``   its followed streams (hash): ``<stream id>:g`` the newest follower's
-                        generation, ``<stream id>:c`` the number the stream was delivered up to
+                        generation, ``<stream id>:c`` the number the stream was delivered up to,
+                        ``<stream id>:o`` while the stream is open (an event stored, no end yet)
 ======================  =======================================================================
 
 Each operation is one Lua script, atomic across the workers:
@@ -116,8 +117,10 @@ _STORE = Script("""
 local n = redis.call('INCR', KEYS[2])
 if ARGV[5] == '1' then
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. n, 'stream', ARGV[3], 'data', '', 'end', '1')
+  redis.call('HDEL', KEYS[3], ARGV[3] .. ':o')
 else
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. n, 'stream', ARGV[3], 'data', ARGV[4])
+  redis.call('HSET', KEYS[3], ARGV[3] .. ':o', '1')
 end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
 redis.call('PUBLISH', ARGV[6], '{"n":' .. n .. '}')
@@ -343,6 +346,15 @@ class RedisEventStore:
         if not kept and not after:
             raise EventsForgotten(event_id)
         return stream_id, after
+
+    def stream_open(self, session_id: str, stream_id: str) -> bool:
+        """See ``EventStore.stream_open``: the ``:o`` field, kept even when the stream's events and
+        end marker are trimmed (True when Redis cannot be asked: the follower then waits on it)."""
+        try:
+            return bool(self.connection.client.hexists(self.keys(session_id)[2], stream_id + ":o"))
+        except Exception as error:
+            self._failed("look up a stream of", session_id, error)
+            return True
 
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
