@@ -41,6 +41,7 @@ import json
 import math
 import pathlib
 import sys
+import types
 import uuid
 from typing import Any
 
@@ -153,33 +154,105 @@ def to_jsonable(value: Any, as_input: bool = False) -> Any:
     return rich_jsonable(value, as_input)
 
 
-def _input_names(original: Any, dumped: Any) -> Any:
-    """``dumped`` (``original`` dumped by field name) with each model field named as the model's
-    validation schema names it (:func:`_input_name`), in nested models too.  A part a serializer
-    reshaped (another kind, or other items) is left as pydantic wrote it."""
+def _input_names(original: Any, dumped: Any, declared: Any = None) -> Any:
+    """``dumped`` (``original`` dumped by field name) with each field named as pydantic validates
+    it (:func:`_input_name`), at any depth: in models, pydantic and stdlib dataclasses, and
+    TypedDicts (known by ``declared``, the type the enclosing field declares), through dicts,
+    arrays and root models.  A part a serializer reshaped (another kind, or other items) is left as
+    pydantic wrote it."""
     if getattr(original, "__pydantic_root_model__", False):
         return _input_names(original.root, dumped)
-    if is_model(type(original)) and isinstance(dumped, dict):
-        fields = type(original).model_fields
+    fields = _fields_of(original)
+    if fields is not None and isinstance(dumped, dict):
         return {
             (_input_name(key, fields[key]) if key in fields else key): _input_names(
-                getattr(original, key, None), item
+                getattr(original, key, None),
+                item,
+                getattr(fields.get(key), "annotation", None),
             )
             for key, item in dumped.items()
         }
     if isinstance(original, dict) and isinstance(dumped, dict) and len(original) == len(dumped):
-        items = zip(original.values(), dumped.items(), strict=True)
-        return {key: _input_names(value, item) for value, (key, item) in items}
+        typed = _typed_dict_fields(declared)
+        if typed is not None:  # a TypedDict: its keys are its fields
+            return {
+                _input_name(key, typed.get(key)): _input_names(
+                    original.get(key), item, getattr(typed.get(key), "annotation", None)
+                )
+                for key, item in dumped.items()
+            }
+        values = _arguments(declared)[-1:] * len(original)  # dict[K, V]: each value is a V
+        items = zip(
+            original.values(), dumped.items(), values or [None] * len(original), strict=True
+        )
+        return {key: _input_names(value, item, of) for value, (key, item), of in items}
     if isinstance(original, _ARRAYS) and isinstance(dumped, list) and len(original) == len(dumped):
-        return [_input_names(value, item) for value, item in zip(original, dumped, strict=True)]
+        element = _arguments(declared)[:1] or [None]  # list[T], tuple[T, ...]: each item a T
+        return [
+            _input_names(value, item, element[0])
+            for value, item in zip(original, dumped, strict=True)
+        ]
     return dumped
+
+
+def _fields_of(original: Any) -> dict | None:
+    """The fields of a model or dataclass instance (name to pydantic ``FieldInfo``; a stdlib
+    dataclass's to None: named as declared), else None."""
+    if isinstance(original, type):
+        return None
+    fields = getattr(type(original), "__pydantic_fields__", None)  # a model, a pydantic dataclass
+    if isinstance(fields, dict):
+        return fields
+    if dataclasses.is_dataclass(original):
+        return {field.name: None for field in dataclasses.fields(original)}
+    return None
+
+
+def _unwrapped(declared: Any) -> Any:
+    """``declared`` without ``Annotated`` or ``Optional`` around it."""
+    import typing
+
+    while True:
+        origin = typing.get_origin(declared)
+        arguments = [a for a in typing.get_args(declared) if a is not type(None)]
+        if origin is typing.Annotated:
+            declared = arguments[0]
+        elif origin in (typing.Union, getattr(types, "UnionType", None)) and len(arguments) == 1:
+            declared = arguments[0]
+        else:
+            return declared
+
+
+def _arguments(declared: Any) -> list:
+    """The type arguments of ``declared`` (``dict[K, V]``: ``[K, V]``; ``tuple[T, ...]``: ``[T]``)."""
+    import typing
+
+    return [a for a in typing.get_args(_unwrapped(declared)) if a is not Ellipsis]
+
+
+def _typed_dict_fields(declared: Any) -> dict | None:
+    """A TypedDict's keys, each with its validation alias (``Annotated[int, Field(alias=...)]``) and
+    its type; None when ``declared`` is no TypedDict."""
+    import typing
+
+    declared = _unwrapped(declared)
+    if not (isinstance(declared, type) and issubclass(declared, dict)):
+        return None
+    if not hasattr(declared, "__required_keys__"):  # (typing and typing_extensions TypedDicts)
+        return None
+    fields = {}
+    for key, hint in typing.get_type_hints(declared, include_extras=True).items():
+        infos = [m for m in getattr(hint, "__metadata__", ()) if hasattr(m, "validation_alias")]
+        alias = infos[-1].validation_alias if infos else None
+        fields[key] = types.SimpleNamespace(validation_alias=alias, annotation=hint)
+    return fields
 
 
 def _input_name(name: str, field: Any) -> str:
     """The property that names field ``name`` in its model's validation JSON schema, as pydantic
     writes it: the validation alias (which ``alias`` and an alias generator set too), the first
     plain name of ``AliasChoices``, else the field's name."""
-    alias = field.validation_alias
+    alias = getattr(field, "validation_alias", None)  # (None: a stdlib dataclass's field)
     if isinstance(alias, str):
         return alias
     for choice in getattr(alias, "choices", ()):

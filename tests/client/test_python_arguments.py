@@ -288,3 +288,35 @@ def test_a_pydantic_model_argument_names_its_fields_as_the_servers_input_schema_
         "by_name": {"a": {"minAge": 4}},
         "more": [{"minAge": 5}],
     }
+
+
+def test_models_in_dataclasses_and_typed_dicts_are_named_as_the_server_validates_them(
+    connect, wire
+):
+    """A model inside a (pydantic or stdlib) dataclass or a TypedDict, and an aliased field of a
+    pydantic dataclass or TypedDict, go out by validation alias, as the tool's inputSchema names
+    them (2025-06-18 server/tools: arguments conform to the tool's ``inputSchema``).  Before: by
+    field name, and the server refused them."""
+    pytest.importorskip("pydantic")
+    sys.path.insert(0, str(SERVERS))
+    from aliased_models_server import Aliased, Boxes, Filter, Plain
+
+    client = connect([sys.executable, str(SERVERS / "aliased_models_server.py")])
+    value = Boxes(
+        aliased=Aliased(MaxAge=9, inner=Filter(MIN_AGE=1)),
+        plain=Plain(Filter(MIN_AGE=2)),
+        limits={"AtMost": 3},
+        maybe={"AtMost": 4},
+        many=[{"AtMost": 5}],
+    )
+    result = client.call_tool("boxes", {"b": value})
+    assert not result.is_error, result.text
+    assert arguments_sent(wire, "boxes")[-1] == {
+        "b": {
+            "aliased": {"MaxAge": 9, "inner": {"MIN_AGE": 1}},
+            "plain": {"inner": {"MIN_AGE": 2}},
+            "limits": {"AtMost": 3},
+            "maybe": {"AtMost": 4},
+            "many": [{"AtMost": 5}],
+        }
+    }

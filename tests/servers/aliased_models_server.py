@@ -7,11 +7,15 @@ its ``outputSchema`` by serialization alias.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
+from typing import Annotated
 
+import pydantic
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, RootModel
 from pydantic.alias_generators import to_camel
+from typing_extensions import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -45,6 +49,37 @@ class Query(BaseModel):
     more: Filters = Filters([])
 
 
+@pydantic.dataclasses.dataclass
+class Aliased:
+    """A pydantic dataclass: an aliased field, and a model in it."""
+
+    max_age: int = Field(alias="MaxAge")
+    inner: Filter | None = None
+
+
+@dataclasses.dataclass
+class Plain:
+    """A stdlib dataclass holding a model."""
+
+    inner: Filter
+
+
+class Limits(TypedDict):
+    """A TypedDict whose key is aliased (pydantic reads ``Field`` in ``Annotated``)."""
+
+    at_most: Annotated[int, Field(alias="AtMost")]
+
+
+class Boxes(BaseModel):
+    """Models inside dataclasses and TypedDicts: each named as pydantic validates it."""
+
+    aliased: Aliased
+    plain: Plain
+    limits: Limits
+    maybe: Limits | None = None
+    many: list[Limits] = []
+
+
 def build() -> Server:
     server = Server("aliased-models", version="1.0")
 
@@ -52,6 +87,11 @@ def build() -> Server:
     def lookup(q: Query) -> Query:
         """Return the query the server read."""
         return q
+
+    @server.tool()
+    def boxes(b: Boxes) -> str:
+        """What the server read."""
+        return repr(b)
 
     return server
 
