@@ -73,13 +73,25 @@ def _is_block(block: Any) -> bool:
         return False
     if not all(isinstance(block.get(key), json_type) for key, json_type in required.items()):
         return False
+    if not _optional_fields_typed(block):
+        return False
     return kind != "resource" or _is_resource_contents(block["resource"])
+
+
+#: Optional keys of a content block or a resource's contents and their JSON types, where present
+#: (2025-11-25 schema: ``mimeType`` a string, ``_meta`` and ``annotations`` objects).
+OPTIONAL = {"mimeType": str, "_meta": dict, "annotations": dict}
+
+
+def _optional_fields_typed(value: dict) -> bool:
+    """True when each optional key of :data:`OPTIONAL` that ``value`` has is of its JSON type."""
+    return all(isinstance(value[key], kind) for key, kind in OPTIONAL.items() if key in value)
 
 
 def _is_resource_contents(contents: dict) -> bool:
     """True when ``contents`` (an embedded resource's ``resource``) is one the schema allows: a
     ``TextResourceContents`` (``uri`` and ``text``) or a ``BlobResourceContents`` (``uri`` and
     ``blob``, base64), each a string (2025-11-25 schema ``EmbeddedResource``; 2025-03-26 alike)."""
-    if not isinstance(contents.get("uri"), str):
+    if not isinstance(contents.get("uri"), str) or not _optional_fields_typed(contents):
         return False
     return isinstance(contents.get("text"), str) or isinstance(contents.get("blob"), str)

@@ -869,13 +869,40 @@ def test_a_dict_is_a_result_the_tool_shaped_only_when_it_has_that_shape_in_every
         "resource_uri_not_string": {
             "content": [{"type": "resource", "resource": {"uri": 5, "blob": "AA=="}}]
         },
+        # optional keys of their JSON type where present: mimeType a string, _meta and
+        # annotations objects (in a block and in a resource's contents alike)
+        "resource_mime_type_not_string": {
+            "content": [
+                {"type": "resource", "resource": {"uri": "a:b", "text": "t", "mimeType": 5}}
+            ]
+        },
+        "resource_meta_not_object": {
+            "content": [
+                {"type": "resource", "resource": {"uri": "a:b", "blob": "AA==", "_meta": 1}}
+            ]
+        },
+        "text_annotations_not_object": {
+            "content": [{"type": "text", "text": "t", "annotations": [1]}]
+        },
+        "link_mime_type_not_string": {
+            "content": [{"type": "resource_link", "uri": "a:b", "name": "a", "mimeType": False}]
+        },
         "shaped": {
             "content": [
                 {"type": "text", "text": "hi"},
                 {"type": "image", "data": "AA==", "mimeType": "image/png"},
                 {"type": "resource_link", "uri": "file:///a", "name": "a"},
                 {"type": "resource", "resource": {"uri": "file:///a", "text": "a"}},
-                {"type": "resource", "resource": {"uri": "file:///b", "blob": "AA=="}},
+                {
+                    "type": "resource",
+                    "resource": {
+                        "uri": "file:///b",
+                        "blob": "AA==",
+                        "mimeType": "x/y",
+                        "_meta": {},
+                    },
+                    "annotations": {"priority": 1},
+                },
             ],
             "isError": True,
         },
