@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,9 @@ MAX_WAITING_NOTICES = 64
 #: Seconds the session's DELETE at close may take in all, connecting included: ``close()`` returns
 #: within :data:`NOTICES_AT_CLOSE` and this (and a few milliseconds), whatever the server does.
 SESSION_END_TIMEOUT = 5.0
+#: Times a notification or an answer refused 503 with ``Retry-After`` is sent again at most (and
+#: only within its deadline).
+MAX_RESENDS = 5
 
 #: A number for each notice, to tell them apart in the in-flight table (with what it is).
 _numbers = itertools.count()
@@ -151,23 +155,37 @@ class Notices:
                 # 2025-11-25 basic/transports §Session Management, the client "MUST include it [the
                 # session id] in the MCP-Session-Id header on all of their subsequent HTTP requests"
                 raise OSError(f"no new session within {seconds:g} s to send it to")
-        key = (kind, next(_numbers))
         generation = self._generation
         sent_with = self.session_id
         target = shown(self._target(legacy))
-        try:
-            with self.in_flight.notice(key, seconds), carrying(self, key):
-                try:
-                    response = self._post(data, read_timeout=seconds, legacy=legacy)
-                    discard_body(response)  # a 202 has none; whatever a server sends is never kept
-                except (requests.RequestException, AuthorizationError) as exc:
-                    # its deadline, or a read that waited as long (whichever came first)
-                    timed_out = isinstance(exc, requests.ReadTimeout)
-                    late = (timed_out or self.in_flight.given_up(key)) and not self._closed.is_set()
-                    why = f"no answer within {seconds:g} s" if late else failed_because(exc)
-                    raise OSError(f"HTTP request to {target} failed: {why}") from None
-        except GivenUp:
-            raise OSError("the HTTP transport is closed") from None
+        deadline = None if seconds is None else time.monotonic() + seconds
+        for resends in itertools.count():
+            key = (kind, next(_numbers))
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                with self.in_flight.notice(key, left), carrying(self, key):
+                    try:
+                        response = self._post(data, read_timeout=left, legacy=legacy)
+                        discard_body(response)  # a 202 has none; whatever else is never kept
+                    except (requests.RequestException, AuthorizationError) as exc:
+                        # its deadline, or a read that waited as long (whichever came first)
+                        timed_out = isinstance(exc, requests.ReadTimeout)
+                        late = timed_out or self.in_flight.given_up(key)
+                        late = late and not self._closed.is_set()
+                        why = f"no answer within {seconds:g} s" if late else failed_because(exc)
+                        raise OSError(f"HTTP request to {target} failed: {why}") from None
+            except GivenUp:
+                raise OSError("the HTTP transport is closed") from None
+            # A 503 with Retry-After (a server that could not hand it on yet, e.g. a worker of a
+            # shared session reconnecting): sent again after that pause, within its deadline
+            # (RFC 9110 §10.2.3); nobody else would, since no caller waits on it.
+            pause = retry_after(response) if response.status_code == 503 else None
+            if pause is None or resends == MAX_RESENDS:
+                break
+            if deadline is not None and pause >= deadline - time.monotonic():
+                break
+            if self._closed.wait(pause):
+                raise OSError("the HTTP transport is closed")
         if response.status_code == 404 and sent_with and not legacy:
             # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
             # session's id means the server forgot it; a new session is started on a worker (the
@@ -219,3 +237,10 @@ class Notices:
                 ended.close()
         except Exception as exc:  # closing must not raise (its text may quote the URL's secret)
             log.debug("DELETE of the session failed: %s", failed_because(exc))
+
+
+def retry_after(response: Any) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (RFC 9110 §10.2.3: a number of seconds; a
+    date is not taken), or None."""
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.isascii() and value.isdigit() and len(value) < 6 else None

@@ -718,3 +718,42 @@ def test_a_resumption_whose_connection_fails_is_tried_again(scripted):
         outcome = ended_within(WAIT, lambda: client.call_tool("long"))
     assert "resuming the stream failed" in str(outcome), outcome
     assert resumptions(server) == http_client.MAX_RESUMES
+
+
+def test_an_answer_refused_503_with_retry_after_is_sent_again(scripted):
+    # A server that could not hand an answer on yet (a worker of a shared session reconnecting
+    # to Redis) says 503 with Retry-After: the client sends it again after that pause, within
+    # its deadline (RFC 9110 §10.2.3), since no caller waits on it to do so.
+    refusals: list[dict] = []
+
+    def is_answer(request) -> bool:
+        return request["method"] == "POST" and "result" in (request["json"] or {})
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "tools/call":
+
+            def asks(connection):
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+                ping = {"jsonrpc": "2.0", "id": "server-1", "method": "ping"}
+                connection.sendall(f"data: {json.dumps(ping)}\n\n".encode())
+                server.stop.wait(LONG)
+
+            return asks
+        if is_answer(request) and not refusals:
+            refusals.append(request)
+            body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"not yet: send it again"}}'
+            return answer("503 Service Unavailable", body, "Retry-After: 1\r\n")
+        if is_answer(request):
+            return answer("202 Accepted")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        calling = threading.Thread(
+            target=lambda: ended_within(LONG, lambda: client.call_tool("x")), daemon=True
+        )
+        calling.start()
+        again = server.wait_for(is_answer, "the answer sent again", 2)
+        assert again["json"] == {"jsonrpc": "2.0", "id": "server-1", "result": {}}
+        server.stop.set()

@@ -111,6 +111,10 @@ def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
         "redis://:Right/Pass@127.0.0.1:6379/0",  # '/' unencoded: the host ends there
         "redis://:Hash#Secret@127.0.0.1:6379/0?namespace=app",  # '#': the rest is a fragment
         "redis://admin:Right/Pass@127.0.0.1:6379/0",
+        # what redis-py reads without an error, but wrongly: "6380" as the port, no host
+        "redis://:6380/Secret@127.0.0.1:6379/0",
+        # '?': the rest is a query, which a rebuilt URL writes back with "@" as "%40"
+        "redis://:Right?Pass@127.0.0.1:6379/0",
     ],
 )
 def test_a_url_redis_cannot_read_fails_the_start_and_names_no_part_of_the_password(url):
@@ -123,7 +127,7 @@ def test_a_url_redis_cannot_read_fails_the_start_and_names_no_part_of_the_passwo
     said = "".join(traceback.format_exception(refused.value))
     assert "not a usable Redis URL" in said and "127.0.0.1:6379/0" in said
     assert "percent-encode" in said
-    for part in ("Right", "Pass", "Hash", "Secret", "admin"):
+    for part in ("Right", "Pass", "Hash", "Secret", "admin", "6380"):
         assert part not in said
     assert refused.value.__context__ is None and refused.value.__cause__ is None
 

@@ -85,11 +85,15 @@ def check_url(url: str) -> None:
     there ends the host, and the password's start is read as the port)."""
     from redis.connection import parse_url  # the redis extra: pip install "mcp-ref[redis]"
 
-    try:
-        parse_url(url)
-        return
-    except ValueError:
-        pass  # raised below, outside this handler: no context to carry the original
+    parts = urlsplit(url)
+    # an "@" past the host (in the path, query or fragment) is a password's, cut short by an
+    # unencoded "/", "?" or "#": redis-py may read it without an error, and the wrong host
+    if "@" not in parts.path + parts.query + parts.fragment:
+        try:
+            parse_url(url)
+            return
+        except ValueError:
+            pass  # raised below, outside this handler: no context to carry the original
     raise ValueError(
         f"not a usable Redis URL: {without_userinfo(url)!r} (redis://[[user]:password@]host:port/db; "
         "percent-encode every '/', '#', '?', '@' and ':' of the user name and password: "
@@ -107,8 +111,8 @@ class Connection:
         socket_timeout: float = SOCKET_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
     ):
+        check_url(url)  # as given (split_url rewrites it): a bad one fails the start, not a request
         self.url, self.namespace = split_url(url)
-        check_url(self.url)  # a bad URL fails the server's start, not its first request
         self.socket_timeout = socket_timeout
         self.max_connections = max_connections
         self._lock = threading.Lock()
