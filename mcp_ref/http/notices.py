@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +47,8 @@ MAX_WAITING_NOTICES = 64
 #: Seconds the session's DELETE at close may take in all, connecting included: ``close()`` returns
 #: within :data:`NOTICES_AT_CLOSE` and this (and a few milliseconds), whatever the server does.
 SESSION_END_TIMEOUT = 5.0
-#: Times a notification or an answer refused 503 with ``Retry-After`` is sent again at most (and
-#: only within its deadline).
+#: Times a notification or an answer refused 503 with ``Retry-After`` is sent again at most (each
+#: after its pause, when that is shorter than its deadline).
 MAX_RESENDS = 5
 
 #: A number for each notice, to tell them apart in the in-flight table (with what it is).
@@ -130,12 +129,18 @@ class Notices:
             self.in_flight.give_up(request_id)
 
     def _send_other(
-        self, data: bytes, legacy: bool = False, message: Any = None, kind: str = "notice"
+        self,
+        data: bytes,
+        legacy: bool = False,
+        message: Any = None,
+        kind: str = "notice",
+        resends: int = 0,
     ) -> None:
         """POST a notification or an answer, ``message`` (``legacy``: to the 2024-11-05 endpoint);
         the reply says only "Accepted".  Within its deadline (:attr:`notice_timeouts`), watched
         under a key of its own, ``(kind, number)``: ``kind`` says what it is (``"notifications/
-        cancelled"``: a cancellation, for which an auth hook starts no login)."""
+        cancelled"``: a cancellation, for which an auth hook starts no login).  ``resends``: how
+        many times it was refused 503 already (:meth:`_send_later`)."""
         import requests
 
         timeout, handshake = self.notice_timeouts
@@ -158,34 +163,27 @@ class Notices:
         generation = self._generation
         sent_with = self.session_id
         target = shown(self._target(legacy))
-        deadline = None if seconds is None else time.monotonic() + seconds
-        for resends in itertools.count():
-            key = (kind, next(_numbers))
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            try:
-                with self.in_flight.notice(key, left), carrying(self, key):
-                    try:
-                        response = self._post(data, read_timeout=left, legacy=legacy)
-                        discard_body(response)  # a 202 has none; whatever else is never kept
-                    except (requests.RequestException, AuthorizationError) as exc:
-                        # its deadline, or a read that waited as long (whichever came first)
-                        timed_out = isinstance(exc, requests.ReadTimeout)
-                        late = timed_out or self.in_flight.given_up(key)
-                        late = late and not self._closed.is_set()
-                        why = f"no answer within {seconds:g} s" if late else failed_because(exc)
-                        raise OSError(f"HTTP request to {target} failed: {why}") from None
-            except GivenUp:
-                raise OSError("the HTTP transport is closed") from None
-            # A 503 with Retry-After (a server that could not hand it on yet, e.g. a worker of a
-            # shared session reconnecting): sent again after that pause, within its deadline
-            # (RFC 9110 §10.2.3); nobody else would, since no caller waits on it.
-            pause = retry_after(response) if response.status_code == 503 else None
-            if pause is None or resends == MAX_RESENDS:
-                break
-            if deadline is not None and pause >= deadline - time.monotonic():
-                break
-            if self._closed.wait(pause):
-                raise OSError("the HTTP transport is closed")
+        key = (kind, next(_numbers))
+        try:
+            with self.in_flight.notice(key, seconds), carrying(self, key):
+                try:
+                    response = self._post(data, read_timeout=seconds, legacy=legacy)
+                    discard_body(response)  # a 202 has none; whatever a server sends is never kept
+                except (requests.RequestException, AuthorizationError) as exc:
+                    # its deadline, or a read that waited as long (whichever came first)
+                    timed_out = isinstance(exc, requests.ReadTimeout)
+                    late = (timed_out or self.in_flight.given_up(key)) and not self._closed.is_set()
+                    why = f"no answer within {seconds:g} s" if late else failed_because(exc)
+                    raise OSError(f"HTTP request to {target} failed: {why}") from None
+        except GivenUp:
+            raise OSError("the HTTP transport is closed") from None
+        # A 503 with Retry-After (a server that could not hand it on yet, e.g. a worker of a shared
+        # session reconnecting): sent again after that pause (RFC 9110 §10.2.3), since no caller
+        # waits on it to do so; from the notice thread (the sender may be the session's reader).
+        pause = retry_after(response) if response.status_code == 503 else None
+        if pause is not None and resends < MAX_RESENDS and (seconds is None or pause < seconds):
+            self._send_later(pause, data, legacy, message, kind, resends + 1)
+            return
         if response.status_code == 404 and sent_with and not legacy:
             # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
             # session's id means the server forgot it; a new session is started on a worker (the
@@ -203,6 +201,32 @@ class Notices:
                 pass
         elif not response.ok:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")
+
+    def _send_later(
+        self, pause: float, data: bytes, legacy: bool, message: Any, kind: str, resends: int
+    ) -> None:
+        """:meth:`_send_other` again after ``pause`` seconds, on the notice thread (after the
+        cancellations before it), its place one of :data:`MAX_WAITING_NOTICES` (none left: it
+        is dropped, logged)."""
+        if not self._notice_places.acquire(blocking=False):
+            log.warning(
+                "%d notices wait to be sent: a refused %s is dropped", MAX_WAITING_NOTICES, kind
+            )
+            return
+
+        def send_again() -> None:
+            try:
+                if not self._closed.wait(pause):
+                    self._send_other(data, legacy, message, kind, resends)
+            except OSError as exc:
+                log.debug("%s could not be sent again: %s", kind, failed_because(exc))
+            finally:
+                self._notice_places.release()
+
+        try:
+            self._notices.submit(send_again)
+        except RuntimeError:  # shut down: the transport closed
+            self._notice_places.release()
 
     def _renewed(self, generation: int) -> bool:
         """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):

@@ -34,9 +34,6 @@ _DONE_PAGE = (
     b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
     b"<p>Authorization complete. You may close this window and return to the application.</p>"
 )
-#: Requests to other paths (a favicon ...), answered 404, and redirects for another request (a
-#: wrong ``state`` or ``iss``), answered 400, the listener takes before giving up on the flow.
-MAX_STRAY_REQUESTS = 32
 
 
 class AuthorizationHandler(Protocol):
@@ -137,15 +134,14 @@ class LoopbackBrowser:
         deadline = time.monotonic() + timeout
         server = self._server
         while self._callback is None:
+            # Requests to other paths (a favicon ...), answered 404, and redirects for another
+            # request, answered 400, never end the flow (whoever sends them): only the login's
+            # timeout does; they are one at a time, and nothing of them is kept but their count.
             left = deadline - time.monotonic()
-            if self._strays > MAX_STRAY_REQUESTS:
-                raise AuthorizationTimeout(
-                    f"no redirect from the authorization server among {self._strays} requests "
-                    "to the listener; giving up"
-                )
             if left <= 0:
                 raise AuthorizationTimeout(
                     f"no redirect from the authorization server within {timeout:g} s"
+                    f" ({self._strays} other requests to the listener refused)"
                 )
             server.timeout = left
             server.handle_request()

@@ -757,3 +757,36 @@ def test_an_answer_refused_503_with_retry_after_is_sent_again(scripted):
         again = server.wait_for(is_answer, "the answer sent again", 2)
         assert again["json"] == {"jsonrpc": "2.0", "id": "server-1", "result": {}}
         server.stop.set()
+
+
+def test_an_answer_waiting_to_be_sent_again_holds_up_no_other_call(scripted):
+    # The server's ping is answered on the session's reader thread; the server refuses that
+    # answer 503 with Retry-After: 2 each time.  The pause before sending it again is taken on
+    # the notice thread, so the reader goes on: another call's answer reaches its caller at once.
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "tools/call" and message["params"]["name"] == "slow":
+
+            def asks(connection):
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+                ping = {"jsonrpc": "2.0", "id": "server-1", "method": "ping"}
+                connection.sendall(f"data: {json.dumps(ping)}\n\n".encode())
+                server.stop.wait(LONG)
+
+            return asks
+        if message.get("method") == "tools/call":
+            text = {"content": [{"type": "text", "text": "quick"}]}
+            return json_answer({"jsonrpc": "2.0", "id": message["id"], "result": text})
+        if request["method"] == "POST" and "result" in message:
+            body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"not yet: send it again"}}'
+            return answer("503 Service Unavailable", body, "Retry-After: 2\r\n")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        threading.Thread(
+            target=lambda: ended_within(LONG, lambda: client.call_tool("slow")), daemon=True
+        ).start()
+        server.wait_for(lambda r: "result" in (r["json"] or {}), "the ping's answer")
+        assert client.call_tool("quick", timeout=WAIT).text == "quick"
+        server.stop.set()

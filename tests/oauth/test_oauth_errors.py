@@ -851,23 +851,22 @@ def test_a_redirect_for_another_request_does_not_end_the_login(app, caplog, forg
     assert_clean(app, caplog)
 
 
-def test_a_flood_of_forged_redirects_ends_the_wait(app, caplog):
-    """The listener's patience is bounded: past ``MAX_STRAY_REQUESTS`` requests that are not the
-    redirect, the flow ends (AuthorizationTimeout) without waiting out ``login_timeout``."""
-    from mcp_ref.oauth.browser import MAX_STRAY_REQUESTS
-
+def test_a_flood_of_forged_redirects_does_not_end_the_login(app, caplog):
+    """However many requests that are not the redirect reach the listener first (a web page's 40
+    images, another local process), they are refused and the login goes on: only its timeout
+    ends the wait."""
     answers: list[int] = []
-    forgeries = ["code=FORGED&state=guess"] * (MAX_STRAY_REQUESTS + 1)
-    done = threading.Event()
-    browser = _browser_after_forgeries(forgeries, answers, done, then_approve=False)
+    forgeries = ["code=FORGED&state=guess"] * 40
+    browser = _browser_after_forgeries(forgeries, answers, threading.Event(), then_approve=True)
     handler = LoopbackBrowser(open_browser=False, announce=browser)
     try:
-        exc = refused(app, caplog, AuthorizationTimeout, handler=handler, login_timeout=60 * WAIT)
+        works(app, handler=handler, login_timeout=2 * WAIT)
     finally:
         handler.close()
-    assert "requests to the listener" in str(exc) and done.wait(WAIT)
-    assert answers == [400] * (MAX_STRAY_REQUESTS + 1)
-    assert app.seen["token"] == []
+    assert answers == [400] * 40
+    [token_request] = app.seen["token"]
+    assert token_request["code"] != "FORGED"
+    assert_clean(app, caplog)
 
 
 # -- the token endpoint ----------------------------------------------------------------------------
