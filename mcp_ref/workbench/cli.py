@@ -108,13 +108,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: Any, argv: Sequence[str] | None) -> int:
-    """Run the verb's handler (:data:`~mcp_ref.workbench.cli_grammar.VERBS`); its failures as one line."""
+    """Run the verb's handler (:data:`~mcp_ref.workbench.cli_grammar.VERBS`); its failures as one
+    line.  A ``--diagram`` that cannot be written makes a verb that went well exit 2."""
     hooks = Hooks(tracer=_Trace() if args.trace else None)
     if args.diagram:
         from .diagram import Recorder
 
         hooks.recorder = Recorder()
     hooks.trace = combine_hooks(hooks.tracer, hooks.recorder)
+    written = True
+    try:
+        code = _run_handler(args, hooks)
+    finally:
+        if hooks.tracer is not None:
+            hooks.tracer.close()
+        if hooks.recorder is not None:
+            try:
+                hooks.recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
+            except OSError as exc:
+                written = False
+                to_stderr(
+                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}"
+                )
+    return EXIT_USAGE if code == EXIT_OK and not written else code
+
+
+def _run_handler(args: Any, hooks: Hooks) -> int:
+    """The verb's handler, called; a :class:`CliError` as one line (and its JSON with ``--json``)."""
     module, _, function = VERB_NAMES[args.verb].handler.partition(":")
     try:
         return getattr(importlib.import_module(module), function)(args, hooks)
@@ -134,16 +154,6 @@ def _run(args: Any, argv: Sequence[str] | None) -> int:
         # stdout is pointed at /dev/null so that the interpreter's final flush does not fail again.
         _silence_stdout()
         return EXIT_OK
-    finally:
-        if hooks.tracer is not None:
-            hooks.tracer.close()
-        if hooks.recorder is not None:
-            try:
-                hooks.recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
-            except OSError as exc:
-                to_stderr(
-                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}"
-                )
 
 
 def _silence_stdout() -> None:

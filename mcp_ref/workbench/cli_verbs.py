@@ -21,6 +21,7 @@ from ..errors import (
     AuthorizationError,
     CapabilityError,
     ConnectionClosed,
+    InvalidResult,
     McpError,
     RequestRefused,
     RequestTimeout,
@@ -79,6 +80,12 @@ def parse_pairs(
                 raise CliError(
                     f"{key}={value}: {exc} (for the text, write {key}='\"{value}\"')", EXIT_USAGE
                 ) from None
+            parsed = value
+        except (
+            RecursionError
+        ):  # brackets past the parser's depth: text only if the parameter takes text
+            if not wants_text:
+                raise CliError(f"{key}=...: the value is nested too deeply", EXIT_USAGE) from None
             parsed = value
         except ValueError:
             parsed = value
@@ -162,6 +169,8 @@ def _ambiguous(value: str) -> bool:
     """True when a value reads as JSON other than a string (a number, true, null, [...]): it may be meant as text."""
     try:
         return not isinstance(json.loads(value), str)
+    except RecursionError:  # brackets nested past the parser's depth: no string either
+        return True
     except ValueError:
         return False
 
@@ -229,7 +238,9 @@ def header_options(given: list[str]) -> dict[str, str]:
     for header in given:
         name, sep, value = header.partition(":")
         if not sep or not name.strip():
-            raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
+            # its value is not shown: a header often carries a secret (Authorization ...)
+            shown = header.split(None, 1)[0] + (" ..." if " " in header.strip() else "")
+            raise CliError(f"--header must be 'NAME: VALUE', not {shown!r}", EXIT_USAGE)
         headers[name.strip()] = value.strip()
     return headers
 
@@ -457,6 +468,8 @@ def run_verb(args, hooks) -> int:
         raise CliError(f"{exc} (--timeout {args.timeout:g})", EXIT_TIMEOUT) from None
     except ConnectionClosed as exc:
         raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
+    except InvalidResult as exc:  # the server answered, wrongly: its error, as one line
+        raise CliError(str(exc), EXIT_ERROR) from None
 
 
 def _ask_for_logs(client, level: str) -> None:

@@ -117,7 +117,7 @@ def add_entry(config: Any, name: str, entry: dict, *, force: bool) -> tuple[dict
     if old is not None and not force:
         raise CliError(
             f"the configuration already has a server named {name!r}, launched otherwise "
-            f"({safe(json.dumps(old))}): --force replaces it, --name NAME adds another",
+            f"({safe(json.dumps(masked(old)))}): --force replaces it, --name NAME adds another",
             EXIT_USAGE,
         )
     return {
@@ -268,3 +268,15 @@ def _replace(path: Path, data: bytes, mode: int | None) -> None:
     except OSError:
         os.unlink(temporary)
         raise
+
+
+def masked(entry: Any) -> Any:
+    """A configuration entry as a message may show it: the values of its ``env`` and ``headers``
+    (API keys, tokens) as ``***``."""
+    if not isinstance(entry, dict):
+        return entry
+    shown = dict(entry)
+    for secret in ("env", "headers"):
+        if isinstance(shown.get(secret), dict):
+            shown[secret] = {name: "***" for name in shown[secret]}
+    return shown

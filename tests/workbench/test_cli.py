@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import DEMO, WAIT, check_trace, run_cli, run_cli_process
@@ -1012,3 +1013,40 @@ def test_a_demo_whose_server_cannot_start_is_one_line(monkeypatch, capsys):
         err[-1].startswith("mcp-ref: the demo could not run its server:")
         and "exited with status 3" in err[-1]
     )
+
+
+MISSHAPEN = f'"{sys.executable}" "{Path(__file__).parent.parent / "servers" / "misshapen_results_server.py"}"'
+
+
+@pytest.mark.parametrize(
+    "verb", [("tools",), ("call", "anything"), ("read", "x://a"), ("--json", "tools")]
+)
+def test_a_result_without_the_specs_shape_is_one_line_and_exit_5(verb):
+    # The client reports it as InvalidResult: the server's mistake, one line like any error.
+    flags = [word for word in verb if word.startswith("--")]
+    words = [word for word in verb if not word.startswith("--")]
+    proc = cli(words[0], *flags, "--era", "handshake", MISSHAPEN, *words[1:])
+    assert proc.returncode == 5
+    assert "does not have the shape" in one_error_line(proc)
+    if flags:
+        assert json.loads(proc.stdout)["exitCode"] == 5
+
+
+def test_a_pair_nested_too_deeply_is_a_usage_error_or_for_a_text_parameter_its_text():
+    proc = cli("call", TARGET, "count_slowly", "steps=" + "[" * 30_000)
+    assert proc.returncode == 2
+    assert "nested too deeply" in one_error_line(proc)
+    proc = cli("call", TARGET, "echo", "text=" + "[" * 30_000)
+    assert proc.returncode == 0
+
+
+def test_a_header_without_a_colon_is_refused_without_its_value():
+    proc = cli("tools", "--header", "Authorization Bearer SECRET-TOKEN", "http://127.0.0.1:9/mcp")
+    assert proc.returncode == 2
+    assert "SECRET-TOKEN" not in proc.stderr and "'Authorization ...'" in one_error_line(proc)
+
+
+def test_a_diagram_that_cannot_be_written_fails_a_verb_that_went_well(tmp_path):
+    proc = cli("tools", TARGET, "--diagram", str(tmp_path / "missing" / "d.md"))
+    assert proc.returncode == 2
+    assert "cannot write the diagram" in proc.stderr

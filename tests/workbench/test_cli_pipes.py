@@ -596,3 +596,16 @@ def test_the_demo_prints_in_order_points_at_its_code_and_notes_its_sections(tmp_
     assert titles[0].startswith("Note over C,S: The 2026-07-28 era") and titles[1:] == [
         f"Note over C,S: {lines[i]}" for i in sections
     ]
+
+
+def test_a_name_taken_otherwise_is_refused_without_the_entrys_secrets():
+    from mcp_ref.workbench.cli_verbs import CliError
+    from mcp_ref.workbench.install import add_entry
+
+    old = {"command": "srv", "env": {"API_KEY": "SUPERSECRET1"}, "headers": {"Authorization": "x"}}
+    config = {"mcpServers": {"n1": old}}
+    with pytest.raises(CliError) as refused:
+        add_entry(config, "n1", {"command": "srv", "env": {"API_KEY": "OTHER"}}, force=False)
+    said = str(refused.value)
+    assert "already has a server named 'n1'" in said and '"API_KEY": "***"' in said
+    assert "SUPERSECRET1" not in said and '"Authorization": "***"' in said
