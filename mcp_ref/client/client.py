@@ -82,8 +82,8 @@ class Client:
     """An MCP client over one transport; see the module docstring.
 
     ``timeout`` is the default per-request timeout in seconds (None: wait forever);
-    ``initialize_timeout`` bounds connecting alone (``server/discover`` or ``initialize``; default:
-    ``timeout``), e.g. to give a slow-starting server longer than each request.  ``era``: ``"auto"``
+    ``initialize_timeout`` bounds connecting alone (``server/discover`` and ``initialize`` together: one
+    deadline; default: ``timeout``), e.g. to give a slow-starting server longer than each request.  ``era``: ``"auto"``
     (2026-07-28 when the server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
     ``protocol_version`` pins one revision (and so its era; default: the newest the server speaks).
     ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an answer to

@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -220,6 +221,8 @@ class ClientConnection:
         ``pinned`` is a revision the caller insists on (None: the newest).
         """
         wait = self.session.default_timeout if timeout is DEFAULT else timeout
+        # ``timeout`` bounds connecting: the probe and then ``initialize`` share one deadline
+        deadline = None if wait is None else time.monotonic() + wait
         if era != HANDSHAKE:
             # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
             bounded = None if self.http_hooks is not None else probe_timeout
@@ -239,6 +242,12 @@ class ClientConnection:
             else:
                 self._become_modern(version, result)
                 return
+            if deadline is not None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    raise RequestTimeout(
+                        f"server/discover, initialize: no answer within {wait:g} s"
+                    )
         self.initialize(timeout)
 
     def _become_modern(self, version: str, result: DiscoverResult) -> None:

@@ -95,6 +95,30 @@ def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
     assert time.monotonic() - started < WAIT  # the request timeout (WAIT) did not bound the probe
 
 
+#: A server that reads its input and never answers anything (nor the probe, nor initialize).
+SILENT_SERVER = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
+
+
+def test_initialize_timeout_bounds_the_probe_and_initialize_together():
+    # --connect-timeout (initialize_timeout) is the bound on connecting: the probe's wait is part
+    # of it, and initialize gets what is left, not the whole bound again
+    bound = 4.0
+    outcome: list[BaseException] = []
+    ended = threading.Event()
+
+    def connect() -> None:
+        try:
+            Client.stdio(SILENT_SERVER, initialize_timeout=bound, timeout=WAIT, stderr="capture")
+        except BaseException as exc:
+            outcome.append(exc)
+        ended.set()
+
+    threading.Thread(target=connect, name="connecting", daemon=True).start()
+    assert ended.wait(bound + 3), "connecting outlived its bound (probe, then a whole new bound?)"
+    assert len(outcome) == 1 and isinstance(outcome[0], RequestTimeout), outcome
+    assert "initialize" in str(outcome[0])
+
+
 @pytest.mark.parametrize("bad", [0, -1, "1", True, None])
 def test_probe_timeout_must_be_a_positive_number(bad):
     with pytest.raises(ValueError, match="probe_timeout"):
