@@ -37,6 +37,8 @@ CALL_TIMEOUT = 5.0
 MAX_QUOTED = 10
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
+#: How the validator's error for a line that is not JSON begins (``WireValidator._not_a_message``).
+NOT_A_MESSAGE = "not a JSON-RPC message (from the server): "
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Checker:
             -32601,
         )
         self._invalid_params(caps)
+        self._only_messages()
         self._schema()
         return self.findings
 
@@ -284,9 +287,27 @@ class Checker:
             return
         self.add(check, missed, section, f"answered with a result, not error {code}")
 
+    def _only_messages(self) -> None:
+        # 2025-11-25 basic/transports §stdio: "The server MUST NOT write anything to its stdout
+        # that is not a valid MCP message" (the same sentence in 2026-07-28 basic/transports/stdio).
+        count = self.validator.not_messages.get("<--", 0)
+        if count == 0:
+            return  # the schema row says how many messages were checked
+        quoted = [e for e in self.validator.received_errors if e.startswith(NOT_A_MESSAGE)]
+        more = count - len(quoted)
+        self.add(
+            "the server writes nothing but MCP messages to its stdout",
+            FAIL,
+            "basic/transports/stdio" if self.client.era == "modern" else "basic/transports §stdio",
+            f"{count} line(s) that are not a JSON-RPC message: "
+            + "; ".join(e.removeprefix(NOT_A_MESSAGE) for e in quoted)
+            + (f"; ... {more} more" if more > 0 else ""),
+        )
+
     def _schema(self) -> None:
-        # The server's messages: this command's own probes are invalid on purpose.
-        errors = list(self.validator.received_errors)
+        # The server's messages: this command's own probes are invalid on purpose.  Lines that are
+        # not messages have a row of their own (_only_messages).
+        errors = [e for e in self.validator.received_errors if not e.startswith(NOT_A_MESSAGE)]
         section = "schema.json (the official JSON Schema)"
         detail = f"{len(self.validator.messages)} message(s) checked"
         if errors:

@@ -43,6 +43,11 @@ REQUEST_TYPES = {
     "tasks/list": ("ListTasksRequest", "ListTasksResult"),
     "tasks/cancel": ("CancelTaskRequest", "CancelTaskResult"),
 }
+#: Lines that are not JSON quoted at most (in ``errors``; all are counted in ``not_messages``).
+MAX_NOT_MESSAGES_QUOTED = 3
+#: Characters of such a line quoted at most.
+NOT_MESSAGE_EXCERPT = 80
+
 NOTIFICATION_TYPES = {
     "notifications/initialized": "InitializedNotification",
     "notifications/cancelled": "CancelledNotification",
@@ -84,12 +89,18 @@ class WireValidator:
         self.augmented: set[tuple[str, object]] = set()  # 2025-11-25 requests with params.task
         #: The revision of the last 2026-07-28-era request seen (None: none yet).
         self.modern_version: str | None = None
+        #: direction -> how many lines that way were not JSON at all (not an MCP message).
+        self.not_messages: dict[str, int] = {}
         self._backlog: list[tuple[str, dict]] = []
         self._unchecked = False
         self.lock = threading.Lock()
 
     def __call__(self, direction: str, data: bytes) -> None:
-        message = json.loads(data)
+        try:
+            message = json.loads(data)
+        except ValueError:  # not JSON (JSONDecodeError), or not UTF-8 (UnicodeDecodeError)
+            self._not_a_message(direction, data)
+            return
         with self.lock:
             self.messages.append((direction, message))
             items = message if isinstance(message, list) else [message]
@@ -124,6 +135,24 @@ class WireValidator:
                     for d, m in backlog:
                         self._check(d, m)
                 self._check(direction, item)
+
+    def _not_a_message(self, direction: str, data: bytes) -> None:
+        """Record a line that is no JSON at all: counted, the first few quoted in ``errors``.
+
+        2025-11-25 basic/transports §stdio: "The server MUST NOT write anything to its stdout that
+        is not a valid MCP message" (and the client nothing to the server's stdin).  A server that
+        prints a line for each request is reported, not quoted a thousand times.
+        """
+        with self.lock:
+            seen = self.not_messages.get(direction, 0) + 1
+            self.not_messages[direction] = seen
+            if seen > MAX_NOT_MESSAGES_QUOTED:
+                return
+            text = bytes(data).decode("utf-8", "replace").strip()
+            if len(text) > NOT_MESSAGE_EXCERPT:
+                text = text[:NOT_MESSAGE_EXCERPT] + "..."
+            way = "from the server" if direction == "<--" else "to the server"
+            self._found(direction, [f"not a JSON-RPC message ({way}): {text!r}"])
 
     @property
     def schema_version(self) -> str | None:

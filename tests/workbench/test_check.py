@@ -87,6 +87,22 @@ def test_a_server_that_breaks_the_spec_is_caught_precisely():
     assert "answered with a result" in warned["an invalid cursor is -32602"]  # a SHOULD: a warning
 
 
+@pytest.mark.parametrize("era", ["auto", "handshake"])
+def test_lines_on_stdout_that_are_not_messages_fail_the_check_once_each_quoted_a_few(era):
+    # 2025-11-25 basic/transports §stdio: "The server MUST NOT write anything to its stdout that is
+    # not a valid MCP message": a FAIL row (exit 5), counted, a few quoted, no traceback anywhere
+    stray = f'"{sys.executable}" "{SERVERS / "stray_stdout_server.py"}" 40'
+    proc = run_cli("check", stray, "--era", era, "--json", "--quiet-server", timeout=120)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 5 and not report["ok"], report
+    failed = by_status(report, "fail")
+    detail = failed["the server writes nothing but MCP messages to its stdout"]
+    assert detail.startswith("40 line(s) that are not a JSON-RPC message: 'Starting server 1...'")
+    assert detail.endswith("; ... 37 more") and "Starting server 4..." not in detail
+    assert len(failed) == 1, failed  # the schema row is about the messages, and they are fine
+    assert "ERROR" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_the_table_reads_as_a_table():
     proc = run_cli("check", BROKEN, "--quiet-server", timeout=120)
     assert proc.returncode == 5
