@@ -242,12 +242,16 @@ class ClientConnection:
             else:
                 self._become_modern(version, result)
                 return
-            if deadline is not None:
+            if deadline is not None:  # initialize gets what the probe left of the bound
                 timeout = deadline - time.monotonic()
+                late = RequestTimeout(f"server/discover, initialize: no answer within {wait:g} s")
                 if timeout <= 0:
-                    raise RequestTimeout(
-                        f"server/discover, initialize: no answer within {wait:g} s"
-                    )
+                    raise late
+                try:
+                    self.initialize(timeout)
+                except RequestTimeout:
+                    raise late from None
+                return
         self.initialize(timeout)
 
     def _become_modern(self, version: str, result: DiscoverResult) -> None:

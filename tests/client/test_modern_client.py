@@ -99,16 +99,24 @@ def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
 SILENT_SERVER = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
 
 
-def test_initialize_timeout_bounds_the_probe_and_initialize_together():
+@pytest.mark.parametrize("probe_timeout", [10.0, 1.0])
+def test_initialize_timeout_bounds_the_probe_and_initialize_together(probe_timeout):
     # --connect-timeout (initialize_timeout) is the bound on connecting: the probe's wait is part
-    # of it, and initialize gets what is left, not the whole bound again
+    # of it, and initialize gets what is left, not the whole bound again (a probe that waited all
+    # of it: none, at once; a shorter probe: the rest)
     bound = 4.0
     outcome: list[BaseException] = []
     ended = threading.Event()
 
     def connect() -> None:
         try:
-            Client.stdio(SILENT_SERVER, initialize_timeout=bound, timeout=WAIT, stderr="capture")
+            Client.stdio(
+                SILENT_SERVER,
+                initialize_timeout=bound,
+                probe_timeout=probe_timeout,
+                timeout=WAIT,
+                stderr="capture",
+            )
         except BaseException as exc:
             outcome.append(exc)
         ended.set()
@@ -116,7 +124,8 @@ def test_initialize_timeout_bounds_the_probe_and_initialize_together():
     threading.Thread(target=connect, name="connecting", daemon=True).start()
     assert ended.wait(bound + 3), "connecting outlived its bound (probe, then a whole new bound?)"
     assert len(outcome) == 1 and isinstance(outcome[0], RequestTimeout), outcome
-    assert "initialize" in str(outcome[0])
+    # the bound the caller gave, not what the probe left of it
+    assert str(outcome[0]) == f"server/discover, initialize: no answer within {bound:g} s"
 
 
 @pytest.mark.parametrize("bad", [0, -1, "1", True, None])
