@@ -641,22 +641,37 @@ def test_a_call_resumes_for_as_long_as_each_resumption_brings_something_new(scri
     assert resumptions(server) == 15
 
 
-def test_resumptions_that_bring_nothing_new_stop_at_max_resumes(scripted):
-    # Each GET resuming the call's stream breaks before any event (a chunked body cut short): the
-    # call fails after MAX_RESUMES of them, not at its timeout.
+def _cut_short(connection) -> None:
+    """An SSE answer's head, then the end of the connection: a chunked body cut short."""
+    connection.sendall(SSE_HEAD.replace(b"Connection: close", b"Transfer-Encoding: chunked"))
+
+
+@pytest.mark.parametrize(
+    "resumed, failure",
+    [
+        # the stream breaks before any event: the call fails after MAX_RESUMES of them, not at
+        # its timeout
+        (_cut_short, "the server closed the stream before answering"),
+        # the connection is closed before any answer: a resumption that brought nothing (tried
+        # again), and the call fails saying so; it used to fail at once, saying the server had
+        # ended the resumed stream
+        (lambda connection: None, "resuming the stream failed"),
+    ],
+    ids=["stream cut short", "connection closed"],
+)
+def test_resumptions_that_bring_nothing_new_stop_at_max_resumes(scripted, resumed, failure):
     server = scripted()
     first = polling(server, answer_at=100)
 
     def script(request):
         if request["method"] == "GET" and "last-event-id" in request["headers"]:
-            head = SSE_HEAD.replace(b"Connection: close", b"Transfer-Encoding: chunked")
-            return lambda connection: connection.sendall(head)  # then the connection ends
+            return resumed
         return first(request)
 
     server.script = script
     with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
         outcome = ended_within(WAIT, lambda: client.call_tool("long"))
-    assert "the server closed the stream before answering" in str(outcome), outcome
+    assert failure in str(outcome), outcome
     assert resumptions(server) == http_client.MAX_RESUMES
 
 
@@ -701,23 +716,17 @@ def test_a_subscription_the_new_session_refuses_is_no_longer_counted(serve):
         assert updated.wait_for(1) == ["res://a"]
 
 
-def test_a_resumption_whose_connection_fails_is_tried_again(scripted):
-    # Each GET resuming the call's stream has its connection closed before any answer: it counts
-    # as a resumption that brought nothing (tried again, up to MAX_RESUMES), and the call fails
-    # saying so; it used to fail at once, saying the server had ended the resumed stream.
-    server = scripted()
-    first = polling(server, answer_at=100)
+def pinging(server: ScriptedServer):
+    """A call's SSE answer that holds one server request, a ping (id ``server-1``), and nothing
+    more until the test stops the server."""
 
-    def script(request):
-        if request["method"] == "GET" and "last-event-id" in request["headers"]:
-            return lambda connection: None  # the connection ends, no answer
-        return first(request)
+    def asks(connection) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        ping = {"jsonrpc": "2.0", "id": "server-1", "method": "ping"}
+        connection.sendall(f"data: {json.dumps(ping)}\n\n".encode())
+        server.stop.wait(LONG)
 
-    server.script = script
-    with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
-        outcome = ended_within(WAIT, lambda: client.call_tool("long"))
-    assert "resuming the stream failed" in str(outcome), outcome
-    assert resumptions(server) == http_client.MAX_RESUMES
+    return asks
 
 
 def test_an_answer_refused_503_with_retry_after_is_sent_again(scripted):
@@ -732,14 +741,7 @@ def test_an_answer_refused_503_with_retry_after_is_sent_again(scripted):
     def script(request):
         message = request["json"] or {}
         if message.get("method") == "tools/call":
-
-            def asks(connection):
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-                ping = {"jsonrpc": "2.0", "id": "server-1", "method": "ping"}
-                connection.sendall(f"data: {json.dumps(ping)}\n\n".encode())
-                server.stop.wait(LONG)
-
-            return asks
+            return pinging(server)
         if is_answer(request) and not refusals:
             refusals.append(request)
             body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"not yet: send it again"}}'
@@ -766,14 +768,7 @@ def test_an_answer_waiting_to_be_sent_again_holds_up_no_other_call(scripted):
     def script(request):
         message = request["json"] or {}
         if message.get("method") == "tools/call" and message["params"]["name"] == "slow":
-
-            def asks(connection):
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
-                ping = {"jsonrpc": "2.0", "id": "server-1", "method": "ping"}
-                connection.sendall(f"data: {json.dumps(ping)}\n\n".encode())
-                server.stop.wait(LONG)
-
-            return asks
+            return pinging(server)
         if message.get("method") == "tools/call":
             text = {"content": [{"type": "text", "text": "quick"}]}
             return json_answer({"jsonrpc": "2.0", "id": message["id"], "result": text})

@@ -340,6 +340,14 @@ def test_a_listen_stream_opened_again_at_once_still_gets_its_updates():
 # -- closing: nothing is opened, kept or sent once the proxy has closed ----------------------------
 
 
+def echo_into(client: Client, outcome: list) -> None:
+    """``client`` calls the target's echo tool: its text, or the McpError it met, into ``outcome``."""
+    try:
+        outcome.append(client.call_tool("echo", {"text": "hi"}).text)
+    except McpError as exc:
+        outcome.append(exc)
+
+
 def test_a_request_waiting_for_the_turn_at_close_opens_no_connection(caplog):
     # Alice's call holds the handshake-era command target's turn, Bob's waits for it; the proxy
     # closes.  Alice's call ends with the watcher, and Bob's, given the turn, is refused: the
@@ -357,14 +365,7 @@ def test_a_request_waiting_for_the_turn_at_close_opens_no_connection(caplog):
             slow = alice.start_tool_call("slow", on_progress=lambda *report: started.set())
             assert started.wait(WAIT)
             outcome: list = []
-
-            def bob_calls() -> None:
-                try:
-                    outcome.append(bob.call_tool("echo", {"text": "hi"}).text)
-                except McpError as exc:
-                    outcome.append(exc)
-
-            waiting = threading.Thread(target=bob_calls)
+            waiting = threading.Thread(target=echo_into, args=(bob, outcome))
             waiting.start()
             assert turn.asked.acquire(timeout=WAIT) and turn.asked.acquire(timeout=WAIT)
             proxy.close()
@@ -396,14 +397,7 @@ def test_a_sessions_connection_opened_during_close_is_closed(caplog):
     with served(recording(target_command("handshake"), opened, slow_start)) as (proxy, url):
         with Client.http(url, era="handshake", timeout=WAIT) as session:
             outcome: list = []
-
-            def first_request() -> None:
-                try:
-                    outcome.append(session.call_tool("echo", {"text": "hi"}).text)
-                except McpError as exc:
-                    outcome.append(exc)
-
-            asking = threading.Thread(target=first_request)
+            asking = threading.Thread(target=echo_into, args=(session, outcome))
             asking.start()
             assert opening.wait(WAIT)
             proxy.close()
