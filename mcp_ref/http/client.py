@@ -693,9 +693,12 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 if self._renewal_failed is not None:
                     raise self._renewal_failed  # another request tried, and found no server
                 return  # another request already renewed it
+            # The old id is gone before the generation moves on: whoever reads the generation,
+            # then the id (as every sender does), never pairs the new generation with the old id
+            # (its 404 would start yet another session).
+            self.session_id = None
             self._generation += 1
             self._session_ready.clear()  # requests wait for the new session instead of failing
-            self.session_id = None
             self._renewer = threading.get_ident()
             follow_up = None
             try:
@@ -876,7 +879,9 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
 
         cursor, fruitless = Cursor(), 0
         while not self._closed.is_set():
-            seen, generation, sent_with = cursor.events, self._generation, self.session_id
+            seen = cursor.events
+            generation = self._generation  # first, then the id (see _renew_session)
+            sent_with = self.session_id
             forgotten = False
             try:
                 # watched: close() shuts its socket down, even before headers that never come

@@ -147,7 +147,13 @@ class Notices:
         initialized = getattr(message, "method", None) == "notifications/initialized"
         seconds = handshake if initialized else timeout
         renewing = threading.get_ident() == self._renewer  # the new session's own notice
+        # the session it was sent for (read before any wait: a notice that waited for a new
+        # session and meets a 404 there starts no other)
+        generation = self._generation
         if not (legacy or renewing or self._session_ready.is_set()):
+            if initialized:  # the old session's handshake: the new one had its own
+                log.debug("the forgotten session's notifications/initialized was dropped")
+                return
             if isinstance(message, (Response, ErrorResponse, list)):
                 # An answer does not wait (its sender may be the session's reader, which the new
                 # session's initialize needs); one to a request of the forgotten session has
@@ -160,7 +166,6 @@ class Notices:
                 # 2025-11-25 basic/transports §Session Management, the client "MUST include it [the
                 # session id] in the MCP-Session-Id header on all of their subsequent HTTP requests"
                 raise OSError(f"no new session within {seconds:g} s to send it to")
-        generation = self._generation
         sent_with = self.session_id
         target = shown(self._target(legacy))
         key = (kind, next(_numbers))
