@@ -49,7 +49,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
@@ -106,7 +106,7 @@ from .not_reached import (
     shown,
     unreachable,
 )
-from .notices import NOTICES_AT_CLOSE, Notices, notice_timeouts
+from .notices import Notices, notice_timeouts
 from .origins import CrossOriginRefused, redirect_guard
 from .sse import SseParser
 
@@ -422,11 +422,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         if self._closed.is_set():
             return
         self._closed.set()
-        # the cancellations the session's close queued go first: for NOTICES_AT_CLOSE at most
-        try:
-            self._notices.submit(log.debug, "the cancellations were sent").result(NOTICES_AT_CLOSE)
-        except (FutureTimeout, RuntimeError):  # a server slow to take them; closed already
-            log.debug("cancellations left unsent at close")
+        self._send_due_notices()  # the cancellations the session's close queued go first
         if self.session_id and self.mode != "sse":
             self._end_session()  # the session's DELETE, SESSION_END_TIMEOUT at most
         self.in_flight.close()  # no worker is left reading, nor the thread sending a notice
@@ -438,7 +434,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             except Exception:  # closing must not raise, and ends every other stream all the same
                 log.debug("ending a stream failed", exc_info=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._notices.shutdown(wait=False, cancel_futures=True)
+        self._notices.shutdown()
         self.http.close()
         self._incoming.close()  # a stream's thread waiting for room drops its message
         self._incoming.put(None)

@@ -785,3 +785,51 @@ def test_an_answer_waiting_to_be_sent_again_holds_up_no_other_call(scripted):
         server.wait_for(lambda r: "result" in (r["json"] or {}), "the ping's answer")
         assert client.call_tool("quick", timeout=WAIT).text == "quick"
         server.stop.set()
+
+
+def test_a_cancellation_is_not_held_up_by_another_notices_pause_before_it_is_sent_again(scripted):
+    # The server refuses a notification 503 with Retry-After: 30; then the user cancels a call.
+    # The notice thread used to wait out the refused notice's pause before sending anything it
+    # had queued after it: the server heard of the cancellation 30 s late.  It hears of it at once.
+    cancelled = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "notifications/roots/list_changed":
+            return answer("503 Service Unavailable", b"", "Retry-After: 30\r\n")
+        if message.get("method") == "tools/call":
+            return held(server)
+        if message.get("method") == "notifications/cancelled":
+            cancelled.set()
+        return None
+
+    server = scripted(script)
+    client = Client.http(server.url, era="handshake", timeout=4 * WAIT, roots=["file:///a"])
+    try:
+        client.set_roots(["file:///b"])  # refused: to be sent again in 30 s
+        server.wait_for(posted("notifications/roots/list_changed"), "the notification")
+        call = client.start_tool_call("slow", {})
+        server.wait_for(posted("tools/call"), "the call")
+        call.cancel()
+        assert cancelled.wait(WAIT), "the cancellation waited for the other notice's pause"
+    finally:
+        ended_within(WAIT, client.close)  # the notice still to be sent again holds up no close()
+    assert server.count(posted("notifications/roots/list_changed")) == 1  # not sent after close
+
+
+def test_the_notices_of_a_kind_sent_again_keep_the_order_they_were_refused_in():
+    # The notice thread sends what is due: a notice due later (its pause) holds up nothing due
+    # now, but one of its kind refused after it goes after it, whatever its own pause (progress:
+    # 2025-11-25 basic/utilities/progress, "The progress value MUST increase with each
+    # notification").
+    queue = notices.NoticeQueue()
+    ran: list[str] = []
+    try:
+        first = queue.submit(ran.append, "first", delay=LONG, kind="notice")
+        second = queue.submit(ran.append, "second", delay=0.0, kind="notice")
+        queue.submit(ran.append, "a cancellation").result(WAIT)  # due now: sent at once
+        assert ran == ["a cancellation"]
+        assert not second.done(), "a notice went before one of its kind refused before it"
+    finally:
+        queue.shutdown()
+    assert first.cancelled() and second.cancelled()  # dropped at close
