@@ -15,6 +15,7 @@ answers a test scripts; the rest is mcp_ref's own server.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 
@@ -398,6 +399,79 @@ def test_a_subscription_the_old_session_took_during_the_renewal_is_asked_of_the_
         )
         renewal_over(client.session.transport)
         assert client.connection.streams.subscribed_uris() == {"res://x"}
+
+
+class Seen(logging.Handler):
+    """A log handler: ``came`` is set once a record whose message holds ``words`` is logged."""
+
+    def __init__(self, words: str):
+        super().__init__(logging.DEBUG)
+        self.words = words
+        self.came = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.came.set()
+
+
+def test_an_unsubscribe_during_the_renewal_reaches_the_new_session_after_its_subscribe_again(
+    scripted,
+):
+    # The new session is asked again for res://x (the follow-up), and holds that subscribe; the
+    # user unsubscribes meanwhile.  Were the unsubscribe sent at once, the server could act on it
+    # before the subscribe, and stay subscribed against the user's wish: it waits for the
+    # subscribe's answer (its turn, taken before the new session was ready), then goes.
+    forgotten, release = threading.Event(), threading.Event()
+    subscribe_again = both(posted("resources/subscribe"), of_session("s2"))
+    unsubscribe = posted("resources/unsubscribe")
+    acted_on: list[tuple[str, str | None]] = []  # what the server did, in the order it did it
+
+    def act_on(request) -> None:
+        acted_on.append((request["json"]["method"], request["headers"].get("mcp-session-id")))
+
+    def subscribe_when_released(connection: socket.socket, request: dict) -> None:
+        if release.wait(LONG):
+            act_on(request)
+            connection.sendall(server.usual(request))
+
+    def script(request):
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if subscribe_again(request):
+            return lambda connection: subscribe_when_released(connection, request)
+        if unsubscribe(request):
+            act_on(request)
+            queued.came.set()  # sent at once: the test releases the subscribe, and sees the order
+        return None
+
+    server = scripted(script)
+    server.capabilities = {"tools": {}, "resources": {"subscribe": True}}
+    queued = Seen("waits for the answer to the one before it")
+    listening_log = logging.getLogger("mcp_ref.client.listening")
+    listening_log.addHandler(queued)
+    level = listening_log.level
+    listening_log.setLevel(logging.DEBUG)
+    try:
+        with Client.http(server.url, era="handshake", timeout=LONG) as client:
+            client.subscribe("res://x")
+            forgotten.set()
+            client.list_tools()  # meets the 404: a new session, asked again for res://x
+            server.wait_for(subscribe_again, "the subscribe again")
+            unsubscribing = threading.Thread(
+                target=lambda: client.unsubscribe("res://x"), daemon=True
+            )
+            unsubscribing.start()
+            assert queued.came.wait(WAIT), "the unsubscribe was neither sent nor queued"
+            release.set()
+            unsubscribing.join(WAIT)
+            assert not unsubscribing.is_alive(), "the unsubscribe never ended"
+            renewal_over(client.session.transport)
+            assert acted_on == [("resources/subscribe", "s2"), ("resources/unsubscribe", "s2")]
+            assert client.connection.streams.subscribed_uris() == set()
+    finally:
+        release.set()
+        listening_log.removeHandler(queued)
+        listening_log.setLevel(level)
 
 
 def test_a_notification_sent_during_a_renewal_goes_to_the_new_session(scripted):
