@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import MCPRefError
 
 if TYPE_CHECKING:
+    from ..session import Session
     from .listening import Streams
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,10 @@ class Renewed(Protocol):
     """What :func:`renew` uses of a :class:`~mcp_ref.client.connection.ClientConnection`."""
 
     log_level: str | None
+
+    @property
+    def session(self) -> Session:
+        """The session, closed once the client is."""
 
     @property
     def streams(self) -> Streams:
@@ -46,7 +51,8 @@ def renew(connection: Renewed) -> Callable[[], None]:
     """The handshake again (``initialize``, ``notifications/initialized``); returns its follow-up,
     which the transport runs once the new session is ready, on a thread of its own, holding up no
     request: the log level asked of the old session, then its subscriptions (:meth:`~mcp_ref.
-    client.listening.Streams.resubscribe`).  What the new session refuses is logged, not raised.
+    client.listening.Streams.resubscribe`).  What the new session refuses is logged, not raised;
+    a request failing because the client was closed meanwhile is no failure (DEBUG only).
 
     The subscriptions' turns are taken here, before the session is ready
     (:meth:`~mcp_ref.client.listening.Streams.resubscribe_turns`): a ``Client.subscribe`` or
@@ -60,7 +66,9 @@ def renew(connection: Renewed) -> Callable[[], None]:
             if connection.log_level is not None:
                 connection.request("logging/setLevel", {"level": connection.log_level})
         except (MCPRefError, OSError) as exc:  # the server's failure, or the client closing
-            log.warning("the new session did not take the log level: %s", exc)
+            # a close by the user is no failure (the request failed because the client closed)
+            level = logging.DEBUG if connection.session.is_closed else logging.WARNING
+            log.log(level, "the new session did not take the log level: %s", exc)
         finally:
             streams.resubscribe(turns)
 

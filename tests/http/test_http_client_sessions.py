@@ -587,6 +587,50 @@ def test_closing_during_a_renewal_logs_no_error(scripted, caplog):
     assert errors == [], errors
 
 
+@pytest.mark.parametrize("held_method", ["logging/setLevel", "resources/subscribe"])
+def test_closing_while_the_new_session_is_asked_again_for_what_the_old_held_logs_nothing(
+    scripted, caplog, held_method
+):
+    # close() while the new session holds the log level (or the subscription) asked again: the
+    # follow-up's request fails because the client closed, and the log level's failure used to be
+    # a WARNING ("the new session did not take the log level").  A close by the user is no
+    # failure: nothing above DEBUG is logged for it, and close() keeps its bound.
+    forgotten = threading.Event()
+    held_again = both(posted(held_method), of_session("s2"))
+
+    def script(request):
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if held_again(request):
+            return held(server)
+        return None
+
+    server = scripted(script)
+    server.capabilities = {"tools": {}, "logging": {}, "resources": {"subscribe": True}}
+    client = Client.http(server.url, era="handshake", timeout=LONG)
+    try:
+        client.set_logging_level("info")
+        client.subscribe("res://x")
+        transport = client.session.transport
+        forgotten.set()
+        client.list_tools()  # meets the 404: a new session, asked again for the two
+        server.wait_for(held_again, f"the {held_method} asked again")
+        follow_ups = transport._follow_ups.copy()
+        caplog.set_level(logging.DEBUG)
+        closing = len(caplog.records)
+    finally:
+        ended_within(WAIT, client.close)
+    for thread in follow_ups:  # the follow-up has ended, and logged what it had to
+        thread.join(WAIT)
+        assert not thread.is_alive(), "the follow-up outlives close()"
+    said = [
+        f"{record.levelname} {record.name}: {record.getMessage()}"
+        for record in caplog.records[closing:]
+        if record.levelno > logging.DEBUG
+    ]
+    assert said == [], said
+
+
 # -- what the client POSTs with no answer to wait for: within a deadline --------------------------
 
 
