@@ -434,7 +434,8 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             except Exception:  # closing must not raise, and ends every other stream all the same
                 log.debug("ending a stream failed", exc_info=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._notices.shutdown()
+        self._notices.shutdown(wait=False, cancel_futures=True)
+        self._resends.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.close()  # a stream's thread waiting for room drops its message
         self._incoming.put(None)

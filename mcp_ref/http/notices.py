@@ -19,13 +19,11 @@ own (:meth:`Notices._send_other`).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthorizationError
@@ -66,76 +64,6 @@ def notice_timeouts(client_options: dict) -> tuple[float | None, float | None]:
     return timeout, timeout if isinstance(handshake, Default) else handshake
 
 
-class NoticeQueue:
-    """The notice thread: one thread running what it is handed, each when due, the earliest due
-    first (those due at the same time in the order handed).  A cancellation is due at once; a
-    notice refused 503 is due once its pause is over (:meth:`Notices._send_later`): it waits in
-    the queue, not on the thread, so what is due meanwhile (a cancellation the user made) is sent
-    without waiting for it.  Its ``submit`` is a ``ThreadPoolExecutor``'s, with a delay."""
-
-    def __init__(self) -> None:
-        #: What waits to run: (due time, number handed in turn, its future, the job), a heap.
-        self._waiting: list[tuple[float, int, Future, Callable[[], Any]]] = []
-        self._numbers = itertools.count()
-        self._changed = threading.Condition()
-        self._shut = False
-        #: Per kind of job (:meth:`submit`), when the last one handed is due.
-        self._last_due: dict[str, float] = {}
-        #: The thread, once something was handed to it (a set, as a ``ThreadPoolExecutor``'s).
-        self._threads: set[threading.Thread] = set()
-
-    def submit(
-        self, job: Callable[..., Any], *args: Any, delay: float = 0.0, kind: str | None = None
-    ) -> Future:
-        """Run ``job(*args)`` on the thread ``delay`` seconds from now, or as soon as it is free
-        after that; its future.  ``kind``: not before a job of that kind handed before it (the
-        notices of a kind sent again go in the order they were refused).  Raises
-        ``RuntimeError`` once shut down."""
-        future: Future = Future()
-        due = time.monotonic() + delay
-        with self._changed:
-            if self._shut:
-                raise RuntimeError("the notice thread is shut down")
-            if kind is not None:
-                due = self._last_due[kind] = max(due, self._last_due.get(kind, due))
-            heapq.heappush(self._waiting, (due, next(self._numbers), future, lambda: job(*args)))
-            if not self._threads:
-                thread = threading.Thread(target=self._run, name="mcp-http-notice", daemon=True)
-                self._threads.add(thread)
-                thread.start()
-            self._changed.notify()
-        return future
-
-    def shutdown(self) -> None:
-        """Run nothing more: what waits is cancelled (the job under way ends as it will: the
-        transport shuts its socket down)."""
-        with self._changed:
-            self._shut = True
-            dropped, self._waiting = self._waiting, []
-            self._changed.notify()
-        for _due, _number, future, _job in dropped:
-            future.cancel()
-
-    def _run(self) -> None:
-        """The thread: the earliest due job, once due, until shut down."""
-        while True:
-            with self._changed:
-                while not self._shut and (
-                    not self._waiting or self._waiting[0][0] > time.monotonic()
-                ):
-                    pause = self._waiting[0][0] - time.monotonic() if self._waiting else None
-                    self._changed.wait(pause)
-                if self._shut:
-                    return
-                _due, _number, future, job = heapq.heappop(self._waiting)
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(job())
-            except BaseException as exc:  # the future's to hold
-                future.set_exception(exc)
-
-
 class Notices:
     """The notices part of :class:`~mcp_ref.http.client.HttpClientTransport`."""
 
@@ -156,7 +84,8 @@ class Notices:
         _reinitialize: Any
         _session_ready: threading.Event
         _pool: ThreadPoolExecutor
-        _notices: NoticeQueue
+        _notices: ThreadPoolExecutor
+        _resends: ThreadPoolExecutor
         _notice_places: threading.BoundedSemaphore
 
         def _post(
@@ -170,10 +99,12 @@ class Notices:
         def _renew_session(self, generation: int) -> None: ...
 
     def _open_notices(self) -> None:
-        """The thread that POSTs the cancellations, in order, nobody waiting
-        (:meth:`_tell_cancelled`), and the notices refused 503, each once its pause is over
-        (:meth:`_send_later`), with room for :data:`MAX_WAITING_NOTICES` of them."""
-        self._notices = NoticeQueue()
+        """Start the thread that POSTs the cancellations, in order, nobody waiting
+        (:meth:`_tell_cancelled`), and the one that sends again the notices refused 503, each
+        once its pause is over (:meth:`_send_later`), with room for :data:`MAX_WAITING_NOTICES`
+        of them.  Two threads: a pause never holds up a cancellation."""
+        self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
+        self._resends = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-resend")
         self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
 
     def _send_due_notices(self) -> None:
@@ -292,23 +223,26 @@ class Notices:
     def _send_later(
         self, pause: float, data: bytes, legacy: bool, message: Any, kind: str, resends: int
     ) -> None:
-        """:meth:`_send_other` again after ``pause`` seconds, on the notice thread, its place one of
-        :data:`MAX_WAITING_NOTICES` (none left: it is dropped, logged).  It waits for its pause in
-        the thread's queue (:class:`NoticeQueue`), not on the thread: what is due meanwhile goes
-        at once (a cancellation is not held up by another notice's pause: 2025-11-25
-        basic/utilities/cancellation, its receiver "SHOULD: Stop processing the cancelled
-        request", which it cannot do before it hears of it); those of its ``kind`` sent again go
-        in the order they were refused (e.g. progress: basic/utilities/progress, "The progress
-        value MUST increase with each notification")."""
+        """:meth:`_send_other` again after ``pause`` seconds, on the thread of the notices sent
+        again, in the order they were refused, its place one of :data:`MAX_WAITING_NOTICES` (none
+        left: it is dropped, logged).  Its pause is waited on that thread, not on the
+        cancellations' (:meth:`_tell_cancelled`): a cancellation is not held up by another
+        notice's pause (2025-11-25 basic/utilities/cancellation, its receiver "SHOULD: Stop
+        processing the cancelled request", which it cannot do before it hears of it).  In the
+        order refused: a progress notice sent again stays before a later one of the same request
+        sent again (basic/utilities/progress, "The progress value MUST increase with each
+        notification")."""
         if not self._notice_places.acquire(blocking=False):
             log.warning(
                 "%d notices wait to be sent: a refused %s is dropped", MAX_WAITING_NOTICES, kind
             )
             return
 
+        due = time.monotonic() + pause
+
         def send_again() -> None:
             try:
-                if not self._closed.is_set():  # dropped at close
+                if not self._closed.wait(due - time.monotonic()):  # dropped at close
                     self._send_other(data, legacy, message, kind, resends)
             except OSError as exc:
                 log.debug("%s could not be sent again: %s", kind, failed_because(exc))
@@ -316,7 +250,7 @@ class Notices:
                 self._notice_places.release()
 
         try:
-            self._notices.submit(send_again, delay=pause, kind=kind)
+            self._resends.submit(send_again)
         except RuntimeError:  # shut down: the transport closed
             self._notice_places.release()
 

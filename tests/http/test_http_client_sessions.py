@@ -933,21 +933,3 @@ def test_a_cancellation_is_not_held_up_by_another_notices_pause_before_it_is_sen
     finally:
         ended_within(WAIT, client.close)  # the notice still to be sent again holds up no close()
     assert server.count(posted("notifications/roots/list_changed")) == 1  # not sent after close
-
-
-def test_the_notices_of_a_kind_sent_again_keep_the_order_they_were_refused_in():
-    # The notice thread sends what is due: a notice due later (its pause) holds up nothing due
-    # now, but one of its kind refused after it goes after it, whatever its own pause (progress:
-    # 2025-11-25 basic/utilities/progress, "The progress value MUST increase with each
-    # notification").
-    queue = notices.NoticeQueue()
-    ran: list[str] = []
-    try:
-        first = queue.submit(ran.append, "first", delay=LONG, kind="notice")
-        second = queue.submit(ran.append, "second", delay=0.0, kind="notice")
-        queue.submit(ran.append, "a cancellation").result(WAIT)  # due now: sent at once
-        assert ran == ["a cancellation"]
-        assert not second.done(), "a notice went before one of its kind refused before it"
-    finally:
-        queue.shutdown()
-    assert first.cancelled() and second.cancelled()  # dropped at close
