@@ -154,58 +154,118 @@ def to_jsonable(value: Any, as_input: bool = False) -> Any:
     return rich_jsonable(value, as_input)
 
 
-def _input_names(original: Any, dumped: Any, declared: Any = None) -> Any:
-    """``dumped`` (``original`` dumped by field name) with each field named as pydantic validates
-    it (:func:`_input_name`), at any depth: in models, pydantic and stdlib dataclasses, and
+class UnsendableAlias(TypeError):
+    """A field whose validation alias names a place no JSON value can fill faithfully (an
+    ``AliasPath`` with a negative index, or items it leaves out before the one it names, or two
+    fields naming the same place): the message names the field."""
+
+
+class _Object(dict):
+    """An object built for a field's ``AliasPath`` (not a value of the user's)."""
+
+
+class _Items(dict):
+    """An array built for a field's ``AliasPath``: its items by index until it is complete."""
+
+    field = ""  # the field whose alias made it
+    where = ""  # its place, as ``['a'][0]``
+
+
+def _input_names(original: Any, dumped: Any, declared: Any = None, generator: Any = None) -> Any:
+    """``dumped`` (``original`` dumped by field name) with each field put where pydantic validates
+    it (:func:`_input_path`), at any depth: in models, pydantic and stdlib dataclasses, and
     TypedDicts (known by ``declared``, the type the enclosing field declares), through dicts,
-    arrays and root models.  A part a serializer reshaped (another kind, or other items) is left as
-    pydantic wrote it."""
+    arrays and root models.  ``generator`` is the alias generator a TypedDict or a stdlib dataclass
+    without a pydantic config of its own takes from the model around it, as pydantic gives it.  A
+    part a serializer reshaped (another kind, or other items) is left as pydantic wrote it."""
+    typed = _typed_dict_fields(declared) if isinstance(original, dict) else None
+    if typed is not None and not (isinstance(dumped, dict) and len(original) == len(dumped)):
+        typed = None  # a serializer reshaped it
+    own = _config_generator(_unwrapped(declared) if typed is not None else type(original))
+    generator = generator if own is None else own
+    fields = typed if typed is not None else _fields_of(original)
     if getattr(original, "__pydantic_root_model__", False):
-        return _input_names(original.root, dumped)
-    fields = _fields_of(original)
-    if fields is not None and isinstance(dumped, dict):
-        return {
-            (_input_name(key, fields[key]) if key in fields else key): _input_names(
-                getattr(original, key, None),
-                item,
-                getattr(fields.get(key), "annotation", None),
-            )
-            for key, item in dumped.items()
-        }
+        root = getattr((fields or {}).get("root"), "annotation", None)
+        return _input_names(original.root, dumped, root, generator)
+    if fields is None or not isinstance(dumped, dict):
+        return _input_names_within(original, dumped, declared, generator)
+    built = _Object()
+    for key, item in dumped.items():
+        field = fields.get(key)
+        inner = original.get(key) if typed is not None else getattr(original, key, None)
+        value = _input_names(inner, item, getattr(field, "annotation", None), generator)
+        path = _input_path(key, field, generator) if key in fields else [key]
+        _place(built, path, value, key)
+    return _built(built)
+
+
+def _input_names_within(original: Any, dumped: Any, declared: Any, generator: Any) -> Any:
+    """:func:`_input_names` through a dict's values and an array's items (``dict[K, V]``:
+    each value a V; ``list[T]``, ``tuple[T, ...]``: each item a T)."""
     if isinstance(original, dict) and isinstance(dumped, dict) and len(original) == len(dumped):
-        typed = _typed_dict_fields(declared)
-        if typed is not None:  # a TypedDict: its keys are its fields
-            return {
-                _input_name(key, typed.get(key)): _input_names(
-                    original.get(key), item, getattr(typed.get(key), "annotation", None)
-                )
-                for key, item in dumped.items()
-            }
-        values = _arguments(declared)[-1:] * len(original)  # dict[K, V]: each value is a V
+        values = _arguments(declared)[-1:] * len(original)
         items = zip(
             original.values(), dumped.items(), values or [None] * len(original), strict=True
         )
-        return {key: _input_names(value, item, of) for value, (key, item), of in items}
+        return {key: _input_names(value, item, of, generator) for value, (key, item), of in items}
     if isinstance(original, _ARRAYS) and isinstance(dumped, list) and len(original) == len(dumped):
-        element = _arguments(declared)[:1] or [None]  # list[T], tuple[T, ...]: each item a T
+        element = _arguments(declared)[:1] or [None]
         return [
-            _input_names(value, item, element[0])
+            _input_names(value, item, element[0], generator)
             for value, item in zip(original, dumped, strict=True)
         ]
     return dumped
 
 
+def _config_generator(kind: Any) -> Any:
+    """The alias generator of the pydantic config class ``kind`` has itself (a model's
+    ``model_config``, a dataclass's or a TypedDict's ``__pydantic_config__``): None when it has
+    none (a TypedDict or stdlib dataclass without one then takes its enclosing model's, as
+    pydantic does), else the generator, or False for a config without one."""
+    config = getattr(kind, "model_config", None) if hasattr(kind, "model_fields") else None
+    config = getattr(kind, "__pydantic_config__", None) if config is None else config
+    if not isinstance(config, dict):
+        return None
+    return config.get("alias_generator") or False
+
+
 def _fields_of(original: Any) -> dict | None:
-    """The fields of a model or dataclass instance (name to pydantic ``FieldInfo``; a stdlib
-    dataclass's to None: named as declared), else None."""
+    """The fields of a model or dataclass instance (name to pydantic ``FieldInfo``, or for a
+    stdlib dataclass what it declares in ``Annotated`` or as its default), else None."""
     if isinstance(original, type):
         return None
     fields = getattr(type(original), "__pydantic_fields__", None)  # a model, a pydantic dataclass
     if isinstance(fields, dict):
         return fields
     if dataclasses.is_dataclass(original):
-        return {field.name: None for field in dataclasses.fields(original)}
+        hints = _hints(type(original))
+        declared = {}
+        for field in dataclasses.fields(original):
+            hint = hints.get(field.name)
+            info = field.default if hasattr(field.default, "validation_alias") else None
+            declared[field.name] = _declared_field(hint, info)
+        return declared
     return None
+
+
+def _hints(kind: type) -> dict:
+    """``kind``'s annotations with their ``Annotated`` metadata; {} when they do not resolve."""
+    import typing
+
+    try:
+        return typing.get_type_hints(kind, include_extras=True)
+    except Exception:  # a forward reference that does not resolve: named as declared
+        return {}
+
+
+def _declared_field(hint: Any, info: Any = None) -> types.SimpleNamespace:
+    """A key of a TypedDict or a stdlib dataclass: its type, and the validation alias its pydantic
+    ``Field`` (``Annotated[int, Field(alias=...)]``, or ``info``) gives it, if any."""
+    infos = [m for m in getattr(hint, "__metadata__", ()) if hasattr(m, "validation_alias")]
+    info = infos[-1] if infos else info
+    return types.SimpleNamespace(
+        validation_alias=getattr(info, "validation_alias", None), annotation=hint
+    )
 
 
 def _unwrapped(declared: Any) -> Any:
@@ -233,33 +293,77 @@ def _arguments(declared: Any) -> list:
 def _typed_dict_fields(declared: Any) -> dict | None:
     """A TypedDict's keys, each with its validation alias (``Annotated[int, Field(alias=...)]``) and
     its type; None when ``declared`` is no TypedDict."""
-    import typing
-
     declared = _unwrapped(declared)
     if not (isinstance(declared, type) and issubclass(declared, dict)):
         return None
     if not hasattr(declared, "__required_keys__"):  # (typing and typing_extensions TypedDicts)
         return None
-    fields = {}
-    for key, hint in typing.get_type_hints(declared, include_extras=True).items():
-        infos = [m for m in getattr(hint, "__metadata__", ()) if hasattr(m, "validation_alias")]
-        alias = infos[-1].validation_alias if infos else None
-        fields[key] = types.SimpleNamespace(validation_alias=alias, annotation=hint)
-    return fields
+    return {key: _declared_field(hint) for key, hint in _hints(declared).items()}
 
 
-def _input_name(name: str, field: Any) -> str:
-    """The property that names field ``name`` in its model's validation JSON schema, as pydantic
-    writes it: the validation alias (which ``alias`` and an alias generator set too), the first
-    plain name of ``AliasChoices``, else the field's name."""
-    alias = getattr(field, "validation_alias", None)  # (None: a stdlib dataclass's field)
+def _input_path(name: str, field: Any, generator: Any) -> list:
+    """Where field ``name`` goes in the JSON pydantic validates, as a path of keys and indexes: its
+    validation alias (which ``alias`` sets too), else the one ``generator`` gives it (pydantic
+    applies a model's ``alias_generator`` to its fields, and to a TypedDict's or a stdlib
+    dataclass's in it), else its name.  Of ``AliasChoices``, the first plain name (the property
+    pydantic's validation JSON schema names), else the first choice; an ``AliasPath`` (``("a", 0,
+    "b")``) is a place inside nested objects and arrays, which :func:`_place` builds."""
+    alias = getattr(field, "validation_alias", None)  # (None: no alias declared)
+    if alias is None and generator:
+        generate = getattr(generator, "generate_aliases", None)
+        if callable(generate):  # pydantic's AliasGenerator: (alias, validation, serialization)
+            named, validation, _ = generate(name)
+            alias = named if validation is None else validation
+        else:
+            alias = generator(name)
+    if alias is None:
+        return [name]
     if isinstance(alias, str):
-        return alias
-    for choice in getattr(alias, "choices", ()):
-        path = getattr(choice, "path", [choice])
-        if len(path) == 1 and isinstance(path[0], str):
-            return path[0]
-    return name
+        return [alias]
+    paths = [getattr(c, "path", [c]) for c in getattr(alias, "choices", [alias])]
+    plain = [path for path in paths if len(path) == 1 and isinstance(path[0], str)]
+    return list((plain or paths)[0])
+
+
+def _place(built: _Object, path: list, value: Any, field: str) -> None:
+    """Put ``value`` at ``path`` in ``built`` (making the objects and arrays on the way);
+    UnsendableAlias naming ``field`` when the place cannot be made faithfully."""
+    node: dict = built
+    for depth, step in enumerate(path):
+        where = "".join(f"[{s!r}]" for s in path[: depth + 1])
+        if isinstance(step, int) and step < 0:
+            raise UnsendableAlias(
+                f"field {field!r}: its validation alias counts from the end of an array "
+                f"({where}), which a value sent cannot say"
+            )
+        if depth == len(path) - 1:
+            if step in node:
+                raise UnsendableAlias(f"field {field!r}: another field fills {where} too")
+            node[step] = value
+            return
+        kind = _Items if isinstance(path[depth + 1], int) else _Object
+        if step not in node:
+            node[step] = kind()
+            node[step].field, node[step].where = field, where
+        elif type(node[step]) is not kind:
+            raise UnsendableAlias(f"field {field!r}: another field fills {where} otherwise")
+        node = node[step]
+
+
+def _built(node: Any) -> Any:
+    """The JSON of what :func:`_place` made: its arrays as lists (UnsendableAlias when an alias
+    leaves an item out before the one it names); the values themselves as they are."""
+    if isinstance(node, _Items):
+        if sorted(node) != list(range(len(node))):
+            missing = min(set(range(max(node) + 1)) - set(node))
+            raise UnsendableAlias(
+                f"field {node.field!r}: its validation alias names the array {node.where}, "
+                f"whose item {missing} no field fills"
+            )
+        return [_built(node[index]) for index in range(len(node))]
+    if isinstance(node, _Object):
+        return {key: _built(item) for key, item in node.items()}
+    return node
 
 
 def _where(path: str, key: Any) -> str:
@@ -339,6 +443,8 @@ def sendable_params(method: str, params: dict | None) -> dict | None:
     except (ValueError, TypeError, RecursionError) as exc:
         name = params.get("name") if isinstance(params, dict) else None
         called = f"{method} {name!r}" if isinstance(name, str) else method
+        if isinstance(exc, UnsendableAlias):
+            raise UnsendableAlias(f"{called}: cannot be sent: {exc}") from None
         raise ValueError(f"{called}: cannot be sent as JSON: {exc}") from None
 
 

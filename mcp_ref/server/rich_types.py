@@ -252,6 +252,66 @@ def _validated(validate: _Converter) -> _Converter:
     return convert
 
 
+def _schema_generator() -> Any:
+    """pydantic's JSON Schema generator, but with a field validated from a place inside its object
+    (``validation_alias=AliasPath("address", "city")``, or ``AliasChoices`` of paths only) shown at
+    that place: pydantic names such a field by its own name, which its validation refuses, so a
+    client that follows the schema (2025-06-18 server/tools: ``inputSchema``, "JSON Schema defining
+    expected parameters") could never call the tool.  An mcp_ref client sends a model's field at
+    the same place (:func:`mcp_ref.jsonable.sendable`)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class PlacedFields(GenerateJsonSchema):
+        def _named_required_fields_schema(self, named_required_fields: Any) -> Any:
+            schema = super()._named_required_fields_schema(named_required_fields)
+            for name, required, field in named_required_fields if self.mode == "validation" else ():
+                path = _alias_path(field.get("validation_alias"))
+                if path is not None and name in schema["properties"]:
+                    moved = schema["properties"].pop(name)
+                    if name in schema.get("required", ()):
+                        schema["required"].remove(name)
+                    _nest(schema, path, moved, required)
+            return schema
+
+    return PlacedFields
+
+
+def _alias_path(alias: Any) -> list | None:
+    """The path a field's core-schema validation alias (a name, a path, or a list of paths) puts
+    it at, when that is no plain name (pydantic's schema then names the field by its name, as
+    it does any first plain name of several choices): the first path; else None."""
+    if not isinstance(alias, list) or not alias:
+        return None
+    paths = alias if all(isinstance(choice, list) for choice in alias) else [alias]
+    if any(len(path) == 1 and isinstance(path[0], str) for path in paths):
+        return None
+    path = paths[0]
+    return None if any(isinstance(step, int) and step < 0 for step in path) else path
+
+
+def _nest(schema: dict, path: list, moved: dict, required: bool) -> None:
+    """Put a field's schema ``moved`` at ``path`` (names into objects, indexes into arrays' items),
+    the objects and arrays on the way required when the field is."""
+    node = schema
+    for depth, step in enumerate(path):
+        last = depth == len(path) - 1
+        if isinstance(step, str):
+            node.setdefault("type", "object")
+            node.setdefault("properties", {})
+            if required and step not in node.get("required", ()):
+                node.setdefault("required", []).append(step)
+            node["properties"][step] = moved if last else node["properties"].get(step, {})
+            node = node["properties"][step]
+        else:
+            node.setdefault("type", "array")
+            items = node.setdefault("prefixItems", [])
+            items.extend({} for _ in range(step + 1 - len(items)))
+            if required:
+                node["minItems"] = max(node.get("minItems", 0), step + 1)
+            items[step] = moved if last else items[step]
+            node = items[step]
+
+
 def analyse(tp: Any, output: bool = False) -> tuple[dict, _Converter | None]:
     """``(JSON Schema, converter from JSON)`` of a rich annotation ``tp``; with ``output``, the
     schema of the value as the server sends it (a tool's ``outputSchema``).
@@ -275,14 +335,14 @@ def analyse(tp: Any, output: bool = False) -> tuple[dict, _Converter | None]:
         if is_model(tp):
             # The annotation is a pydantic model: pydantic's own schema (its $defs inlined).
             model: Any = tp
-            schema = model.model_json_schema(mode=mode)
+            schema = model.model_json_schema(mode=mode, schema_generator=_schema_generator())
             return _inline(schema, schema.get("$defs", {})), _validated(model.model_validate)
     if pydantic_loaded() and for_pydantic(tp):
         from pydantic import TypeAdapter
 
         try:
             adapter: Any = TypeAdapter(tp)
-            schema = adapter.json_schema(mode=mode)
+            schema = adapter.json_schema(mode=mode, schema_generator=_schema_generator())
         except Exception as exc:  # PydanticSchemaGenerationError, PydanticInvalidForJsonSchema ...
             raise TypeError(f"unsupported type annotation {tp!r}: {exc}") from None
         return _inline(schema, schema.get("$defs", {})), _validated(adapter.validate_python)

@@ -320,3 +320,110 @@ def test_models_in_dataclasses_and_typed_dicts_are_named_as_the_server_validates
             "many": [{"AtMost": 5}],
         }
     }
+
+
+def input_schema_of(client, tool: str) -> dict:
+    return next(t.input_schema for t in client.list_tools() if t.name == tool)
+
+
+@pytest.mark.slow
+def test_fields_named_by_an_alias_generator_are_sent_by_the_alias_the_server_validates(
+    connect, wire
+):
+    """pydantic applies a model's ``alias_generator`` to its fields and to those of a TypedDict or
+    stdlib dataclass in it that has no pydantic config of its own; a TypedDict with its own
+    ``__pydantic_config__`` takes its own generator.  The client sends each key by that alias,
+    the keys the tool's inputSchema names (2025-06-18 server/tools: arguments conform to the
+    ``inputSchema``).  Before: a TypedDict's or dataclass's keys went by their Python names, and
+    the server refused them."""
+    pytest.importorskip("pydantic")
+    jsonschema = pytest.importorskip("jsonschema")
+    sys.path.insert(0, str(SERVERS))
+    from aliased_models_server import Card, Filter, Generated
+
+    client = connect([sys.executable, str(SERVERS / "aliased_models_server.py")])
+    value = Generated(
+        userName="u",
+        camel={"firstName": "f", "NICK": "n"},
+        shouted={"LAST_NAME": "l"},
+        card=Card(1, {"first_name": "a", "nick": "b"}),
+        cards=[Card(2, {"first_name": "c", "nick": "d"})],
+        inner=Filter(MIN_AGE=3),
+    )
+    result = client.call_tool("generated", {"g": value})
+    assert not result.is_error, result.text
+    assert result.text == repr(value)
+    sent = arguments_sent(wire, "generated")[-1]
+    assert sent == {
+        "g": {
+            "userName": "u",
+            "camel": {"firstName": "f", "NICK": "n"},
+            "shouted": {"LAST_NAME": "l"},
+            "card": {"cardNumber": 1, "holder": {"firstName": "a", "NICK": "b"}},
+            "cards": [{"cardNumber": 2, "holder": {"firstName": "c", "NICK": "d"}}],
+            "inner": {"MIN_AGE": 3},
+        }
+    }
+    jsonschema.validate(sent, input_schema_of(client, "generated"))
+
+
+@pytest.mark.slow
+def test_a_field_validated_from_an_alias_path_is_sent_at_the_place_it_names(connect, wire):
+    """``validation_alias=AliasPath("address", "lines", 0)`` reads the field from inside nested
+    objects and arrays: the client builds that structure (fields sharing a prefix in one object),
+    and the server's inputSchema shows the field there too (pydantic's own schema names it by
+    its Python name, which its validation refuses).  Alias choices with a plain name go by the
+    first plain name, as the schema names them; choices of paths only, at the first path."""
+    pytest.importorskip("pydantic")
+    jsonschema = pytest.importorskip("jsonschema")
+    sys.path.insert(0, str(SERVERS))
+    from aliased_models_server import Placed
+
+    client = connect([sys.executable, str(SERVERS / "aliased_models_server.py")])
+    value = Placed.model_validate(
+        {
+            "address": {"city": "Paris", "lines": ["rue", 5]},
+            "z": "eu",
+            "meta": {"k": "work"},
+            "level": {"n": 3},
+        }
+    )
+    result = client.call_tool("placed", {"p": value})
+    assert not result.is_error, result.text
+    assert result.text == repr(value)
+    sent = arguments_sent(wire, "placed")[-1]
+    assert sent == {
+        "p": {
+            "address": {"city": "Paris", "lines": ["rue", 5], "floor": 3},
+            "z": "eu",
+            "kind_of": "work",
+        }
+    }
+    schema = input_schema_of(client, "placed")
+    jsonschema.validate(sent, schema)
+    placed = schema["properties"]["p"]
+    assert set(placed["properties"]) == {"address", "z", "kind_of"}
+    assert placed["properties"]["address"]["required"] == ["city", "lines"]
+    with pytest.raises(jsonschema.ValidationError):  # the Python names are not what it takes
+        jsonschema.validate(
+            {"p": {"city": "Paris", "street": "rue", "number": 5, "z": "eu"}}, schema
+        )
+
+
+def test_an_alias_path_no_value_can_fill_faithfully_is_a_type_error_naming_the_field():
+    """An ``AliasPath`` counting from the end of an array, or naming an item after one no field
+    fills, has no faithful JSON form: TypeError naming the tool and the field, nothing sent."""
+    pydantic = pytest.importorskip("pydantic")
+    from mcp_ref.jsonable import UnsendableAlias, sendable_params
+
+    last = pydantic.create_model(
+        "Last", x=(int, pydantic.Field(validation_alias=pydantic.AliasPath("items", -1)))
+    )
+    third = pydantic.create_model(
+        "Third", x=(int, pydantic.Field(validation_alias=pydantic.AliasPath("items", 2)))
+    )
+    for model, why in ((last, r"counts from the end"), (third, r"item 0 no field fills")):
+        value = model.model_validate({"items": [0, 0, 5]})
+        with pytest.raises(UnsendableAlias, match=rf"tools/call 't'.*field 'x'.*{why}") as caught:
+            sendable_params("tools/call", {"name": "t", "arguments": {"m": value}})
+        assert isinstance(caught.value, TypeError)

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated
 
 import pydantic
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, RootModel
+from pydantic import (
+    AliasChoices,
+    AliasGenerator,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+)
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict
 
@@ -80,6 +88,56 @@ class Boxes(BaseModel):
     many: list[Limits] = []
 
 
+class Camel(TypedDict):
+    """No pydantic config of its own: pydantic gives it the enclosing model's alias generator."""
+
+    first_name: str
+    nick: Annotated[str, Field(alias="NICK")]  # its own alias wins over the generator's
+
+
+class Shouted(TypedDict):
+    """A config of its own: its generator, not the enclosing model's."""
+
+    __pydantic_config__ = ConfigDict(alias_generator=str.upper)  # type: ignore[misc]
+
+    last_name: str
+
+
+@dataclasses.dataclass
+class Card:
+    """A stdlib dataclass without a config: the enclosing model's generator too."""
+
+    card_number: int
+    holder: Camel
+
+
+class Generated(BaseModel):
+    """Fields named by ``model_config``'s alias generator, and the TypedDicts and dataclass in it."""
+
+    model_config = ConfigDict(alias_generator=to_camel)
+
+    user_name: str
+    camel: Camel
+    shouted: Shouted
+    card: Card
+    cards: list[Card] = []
+    inner: Filter | None = None  # a model of its own config: MIN_AGE
+
+
+class Placed(BaseModel):
+    """Fields validated from a place inside the arguments (``AliasPath``), or from alias choices
+    whose first is a path: sent at the place each names."""
+
+    city: str = Field(validation_alias=AliasPath("address", "city"))
+    street: str = Field(validation_alias=AliasPath("address", "lines", 0))
+    number: int = Field(validation_alias=AliasPath("address", "lines", 1))
+    zone: str = Field(validation_alias=AliasChoices(AliasPath("geo", "zone"), AliasPath("z")))
+    kind: str = Field("home", validation_alias=AliasChoices(AliasPath("meta", "k"), "kind_of"))
+    floor: int = Field(
+        0, validation_alias=AliasChoices(AliasPath("address", "floor"), AliasPath("level", "n"))
+    )
+
+
 def build() -> Server:
     server = Server("aliased-models", version="1.0")
 
@@ -92,6 +150,16 @@ def build() -> Server:
     def boxes(b: Boxes) -> str:
         """What the server read."""
         return repr(b)
+
+    @server.tool()
+    def generated(g: Generated) -> str:
+        """What the server read."""
+        return repr(g)
+
+    @server.tool()
+    def placed(p: Placed) -> str:
+        """What the server read."""
+        return repr(p)
 
     return server
 
