@@ -623,13 +623,33 @@ def built(build: Callable[[dict], Any], method: str, result: dict, version: str 
     """``build(result)``: the result of ``method`` as its type.  A result without the shape of
     that type (``build`` raises TypeError: a required key missing, an object or an array that is
     not one) raises :class:`~mcp_ref.errors.InvalidResult`, in the wire's words, made by
-    :mod:`mcp_ref.client.invalid_results` (loaded only then; ``version``: the revision spoken)."""
+    :mod:`mcp_ref.client.invalid_results` (loaded only then; ``version``: the revision spoken); a tool
+    result of more than text is checked field by field there too."""
     try:
-        return build(result)
+        made = build(result)
     except TypeError as exc:
         from .invalid_results import invalid_result
 
         raise invalid_result(method, result, version, exc) from None
+    if method in ("tools/call", "tasks/result") and not _plain_call_result(result):
+        from .invalid_results import check_call_result
+
+        check_call_result(method, result, version)
+    return made
+
+
+def _plain_call_result(result: dict) -> bool:
+    """True for a tool result holding only what building it checked (text blocks of ``type`` and
+    ``text``, ``isError``) and object ``structuredContent`` and ``_meta``; any other is checked
+    field by field (:func:`~mcp_ref.client.invalid_results.check_call_result`)."""
+    return (
+        isinstance(result.get("structuredContent", {}), dict)
+        and isinstance(result.get("_meta", {}), dict)
+        and all(
+            type(b) is dict and b.get("type") == "text" and len(b) == 2
+            for b in result.get("content", ())
+        )
+    )
 
 
 def pick_version(offered: list, pinned: str | None) -> str | None:

@@ -45,7 +45,7 @@ from ..types import (
     wire_keys,
 )
 
-__all__ = ["invalid_result", "problems"]
+__all__ = ["check_call_result", "invalid_result", "problems"]
 
 #: Each method's result: the schema's name for it, and its shape: a payload class, or for a
 #: result the client reads one key of, ``{key: class}`` (an object) or ``{key: [class]}`` (an
@@ -88,14 +88,127 @@ def invalid_result(
     method not known here, or whose fault the walk cannot find, is described by ``failure``."""
     name, shape = RESULTS.get(method, ("its type", None))
     found = problems(shape, result, "") if shape is not None else []
-    if not found:
-        found = [f"{failure}"]
+    return _refusal(method, name, version, found or [f"{failure}"])
+
+
+def _refusal(method: str, name: str, version: str | None, found: list[str]) -> InvalidResult:
+    """The :class:`InvalidResult` naming the first :data:`MAX_NAMED` of ``found``."""
     named = "; ".join(found[:MAX_NAMED])
     more = f" (and {len(found) - MAX_NAMED} more)" if len(found) > MAX_NAMED else ""
     revision = f" ({version})" if version else ""
     return InvalidResult(
         f"{method}: the server's result does not have the shape of {name}{revision}: {named}{more}"
     )
+
+
+# -- a tool result, field by field ---------------------------------------------------------------
+#
+# Building a CallToolResult checks only ``isError`` and a text block's ``text``; a result that
+# holds more (other blocks, annotations, ``_meta``) is checked here against the JSON types its
+# revision's schema gives each field (schema.json: CallToolResult, ContentBlock, Annotations,
+# TextResourceContents / BlobResourceContents).  A key the revision does not define, and a block
+# of a type it does not define, stay allowed (unknown keys are kept in ``.raw``).
+
+_STRING = (str, "a string")
+_OBJECT = (dict, "an object")
+_ARRAY = (list, "an array")
+_NUMBER = ((int, float), "a number")
+_INTEGER = ("integer", "an integer")
+#: Each content block type's fields: (wire key, (JSON type, its name), required, the first
+#: revision that defines the key).
+_MEDIA = [("data", _STRING, True, ""), ("mimeType", _STRING, True, "")]
+_BLOCK_FIELDS: dict[str, list[tuple[str, tuple, bool, str]]] = {
+    "text": [("text", _STRING, True, "")],
+    "image": _MEDIA,
+    "audio": _MEDIA,
+    "resource_link": [
+        ("uri", _STRING, True, ""),
+        ("name", _STRING, True, ""),
+        ("title", _STRING, False, ""),
+        ("description", _STRING, False, ""),
+        ("mimeType", _STRING, False, ""),
+        ("size", _INTEGER, False, ""),
+        ("icons", _ARRAY, False, "2025-11-25"),
+    ],
+    "resource": [("resource", _OBJECT, True, "")],
+}
+#: The revision that first defines each block type (2025-03-26 adds audio, 2025-06-18 links).
+_BLOCK_SINCE = {"audio": "2025-03-26", "resource_link": "2025-06-18"}
+_EVERY_BLOCK = [("annotations", _OBJECT, False, ""), ("_meta", _OBJECT, False, "2025-06-18")]
+_CONTENTS = [
+    ("uri", _STRING, True, ""),
+    ("mimeType", _STRING, False, ""),
+    ("_meta", _OBJECT, False, "2025-06-18"),
+]
+_ANNOTATIONS = [
+    ("audience", _ARRAY, False, ""),
+    ("priority", _NUMBER, False, ""),
+    ("lastModified", _STRING, False, "2025-06-18"),
+]
+#: schema.json ``Role``: what an annotation's ``audience`` may hold.
+_ROLES = ("user", "assistant")
+
+
+def check_call_result(method: str, result: dict, version: str | None) -> None:
+    """InvalidResult when a field of the tool result ``result`` (built already) does not have the
+    JSON type its revision (``version``; None: the latest) gives it, naming each such field by its
+    JSON Pointer and the type it has (never its value); one pass over the result."""
+    revision = version or "9999"
+    found: list[str] = []
+    # 2025-06-18 and 2025-11-25 schema.json: structuredContent "type": "object"; 2026-07-28:
+    # "This can be any JSON value"; before 2025-06-18 it is no key of the result.
+    structured = "2025-06-18" <= revision < "2026-07-28"
+    fields = [("_meta", _OBJECT, False, ""), ("structuredContent", _OBJECT, False, "")]
+    _typed(result, fields if structured else fields[:1], revision, "", found)
+    for index, block in enumerate(result.get("content", ())):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if (
+            not isinstance(kind, str)
+            or kind not in _BLOCK_FIELDS
+            or _BLOCK_SINCE.get(kind, "") > revision
+        ):
+            continue  # not a block this revision defines: kept as it came (UnknownContent)
+        path = f"/content/{index}"
+        _typed(block, _BLOCK_FIELDS[kind] + _EVERY_BLOCK, revision, path, found)
+        if kind == "resource" and isinstance(block["resource"], dict):
+            contents = block["resource"]
+            value = ("blob" if "blob" in contents else "text", _STRING, True, "")
+            _typed(contents, [*_CONTENTS, value], revision, f"{path}/resource", found)
+        if isinstance(block.get("annotations"), dict):
+            _annotations(block["annotations"], revision, f"{path}/annotations", found)
+    if found:
+        raise _refusal(method, "CallToolResult", version, found)
+
+
+def _typed(value: dict, fields: list, revision: str, path: str, found: list[str]) -> None:
+    """Append to ``found`` each of ``fields`` (as in :data:`_BLOCK_FIELDS`) that ``value`` lacks or
+    holds with another JSON type."""
+    for key, (kind, name), required, since in fields:
+        if since > revision:
+            continue
+        if key not in value:
+            if required:
+                found.append(f'{_where(path)} has no "{key}"')
+            continue
+        item = value[key]
+        if kind == "integer":
+            fits = type(item) is int or (type(item) is float and item.is_integer())
+        else:
+            fits = isinstance(item, kind) and not isinstance(item, bool)
+        if not fits:
+            found.append(f"{path}/{key} is {_json_kind(item)}, not {name}")
+
+
+def _annotations(annotations: dict, revision: str, path: str, found: list[str]) -> None:
+    """Append what is wrong with a block's ``annotations`` (schema.json ``Annotations``:
+    ``audience`` an array of roles, ``priority`` a number from 0 to 1) to ``found``."""
+    _typed(annotations, _ANNOTATIONS, revision, path, found)
+    audience = annotations.get("audience")
+    if isinstance(audience, list) and not all(role in _ROLES for role in audience):
+        found.append(f'{path}/audience holds something other than "user" and "assistant"')
+    priority = annotations.get("priority")
+    if isinstance(priority, (int, float)) and not 0 <= priority <= 1:
+        found.append(f"{path}/priority is not between 0 and 1")
 
 
 def problems(shape: Any, value: Any, path: str) -> list[str]:

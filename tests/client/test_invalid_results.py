@@ -82,6 +82,69 @@ CALLS = [
         "/content/0/text is null, not a string; /isError is a number, not a boolean",
     ),
     (
+        "an image's data a number",
+        lambda c: c.call_tool(
+            "x", {"result": {"content": [{"type": "image", "data": 5, "mimeType": "image/png"}]}}
+        ),
+        "tools/call: the server's result does not have the shape of CallToolResult (2025-11-25): /content/0/data is a number, not a string",
+    ),
+    (
+        "an audio block's mimeType null",
+        lambda c: c.call_tool(
+            "x", {"result": {"content": [{"type": "audio", "data": "AA==", "mimeType": None}]}}
+        ),
+        "/content/0/mimeType is null, not a string",
+    ),
+    (
+        "a resource link's uri an object and its name a boolean",
+        lambda c: c.call_tool(
+            "x", {"result": {"content": [{"type": "resource_link", "uri": {}, "name": True}]}}
+        ),
+        "/content/0/uri is an object, not a string; /content/0/name is a boolean, not a string",
+    ),
+    (
+        "an embedded resource's text a number",
+        lambda c: c.call_tool(
+            "x",
+            {"result": {"content": [{"type": "resource", "resource": {"uri": "a:b", "text": 1}}]}},
+        ),
+        "/content/0/resource/text is a number, not a string",
+    ),
+    (
+        "an embedded resource's blob an array, and its uri null",
+        lambda c: c.call_tool(
+            "x",
+            {"result": {"content": [{"type": "resource", "resource": {"uri": None, "blob": [1]}}]}},
+        ),
+        "/content/0/resource/uri is null, not a string; /content/0/resource/blob is an array, not a string",
+    ),
+    (
+        "structuredContent an array, _meta a string",
+        lambda c: c.call_tool(
+            "x", {"result": {"content": [], "structuredContent": [1], "_meta": "secret-ish"}}
+        ),
+        "/_meta is a string, not an object; /structuredContent is an array, not an object",
+    ),
+    (
+        "a text block's annotations of the wrong shape, and its _meta an array",
+        lambda c: c.call_tool(
+            "x",
+            {
+                "result": {
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "a",
+                            "annotations": {"audience": "user", "priority": 2},
+                            "_meta": [],
+                        }
+                    ]
+                }
+            },
+        ),
+        "/content/0/_meta is an array, not an object; /content/0/annotations/audience is a string, not an array; /content/0/annotations/priority is not between 0 and 1",
+    ),
+    (
         "tools not an array",
         lambda c: c.list_tools_page(text({"tools": "abc"})),
         "tools/list: the server's result does not have the shape of ListToolsResult (2025-11-25): /tools is a string, not an array",
@@ -211,3 +274,68 @@ def test_a_content_block_whose_type_is_not_a_string_is_an_unknown_block(client, 
     prompt = client.get_prompt("p", {"result": messages})
     assert isinstance(prompt.messages[0].content, UnknownContent)
     still_serves(client)
+
+
+def test_a_well_formed_rich_result_with_unknown_keys_is_built(client):
+    """Every kind of block, with annotations, ``_meta``, structured content and keys no revision
+    defines: nothing refused (unknown keys stay in ``.raw``)."""
+    annotations = {"audience": ["user"], "priority": 0.5, "lastModified": "2027-01-01T00:00:00Z"}
+    blocks = [
+        {"type": "text", "text": "t", "annotations": annotations, "_meta": {"k": 1}, "x": 1},
+        {"type": "image", "data": "AA==", "mimeType": "image/png", "x": 1},
+        {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "a:b", "name": "n", "size": 3, "icons": []},
+        {"type": "resource", "resource": {"uri": "a:b", "blob": "AA==", "mimeType": "x/y"}},
+        {"type": "resource", "resource": {"uri": "a:b", "text": "t", "_meta": {}}},
+        {"type": "something_new", "data": 5},
+    ]
+    got = {"content": blocks, "structuredContent": {"a": 1}, "_meta": {"m": 1}, "extra": 1}
+    result = client.call_tool("x", {"result": got})
+    assert [type(block).__name__ for block in result.content] == [
+        "TextContent",
+        "ImageContent",
+        "AudioContent",
+        "ResourceLink",
+        "EmbeddedResource",
+        "EmbeddedResource",
+        "UnknownContent",
+    ]
+    assert result.raw == got
+
+
+def test_each_revision_checks_the_blocks_and_keys_it_defines():
+    """2025-03-26 defines no ``resource_link`` block, no ``structuredContent`` and no block
+    ``_meta``: there they are unknown, kept as they came; its ``audio`` is checked.  2026-07-28's
+    ``structuredContent`` may be any JSON value."""
+    old = text(
+        {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "s", "version": "1"},
+        }
+    )
+    with connect("handshake", old) as client:
+        assert client.protocol_version == "2025-03-26"
+        link = {"type": "resource_link", "uri": 5, "name": None}
+        loose = {"content": [link], "structuredContent": [1], "_meta": {}}
+        assert client.call_tool("x", {"result": loose}).raw == loose
+        block = {"type": "text", "text": "a", "_meta": 5}
+        assert client.call_tool("x", {"result": {"content": [block]}}).text == "a"
+        audio = {"type": "audio", "data": 5, "mimeType": "audio/wav"}
+        error = refused(lambda: client.call_tool("x", {"result": {"content": [audio]}}))
+        assert str(error).endswith("(2025-03-26): /content/0/data is a number, not a string")
+        still_serves(client)
+    with connect("modern") as client:
+        assert client.call_tool("x", {"result": {"content": [], "structuredContent": [1]}})
+        error = refused(lambda: client.call_tool("x", {"result": {"content": [], "_meta": 1}}))
+        assert str(error).endswith("(2026-07-28): /_meta is a number, not an object")
+        still_serves(client)
+
+
+def test_a_refusal_echoes_no_value_the_server_sent(client):
+    """The message names where and which JSON type, never what the server put there."""
+    secret = "sk-live-0123456789"
+    block = {"type": "image", "data": {"token": secret}, "mimeType": [secret]}
+    error = refused(lambda: client.call_tool("x", {"result": {"content": [block]}}))
+    assert secret not in str(error)
+    assert "/content/0/data is an object, not a string" in str(error)
