@@ -70,7 +70,14 @@ from .errors import (
     Unauthorized,
 )
 from .resource import canonical
-from .store import MemoryStore, TokenStore, client_key, tokens_key
+from .store import (
+    MemoryStore,
+    TokenStore,
+    client_key,
+    delete_if_unchanged,
+    same_record,
+    tokens_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -458,17 +465,28 @@ class OAuth(AuthBase):
         """The store's tokens when another process sharing it (a :class:`FileStore`) replaced
         ``tokens`` there (it refreshed them, or logged in again), now this object's; else None."""
         stored = self.store.load(tokens_key(self._server_url))
-        if stored is None or stored == tokens or not stored.get("access_token"):
+        if stored is None or same_record(stored, tokens) or not stored.get("access_token"):
             return None
         self._tokens = stored
         return stored
 
+    def _forget(self, tokens: dict) -> dict | None:
+        """Forget ``tokens``, which cannot be refreshed: deleted from the store only if it still
+        holds them, in one step (:func:`~mcp_ref.oauth.store.delete_if_unchanged`), so a login or
+        a refresh another process saved meanwhile stays; those newer tokens, else None."""
+        self._tokens = None
+        if delete_if_unchanged(self.store, tokens_key(self._server_url), tokens):
+            return None
+        return self._replaced_in_store(tokens)
+
     def _refresh(self, tokens: dict) -> dict | None:
         """OAuth 2.1 §4.3: new tokens from the refresh token, from the issuer that minted it; None if refused.
 
-        The store is read first, and again before a refused refresh deletes the tokens: another
-        process sharing it may have refreshed first, and with rotation (OAuth 2.1 §4.3.1) the
-        refresh token held here is then spent, while the store holds good ones."""
+        The store is read first, and again when the refresh is refused: another process sharing
+        it may have refreshed first, and with rotation (OAuth 2.1 §4.3.1) the refresh token held
+        here is then spent, while the store holds good ones.  The refused tokens are deleted only
+        if the store still holds them, compared and deleted in one step (:meth:`_forget`): a
+        fresh login saved by another process just before is never deleted."""
         newer = self._replaced_in_store(tokens)
         if newer is not None and (not _expiring(newer) or not newer.get("refresh_token")):
             return newer
@@ -481,7 +499,7 @@ class OAuth(AuthBase):
             client = _client_record(self.client_id, self.client_secret)
         # (a client implies an issuer)
         if client is None or not issuer or not tokens.get("token_endpoint"):
-            return self._keep(None)
+            return self._forget(tokens)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
         params = {
             "grant_type": "refresh_token",
@@ -491,13 +509,13 @@ class OAuth(AuthBase):
         try:
             answer = self._token_request(server, client, params)
         except AuthorizationError as exc:
-            newer = self._replaced_in_store(tokens)
+            # the store's newer tokens, else the refused ones go (only while the store holds them)
+            newer = self._replaced_in_store(tokens) or self._forget(tokens)
             if newer is not None:
                 log.info("refreshing the token failed (%s): using the store's newer one", exc)
                 return newer
-            # (the store still holds the refused refresh token: it goes)
             log.info("refreshing the token failed (%s): authorizing again", exc)
-            return self._keep(None)
+            return None
         kept = self._tokens_from(
             answer, server, tokens["resource"], tokens.get("scope", "").split()
         )

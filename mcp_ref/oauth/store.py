@@ -14,6 +14,12 @@ created with mode 0600 (its directory 0700) and replaced atomically, so a crash 
 a file and no other user can read a token; each change is read, made and written under a lock
 shared with the other processes using the file, so none loses another's record.  Both are
 bounded: past :data:`MAX_RECORDS` the oldest record is dropped.
+
+Both also delete a record only while it is still a given value, in one step
+(:meth:`MemoryStore.delete_if`): the OAuth client forgets refused tokens so, and a login or refresh
+saved meanwhile by another process sharing the store stays.  A store of your own with only
+``load``, ``save`` and ``delete`` still works (:func:`delete_if_unchanged` reads, compares and
+deletes in two steps then, which can delete such a save: give it a ``delete_if`` of its own).
 """
 
 from __future__ import annotations
@@ -34,13 +40,50 @@ MAX_RECORDS = 1024
 
 
 class TokenStore(Protocol):
-    """A key-value store of JSON objects (see the module docstring for the keys)."""
+    """A key-value store of JSON objects (see the module docstring for the keys).
+
+    Optional, and advised for a store several processes share: ``delete_if(key, expected) ->
+    bool``, deleting ``key`` only while its value is still ``expected`` (compared as
+    :func:`same_record` does), in one step (:meth:`MemoryStore.delete_if`).  Without it,
+    :func:`delete_if_unchanged` falls back to a load and a delete, which can delete a value
+    another process saved in between."""
 
     def load(self, key: str) -> dict[str, Any] | None: ...
 
     def save(self, key: str, value: dict[str, Any]) -> None: ...
 
     def delete(self, key: str) -> None: ...
+
+
+def same_record(stored: Any, expected: Any) -> bool:
+    """Whether two records are the same JSON value: compared as canonical JSON (keys sorted), so
+    a record read back from a file (a tuple saved comes back a list) equals the one saved.  A
+    record that is not JSON is never the same as anything."""
+    try:
+        return _canonical(stored) == _canonical(expected)
+    except (TypeError, ValueError):
+        return False
+
+
+def _canonical(record: Any) -> str:
+    """``record`` as canonical JSON text (keys sorted, no layout)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def delete_if_unchanged(store: TokenStore, key: str, expected: dict[str, Any]) -> bool:
+    """Delete ``key`` from ``store`` if it still holds ``expected``: True when deleted; False when
+    it holds something else (another process saved it) or nothing.
+
+    One step with the store's own ``delete_if`` (every store here has one).  A store without it
+    is read, compared and deleted in two steps: a save by another process between the two is
+    deleted too (racy; documented on :class:`TokenStore`)."""
+    conditional = getattr(store, "delete_if", None)
+    if conditional is not None:
+        return bool(conditional(key, expected))
+    if not same_record(store.load(key), expected):
+        return False
+    store.delete(key)
+    return True
 
 
 def client_key(issuer: str) -> str:
@@ -79,6 +122,19 @@ class MemoryStore:
             if self._current().pop(key, None) is not None:
                 self._changed()
 
+    def delete_if(self, key: str, expected: dict[str, Any]) -> bool:
+        """Delete ``key`` if its value is still ``expected`` (:func:`same_record`), read, compared
+        and deleted in one step (under the lock, and in a :class:`FileStore` under the file's lock
+        too, so no other process saves in between): True when deleted, False when ``key`` holds
+        something else or nothing (then nothing changes)."""
+        with self._lock, self._changing():
+            records = self._current()
+            if key not in records or not same_record(records[key], expected):
+                return False
+            del records[key]
+            self._changed()
+            return True
+
     def keys(self) -> list[str]:
         """Every key held."""
         with self._lock:
@@ -101,7 +157,8 @@ class FileStore(MemoryStore):
     """A :class:`TokenStore` in a JSON file (mode 0600), re-read on every load so that several
     processes see each other's logins; written atomically (a temporary file, then a rename).
 
-    A save or a delete reads the file, changes it and writes it back under the exclusive lock of
+    A save or a delete (a :meth:`~MemoryStore.delete_if` too) reads the file, changes it and
+    writes it back under the exclusive lock of
     ``FILE.lock`` beside it (:func:`~mcp_ref.file_lock.exclusive_lock`), so two processes saving
     at once both keep their record.  Waiting for another process's lock takes at most
     ``lock_timeout`` seconds, then :class:`TimeoutError` (nothing changed).  A program writing the

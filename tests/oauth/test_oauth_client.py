@@ -5,8 +5,11 @@ stores.  The failure cases are in tests/oauth/test_oauth_errors.py."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from urllib.parse import parse_qs, urlsplit
 
@@ -331,6 +334,80 @@ def test_a_refresh_refused_after_another_process_refreshed_keeps_its_tokens(depl
         assert refreshes.hook is None  # the other process did refresh first
     assert len(logins) == 1 and watched.hits("/authorize") == 1
     assert FileStore(path).load(f"tokens {mcp_url}") is not None
+
+
+#: Another process saving a record (JSON on stdin) under a key (argv: file, key) in a FileStore.
+SAVE_IN_ANOTHER_PROCESS = """
+import json, sys
+from mcp_ref.oauth.store import FileStore
+FileStore(sys.argv[1]).save(sys.argv[2], json.load(sys.stdin))
+"""
+
+
+class SavedByAnotherProcessAfterRead(FileStore):
+    """A FileStore whose next read of ``key`` once ``armed`` is followed, before it returns, by
+    another process saving ``record`` under that key: a save landing just after this process read
+    the store (what it read is then stale)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.armed = False
+        self.key: str | None = None
+        self.record: dict | None = None
+
+    def load(self, key):
+        value = super().load(key)
+        if self.armed and key == self.key:
+            self.armed = False
+            subprocess.run(
+                [sys.executable, "-c", SAVE_IN_ANOTHER_PROCESS, str(self.path), key],
+                input=json.dumps(self.record).encode(),
+                check=True,
+                timeout=WAIT,
+            )
+        return value
+
+
+def test_a_refused_refresh_never_deletes_a_login_another_process_saved_meanwhile(
+    deployment, tmp_path
+):
+    """OAuth 2.1 §4.3 (a refused refresh means a new authorization) with a FileStore shared by
+    processes: this client's refresh is refused (invalid_grant); it reads the store (still the
+    refused tokens), and right then another process saves its fresh login there.  The refused
+    tokens are deleted only if the store still holds them, in one step under the file's lock: the
+    fresh login stays, this client uses it, and the user is not sent to log in again."""
+    mcp_url, watched, authorization = deployment
+    path = tmp_path / "tokens.json"
+    key = f"tokens {mcp_url}"
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        return follow_redirect(url, timeout=WAIT)
+
+    authorization.token_lifetime = 1  # within the refresh margin: the next use refreshes
+    store = SavedByAnotherProcessAfterRead(path)
+    first = OAuth(authorize=authorize, store=store)
+    with Client.http(mcp_url, auth=first, timeout=WAIT) as client:
+        client.list_tools()
+        authorization.token_lifetime = 3600
+        other = OAuth(authorize=authorize, store=MemoryStore())  # the other process's login
+        with Client.http(mcp_url, auth=other, timeout=WAIT) as other_client:
+            other_client.list_tools()
+        fresh = dict(other._tokens)
+        # the refresh will be refused; once it was sent, the next read of the store is followed
+        # by the other process saving its fresh login there
+        authorization.refresh_tokens.table.items.clear()
+        refreshes = BeforeRefresh(watched.app)
+        watched.app = refreshes
+        refreshes.refresh_token = first._tokens["refresh_token"]
+        store.key, store.record = key, fresh
+        refreshes.hook = lambda: setattr(store, "armed", True)
+        assert client.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
+        assert refreshes.hook is None and not store.armed  # refused, then the save came
+    assert len(logins) == 2 and watched.hits("/authorize") == 2  # no third login
+    assert FileStore(path).load(key)["access_token"] == fresh["access_token"]
+    assert first._tokens["access_token"] == fresh["access_token"]
 
 
 def test_the_token_goes_to_the_mcp_server_only(deployment):

@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from conftest import WAIT, RawPeer
 
 from mcp_ref.file_lock import exclusive_lock
-from mcp_ref.oauth.store import FileStore
+from mcp_ref.oauth.store import FileStore, MemoryStore, delete_if_unchanged
 
 #: A process saving one record (argv: file, key, lock timeout) with its write held back until a line
 #: comes on stdin: it says "read" once it has read the file, then "saved" (or the error) at the end.
 PAUSED_SAVE = """
 import json, sys
-from mcp_ref.oauth.store import FileStore
+from mcp_ref.oauth.store import FileStore, MemoryStore, delete_if_unchanged
 
 class Paused(FileStore):
     def _changed(self):
@@ -32,6 +33,22 @@ except TimeoutError as exc:
     print(json.dumps(["TimeoutError", str(exc)]), flush=True)
 else:
     print(json.dumps("saved"), flush=True)
+"""
+
+#: A process deleting one record if it is still ``{"access_token": "stale"}`` (argv: file, key),
+#: paused like PAUSED_SAVE once it has compared and is about to write: it says "read", waits for a
+#: line, then prints what ``delete_if`` answered.
+PAUSED_DELETE_IF = """
+import json, sys
+from mcp_ref.oauth.store import FileStore
+
+class Paused(FileStore):
+    def _changed(self):
+        print(json.dumps("read"), flush=True)
+        sys.stdin.readline()
+        super()._changed()
+
+print(json.dumps(Paused(sys.argv[1]).delete_if(sys.argv[2], {"access_token": "stale"})), flush=True)
 """
 
 
@@ -87,3 +104,62 @@ def test_a_held_lock_times_out_with_a_clear_error_and_changes_nothing(tmp_path):
                 raise AssertionError("a change went through while another process held the lock")
     assert sorted(json.loads(path.read_text())) == ["tokens A"]
     assert store.load("tokens A") == {"access_token": "x"}  # reading needs no lock
+
+
+def test_a_conditional_delete_is_one_step_no_other_process_saves_inside_it(tmp_path):
+    """``delete_if`` compares and deletes under the file's lock: a process saving while another is
+    between its comparison and its write waits for the lock (here with no time to wait: it says
+    the store is locked), so it never saves a fresh record that the delete then drops."""
+    path = tmp_path / "tokens.json"
+    FileStore(path).save("tokens A", {"access_token": "stale"})
+    deleting = RawPeer([sys.executable, "-c", PAUSED_DELETE_IF, str(path), "tokens A"])
+    try:
+        assert deleting.recv() == "read"
+        second = saving(path, "tokens A", lock_timeout=0)
+        try:
+            outcome = second.recv()
+        finally:
+            assert second.close() == 0
+        deleting.send(b"go\n")
+        assert deleting.recv() is True
+    finally:
+        assert deleting.close() == 0
+    assert outcome[0] == "TimeoutError"
+    assert json.loads(path.read_text()) == {}
+
+
+@pytest.mark.parametrize("kind", ["file", "memory", "load, save and delete only"])
+def test_a_conditional_delete_keeps_a_record_saved_since(tmp_path, kind):
+    """Two stores on one file (two processes), or one store: the record read earlier (stale) is
+    deleted only while it is still there; once another save replaced it, the new record stays.
+    Records compare as JSON (keys sorted; a tuple saved is the list read back).  A store of one's
+    own without ``delete_if`` gets the same answers from ``delete_if_unchanged`` (in two steps)."""
+
+    class OwnStore:
+        def __init__(self):
+            self.records = {}
+
+        def load(self, key):
+            return self.records.get(key)
+
+        def save(self, key, value):
+            self.records[key] = dict(value)
+
+        def delete(self, key):
+            self.records.pop(key, None)
+
+    if kind == "file":
+        mine, other = FileStore(tmp_path / "tokens.json"), FileStore(tmp_path / "tokens.json")
+    else:
+        mine = other = MemoryStore() if kind == "memory" else OwnStore()
+    stale = {"access_token": "stale", "scope": ("a", "b"), "expires_at": 1.5}
+    fresh = {"access_token": "fresh", "expires_at": 2.5}
+    mine.save("tokens A", stale)
+    other.save("tokens A", fresh)
+    assert delete_if_unchanged(mine, "tokens A", stale) is False
+    assert other.load("tokens A") == fresh
+    assert delete_if_unchanged(mine, "tokens A", {"expires_at": 2.5, "access_token": "fresh"})
+    assert mine.load("tokens A") is None and other.load("tokens A") is None
+    other.save("tokens A", stale)
+    assert delete_if_unchanged(mine, "tokens A", {**stale, "scope": ["a", "b"]}) is True
+    assert delete_if_unchanged(mine, "tokens A", stale) is False  # nothing left to delete
