@@ -15,20 +15,29 @@ from __future__ import annotations
 
 import logging
 import secrets
+import selectors
+import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from http import HTTPStatus
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from ..http.origins import LOCAL_HOSTS
 from .errors import AuthorizationTimeout, CallbackError
 
-if TYPE_CHECKING:
-    from http.server import HTTPServer
-
 log = logging.getLogger(__name__)
+
+#: The listener reads each connection's request line and headers within this many seconds in all,
+#: however slowly its bytes come (a stray trickling bytes is closed then) ...
+REQUEST_TIMEOUT = 10.0
+#: ... and within this many bytes (more is answered 431, and closed).
+MAX_REQUEST_BYTES = 64 * 1024
+#: Connections the listener reads at once; one more is closed unread.
+MAX_CONNECTIONS = 32
+_CHUNK = 4096
 
 _DONE_PAGE = (
     b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
@@ -62,6 +71,8 @@ class LoopbackBrowser:
     """Open the authorization URL in a browser; receive the redirect on ``http://127.0.0.1:PORT/callback``.
 
     ``open_browser=False`` only announces the URL (``announce(url)``, by default a line on stderr).
+    ``request_timeout`` bounds the time each connection to the listener has to send its request
+    line and headers, in all (:data:`REQUEST_TIMEOUT`).
     The port is the one of an already registered loopback redirect URI when it is free (so strict
     authorization servers see the same URI), else an ephemeral one: RFC 8252 §7.3 says the
     authorization server "MUST allow any port to be specified at the time of the request for
@@ -75,8 +86,10 @@ class LoopbackBrowser:
         host: str = "127.0.0.1",
         path: str = "/callback",
         announce: Callable[[str], None] | None = _announce,
+        request_timeout: float = REQUEST_TIMEOUT,
     ):
         self.open_browser = open_browser
+        self.request_timeout = request_timeout
         self.host = host
         self.path = path
         self.announce = announce
@@ -85,26 +98,24 @@ class LoopbackBrowser:
         self._callback: str | None = None
         self._strays = 0
         self._check: Callable[[str], object] | None = None
-        self._server: HTTPServer | None = None
+        self._listener: socket.socket | None = None
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
-        from http.server import HTTPServer
-
         self.close()
-        handler = _callback_request_class(self)
         ports = [urlsplit(uri).port for uri in registered if urlsplit(uri).hostname == self.host]
         for port in [p for p in ports if p]:
             try:
-                server = HTTPServer((self.host, port), handler)
+                listener = socket.create_server((self.host, port), backlog=MAX_CONNECTIONS)
                 break
             except OSError:
                 continue
         else:  # none registered, or none free: an ephemeral port (its OSError is the caller's)
-            server = HTTPServer((self.host, 0), handler)
+            listener = socket.create_server((self.host, 0), backlog=MAX_CONNECTIONS)
+        listener.setblocking(False)
         self._callback = None
         self._strays = 0
-        self._server = server
-        return f"http://{self.host}:{server.server_address[1]}{self.path}"
+        self._listener = listener
+        return f"http://{self.host}:{listener.getsockname()[1]}{self.path}"
 
     def authorize(
         self, url: str, timeout: float, *, check: Callable[[str], object] | None = None
@@ -116,11 +127,16 @@ class LoopbackBrowser:
         this request (:func:`authorization_response`): that one is answered 400 and the wait goes
         on, so another local process or a web page hitting the listener first cannot end the
         user's login.  2025-11-25 basic/authorization §Open Redirection: clients "discard any
-        results that do not include or have a mismatch with the original state"."""
+        results that do not include or have a mismatch with the original state".
+
+        The wait ends at ``timeout`` (:class:`AuthorizationTimeout`), whatever other connections
+        do: they are read side by side, never one blocking the next, each bounded in time
+        (``request_timeout`` in all, however slowly its bytes come) and size
+        (:data:`MAX_REQUEST_BYTES`), and every one still open is closed when the wait ends."""
         from .discovery import check_url
 
         check_url(url, "the authorization URL")
-        if self._server is None:
+        if self._listener is None:
             raise RuntimeError("redirect_uri() starts the listener before authorize()")
         self._check = check
         if self.announce is not None:
@@ -132,61 +148,148 @@ class LoopbackBrowser:
                 target=webbrowser.open, args=(url,), name="mcp-ref-browser", daemon=True
             ).start()
         deadline = time.monotonic() + timeout
-        server = self._server
-        while self._callback is None:
-            # Requests to other paths (a favicon ...), answered 404, and redirects for another
-            # request, answered 400, never end the flow (whoever sends them): only the login's
-            # timeout does; they are one at a time, and nothing of them is kept but their count.
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AuthorizationTimeout(
-                    f"no redirect from the authorization server within {timeout:g} s"
-                    f" ({self._strays} other requests to the listener refused)"
-                )
-            server.timeout = left
-            server.handle_request()
-        return f"http://{self.host}:{server.server_address[1]}{self._callback}"
+        listener = self._listener
+        with selectors.DefaultSelector() as selector:
+            selector.register(listener, selectors.EVENT_READ)
+            try:
+                # Requests to other paths (a favicon ...), answered 404, and redirects for another
+                # request, answered 400, never end the flow (whoever sends them): only the login's
+                # timeout does; nothing of them is kept but their count.
+                while self._callback is None:
+                    now = time.monotonic()
+                    if now >= deadline:
+                        raise AuthorizationTimeout(
+                            f"no redirect from the authorization server within {timeout:g} s"
+                            f" ({self._strays} other requests to the listener refused)"
+                        )
+                    for key in list(selector.get_map().values()):
+                        if key.fileobj is not listener and key.data.deadline <= now:
+                            self._drop(selector, key, stray=bool(key.data.received))
+                    soonest = min(
+                        [deadline]
+                        + [k.data.deadline for k in selector.get_map().values() if k.data]
+                    )
+                    for key, _ in selector.select(soonest - now):
+                        if key.fileobj is listener:
+                            until = min(time.monotonic() + self.request_timeout, deadline)
+                            self._accept(selector, listener, until)
+                        elif self._callback is None:
+                            self._read(selector, key)
+            finally:
+                for key in list(selector.get_map().values()):
+                    if key.fileobj is not listener:
+                        self._drop(selector, key, stray=False)
+        return f"http://{self.host}:{listener.getsockname()[1]}{self._callback}"
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.server_close()
-            self._server = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+    # -- the listener's connections ------------------------------------------------------------
+
+    def _accept(
+        self, selector: selectors.BaseSelector, listener: socket.socket, until: float
+    ) -> None:
+        """Take a waiting connection, read from then on until ``until`` (one more than
+        :data:`MAX_CONNECTIONS` is closed unread)."""
+        try:
+            connection, _ = listener.accept()
+        except OSError:  # gone before it was taken (BlockingIOError, ConnectionAbortedError)
+            return
+        if len(selector.get_map()) > MAX_CONNECTIONS:
+            connection.close()
+            return
+        connection.setblocking(False)
+        selector.register(connection, selectors.EVENT_READ, _Reading(connection, until))
+
+    def _read(self, selector: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
+        """Read what came on a connection; answer once its request line and headers are in."""
+        reading: _Reading = key.data
+        connection = reading.connection
+        try:
+            chunk = connection.recv(_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # closed by the other side (a browser's unused pre-connection ...)
+            self._drop(selector, key, stray=bool(reading.received))
+            return
+        searched = max(len(reading.received) - 3, 0)
+        reading.received += chunk
+        end = reading.received.find(b"\r\n\r\n", searched)
+        if end < 0:
+            end = reading.received.find(b"\n\n", searched)
+        if end < 0 or end > MAX_REQUEST_BYTES:
+            if len(reading.received) > MAX_REQUEST_BYTES:
+                self._answer(reading, 431, b"")
+                self._drop(selector, key, stray=True)
+            return
+        selector.unregister(connection)
+        request_line = reading.received.split(b"\n", 1)[0].decode("latin-1").split()
+        status, body = self._respond(request_line)
+        self._answer(reading, status, body)
+        connection.close()
+
+    def _respond(self, request_line: list[str]) -> tuple[int, bytes]:
+        """The status and page answering the request line (method, target, version): 200 for the
+        awaited redirect (kept), 404 for another path, 400 for a redirect ``check`` refuses."""
+        if len(request_line) != 3 or not request_line[1].startswith("/"):
+            status = 400
+        elif request_line[0] != "GET":
+            status = 405
+        elif urlsplit(request_line[1]).path != self.path:
+            status = 404
+        else:
+            target = request_line[1]
+            try:
+                if self._check is not None:
+                    self._check(target)
+            except CallbackError as exc:
+                log.debug("callback listener: discarded a redirect: %s", exc)
+                status = 400
+            else:
+                self._callback = target
+                return 200, _DONE_PAGE
+        self._strays += 1
+        log.debug("callback listener: answered %d", status)  # never the query (it holds the code)
+        return status, b""
+
+    def _answer(self, reading: _Reading, status: int, page: bytes) -> None:
+        """Send the answer, within what is left of the connection's time (a few hundred bytes:
+        the socket's buffer takes them at once)."""
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+            "Content-Type: text/html; charset=utf-8\r\n"
+            f"Content-Length: {len(page)}\r\nConnection: close\r\n\r\n"
+        )
+        left = reading.deadline - time.monotonic()
+        if left <= 0:
+            return
+        try:
+            reading.connection.settimeout(left)
+            reading.connection.sendall(head.encode("latin-1") + page)
+        except OSError:
+            pass  # gone: nothing more to tell it
+
+    def _drop(self, selector: selectors.BaseSelector, key: selectors.SelectorKey, *, stray: bool):
+        """Stop reading a connection and close it (out of time or size, closed by its other side,
+        or the wait is over); ``stray``: count it as a request refused."""
+        selector.unregister(key.fileobj)
+        key.data.connection.close()
+        if stray:
+            self._strays += 1
 
 
-def _callback_request_class(browser: LoopbackBrowser):
-    """The request handler class of ``browser``'s listener (http.server is imported only then)."""
-    from http.server import BaseHTTPRequestHandler
+class _Reading:
+    """A connection to the listener being read: the socket, its deadline (the whole request line
+    and headers must come by then), and the bytes come so far."""
 
-    class CallbackRequest(BaseHTTPRequestHandler):
-        """Answers the redirect (and 404 to anything else), remembering the redirect's URL."""
-
-        timeout = 10  # a connection that never sends its request does not hold the listener
-
-        def do_GET(self) -> None:  # the http.server naming
-            if urlsplit(self.path).path != browser.path:
-                browser._strays += 1
-                self.send_error(404)
-                return
-            if browser._check is not None:
-                try:
-                    browser._check(self.path)
-                except CallbackError as exc:
-                    browser._strays += 1
-                    log.debug("callback listener: discarded a redirect: %s", exc)
-                    self.send_error(400, "Not the awaited authorization response")
-                    return
-            browser._callback = self.path
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(_DONE_PAGE)))
-            self.end_headers()
-            self.wfile.write(_DONE_PAGE)
-
-        # never log the query (it holds the code)
-        def log_message(self, format: str, *args) -> None:
-            log.debug("callback listener: %s", self.command)
-
-    return CallbackRequest
+    def __init__(self, connection: socket.socket, deadline: float):
+        self.connection = connection
+        self.deadline = deadline
+        self.received = bytearray()
 
 
 def authorization_response(

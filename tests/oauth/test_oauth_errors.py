@@ -869,6 +869,174 @@ def test_a_flood_of_forged_redirects_does_not_end_the_login(app, caplog):
     assert_clean(app, caplog)
 
 
+#: The pace of a stray trickling its request to the loopback listener: one byte, then the test
+#: waits this long for the login to end (joining its thread) before the next.
+TRICKLE = 0.05
+#: A request line a stray never finishes: long enough to trickle for 3 * WAIT.
+UNFINISHED_REQUEST = b"GET /callback?code=STRAY" + b"x" * int(3 * WAIT / TRICKLE)
+
+
+class Strays:
+    """An ``announce`` for LoopbackBrowser: a stray client connects to the listener first (the
+    login's URL is announced only then), then ``visit(url)`` runs in a thread (the user's browser)
+    when given.  ``connected`` is set once the stray is there."""
+
+    def __init__(self, visit=None):
+        self.visit = visit
+        self.connected = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.port = 0
+
+    def __call__(self, url: str) -> None:
+        redirect = urlsplit(parse_qs(urlsplit(url).query)["redirect_uri"][0])
+        self.port = redirect.port
+        self.sockets.append(socket.create_connection(("127.0.0.1", self.port), timeout=WAIT))
+        self.connected.set()
+        if self.visit is not None:
+            threading.Thread(target=self.visit, args=(url,), daemon=True).start()
+
+    def close(self) -> None:
+        for stray in self.sockets:
+            stray.close()
+
+
+def _login_in_a_thread(app, caplog, handler, *, expect_timeout: bool, **options):
+    """Run a login through ``handler`` in a thread of its own: (the thread, its outcome: the
+    AuthorizationTimeout, "works", or what it raised otherwise)."""
+    outcome: list = []
+
+    def login() -> None:
+        try:
+            if expect_timeout:
+                outcome.append(
+                    refused(app, caplog, AuthorizationTimeout, handler=handler, **options)
+                )
+            else:
+                works(app, handler=handler, **options)
+                outcome.append("works")
+        except BaseException as exc:  # the test reads it
+            outcome.append(exc)
+        finally:
+            handler.close()
+
+    thread = threading.Thread(target=login, name="login", daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _trickle_while(thread: threading.Thread, stray: socket.socket) -> None:
+    """Send UNFINISHED_REQUEST on ``stray`` a byte at a time, each after waiting for ``thread``
+    to end (at most TRICKLE), until it ends, the listener closes the stray, or the bytes run out."""
+    for byte in UNFINISHED_REQUEST:
+        try:
+            stray.send(bytes([byte]))
+        except OSError:
+            return  # the listener closed it
+        thread.join(TRICKLE)
+        if not thread.is_alive():
+            return
+
+
+def _read_to_the_end(stray: socket.socket) -> bytes:
+    """What the listener answered on ``stray`` before closing it (waiting at most WAIT a read)."""
+    stray.settimeout(WAIT)
+    answer = b""
+    try:
+        while chunk := stray.recv(4096):
+            answer += chunk
+    except ConnectionResetError:
+        pass  # closed with our bytes unread: the end too
+    return answer
+
+
+def test_a_stray_trickling_its_request_does_not_hold_the_login_past_its_timeout(app, caplog):
+    """The login waits for the user ``login_timeout`` and no longer, whatever other connections to
+    the loopback listener do: one that sends its request a byte at a time (each byte well within
+    any per-read timeout) is read only until the login ends: each connection has a total time, not
+    one per read.  The login ends with AuthorizationTimeout, the thread that ran it (and the
+    listener) is gone, the stray is closed, and nothing listens on the port any more."""
+    strays = Strays()
+    handler = LoopbackBrowser(open_browser=False, announce=strays)
+    thread, outcome = _login_in_a_thread(
+        app, caplog, handler, expect_timeout=True, login_timeout=0.5
+    )
+    try:
+        assert strays.connected.wait(WAIT)
+        [stray] = strays.sockets
+        _trickle_while(thread, stray)
+        thread.join(WAIT)
+        assert not thread.is_alive(), "the login outlived its timeout while a stray trickled"
+        assert isinstance(outcome[0], AuthorizationTimeout), outcome
+        assert _read_to_the_end(stray) == b""  # closed, never answered
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", strays.port), timeout=WAIT).close()
+    finally:
+        strays.close()
+
+
+def test_a_stray_being_read_does_not_keep_the_redirect_waiting(app, caplog):
+    """A stray connection that is still sending its request (a byte at a time) is read side by side
+    with the others: the user's browser, arriving after it, gets its redirect taken at once, and
+    the login completes while the stray is still trickling (then it is closed, unanswered)."""
+
+    def approve(url: str) -> None:
+        location = follow_redirect(url, timeout=WAIT)
+        requests.get(location, timeout=WAIT).close()
+
+    strays = Strays(visit=approve)
+    handler = LoopbackBrowser(open_browser=False, announce=strays)
+    thread, outcome = _login_in_a_thread(
+        app, caplog, handler, expect_timeout=False, login_timeout=2 * WAIT
+    )
+    try:
+        assert strays.connected.wait(WAIT)
+        [stray] = strays.sockets
+        _trickle_while(thread, stray)
+        thread.join(WAIT)
+        assert not thread.is_alive() and outcome == ["works"], outcome
+        assert _read_to_the_end(stray) == b""
+    finally:
+        strays.close()
+    assert_clean(app, caplog)
+
+
+def test_a_stray_gets_a_bounded_time_and_size_for_its_request(app, caplog):
+    """Each connection sends its request line and headers within ``request_timeout`` in all (a
+    stray trickling past it is closed, unanswered) and within MAX_REQUEST_BYTES (more is answered
+    431 and closed); the login goes on meanwhile, and the user's redirect ends it."""
+    from mcp_ref.oauth.browser import MAX_REQUEST_BYTES
+
+    approved = threading.Event()
+
+    def approve(url: str) -> None:
+        assert approved.wait(WAIT)
+        location = follow_redirect(url, timeout=WAIT)
+        requests.get(location, timeout=WAIT).close()
+
+    strays = Strays(visit=approve)
+    handler = LoopbackBrowser(open_browser=False, announce=strays, request_timeout=0.2)
+    thread, outcome = _login_in_a_thread(
+        app, caplog, handler, expect_timeout=False, login_timeout=2 * WAIT
+    )
+    try:
+        assert strays.connected.wait(WAIT)
+        [slow] = strays.sockets
+        _trickle_while(thread, slow)  # until the listener closes it (0.2 s)
+        assert thread.is_alive()  # the login waits on
+        assert _read_to_the_end(slow) == b""
+        with socket.create_connection(("127.0.0.1", strays.port), timeout=WAIT) as large:
+            # one byte too many, all of them read before the answer (none left unread: no reset)
+            large.sendall((b"GET /callback?" + b"x" * MAX_REQUEST_BYTES)[: MAX_REQUEST_BYTES + 1])
+            assert _read_to_the_end(large).startswith(b"HTTP/1.1 431 ")
+        approved.set()
+        thread.join(WAIT)
+        assert not thread.is_alive() and outcome == ["works"], outcome
+    finally:
+        approved.set()
+        strays.close()
+    assert_clean(app, caplog)
+
+
 # -- the token endpoint ----------------------------------------------------------------------------
 
 
