@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidParams
+from .connection import OPEN
 from .signatures import compile_arguments
 
 if TYPE_CHECKING:
@@ -39,7 +40,11 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         )
     server = connection.server
     gate = server.gate
-    principal = connection.principal if gate.restricts else None
+    # Every gate but the open one is asked, ``restricts`` or not (a gate hiding an item from everyone
+    # alike restricts nothing between principals, and hides it still): 2025-11-25
+    # server/utilities/completion §Security: servers SHOULD "Prevent completion-based information
+    # disclosure".  The open gate shows everything: no principal to work out.
+    principal = connection.principal if gate is not OPEN else None
     ref_type = ref.get("type")
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extensions.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
@@ -91,7 +96,8 @@ HANDLERS = {"completion/complete": complete}
 
 
 def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -> bool:
-    """Whether ``principal`` may use the item ``key`` (``action``) and complete it; True without ``authorize``."""
+    """Whether ``principal`` may use the item ``key`` (``action``) and complete it; True without one
+    (the open gate)."""
     if principal is None:
         return True
     # both asked, even after a denial: a hidden item costs what a missing one does

@@ -275,11 +275,15 @@ class Gate(Protocol):
 
     ``action`` is ``tools/call``, ``resources/read``, ``prompts/get``, ``completion/complete`` or
     ``resources/subscribe``; ``request`` the params of the request being served (so one question is
-    asked once per request).  What a principal may not use is "not found" alike.
+    asked once per request).  What a principal may not use is "not found" alike.  Every gate but
+    the open one (:data:`~mcp_ref.server.connection.OPEN`) is asked every one of these questions,
+    whatever its ``restricts``.
     """
 
-    #: True when what a principal sees may differ from another's (caching hints become private;
-    #: list-changed notifications go only to those who see the item).
+    #: True when what a principal sees may differ from another's: caching hints become private, and
+    #: a verdict about one principal is not reused for another (list-changed notifications).  False
+    #: (everyone sees the same) only lets one verdict stand for all: the gate is still asked, and
+    #: what it hides from everyone alike stays hidden.
     restricts: bool
 
     def allows(

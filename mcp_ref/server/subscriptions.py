@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import lifecycle
 from ..errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
 from ..state.stores import Counters, HeldSets, MemoryCounters
-from .connection import DEFAULT_MAX_SUBSCRIPTIONS
+from .connection import DEFAULT_MAX_SUBSCRIPTIONS, OPEN
 
 if TYPE_CHECKING:
     from ..request import RequestContext
@@ -448,9 +448,11 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     agreed = asked.agreed(server.capabilities(version))
     gate = server.gate
     hidden: frozenset[str] = frozenset()
-    if gate.restricts and agreed.uris:
+    if gate is not OPEN and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
         # One rule for all: not registered (yet) is judged by its name alone, at the same cost.
+        # Every gate but the open one is asked, ``restricts`` or not: one hiding a resource from
+        # everyone alike hides its updates too.
         principal = connection.principal
         hidden = frozenset(
             uri

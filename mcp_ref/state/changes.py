@@ -101,13 +101,16 @@ class Changes:
     def local_listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
         """This process's listeners of item ``name`` of ``kind``: ``(connections, which streams)``.
 
-        With ``authorize``, only callers who may see that item: a caller whose own listing did not
-        change is not told that something changed, which would tell it a hidden item exists
-        (2025-11-25 server/tools §List Changed Notification: "When the list of available tools
-        changes", the list being the caller's own).  Without it, everyone (``which`` None).
+        With a gate (``authorize``, an extension's), only callers who may see that item: a caller
+        whose own listing did not change is not told that something changed, which would tell it a
+        hidden item exists (2025-11-25 server/tools §List Changed Notification: "When the list of
+        available tools changes", the list being the caller's own).  With the open gate, everyone
+        (``which`` None).
         """
+        from ..server.connection import OPEN
+
         gate, connections = self.server.gate, self.server.connections()
-        if not gate.restricts:
+        if gate is OPEN:
             return connections, None
         from ..server.seams import LISTING_ACTIONS
 
@@ -116,10 +119,14 @@ class Changes:
         # depend on (Principal.verdict_key), not the id alone.  Two sessions of one user share an
         # id but may hold different scopes: keyed by the id, whichever was asked first decided for
         # both, telling one of a tool it cannot see or keeping the other from hearing of one it can.
+        # A gate that does not restrict (``restricts`` False: every principal sees the same) is
+        # asked once for all: what ``restricts`` is for.  It is asked still: it may hide the item
+        # from everyone alike.
         verdicts: dict[Hashable, bool] = {}
+        shared = not gate.restricts
 
         def concerned(principal) -> bool:
-            key = principal.verdict_key
+            key = None if shared else principal.verdict_key
             verdict = verdicts.get(key)
             if verdict is None:
                 verdict = verdicts[key] = gate.allows(principal, action, name)

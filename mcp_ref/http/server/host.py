@@ -112,7 +112,7 @@ class Host(Protocol):
 
     @property
     def gate(self) -> Any:
-        """Which items each principal may see (``mcp_ref.server.seams.Gate``; ``restricts`` False: all)."""
+        """Which items each principal may see (``mcp_ref.server.seams.Gate``; ``OPEN``: all)."""
 
     @property
     def bus(self) -> Any:

@@ -11,6 +11,7 @@ from ... import lifecycle
 from ...errors import HeaderMismatchError, InvalidParams, McpError
 from ...jsonrpc import Request
 from ...lifecycle import MODERN_VERSIONS
+from ...server.connection import OPEN
 from ...server.principal import Principal
 from ..headers import check_request_headers, request_header
 from .base import HttpAppBase
@@ -129,10 +130,12 @@ class ModernHttp:
             # a hidden tool's declared headers are not checked: the mismatch would tell it exists.
             # Asked whether or not the tool exists, and only once: the dispatch, on this thread,
             # reuses the verdict, so hidden and missing cost the same.
+            # Every gate but the open one is asked, ``restricts`` or not (one hiding a tool from
+            # everyone alike hides it still); the open one shows every tool: no principal to make.
             server = self.app.server
             principal = (
                 Principal.of(environ.get("mcp_ref.oauth"), peer_of(environ))
-                if server.gate.restricts
+                if server.gate is not OPEN
                 else None
             )
             tool = server.visible_tool(principal, params["name"], request.params)
