@@ -14,8 +14,10 @@ What an extension may declare (the role that asks is named in brackets):
 * ``setup(host)`` [both] — called once when the server or client takes it: where it keeps what it
   needs of its host (the host's shared state: ``host.shared_store(kind)`` on a server).
 * ``capabilities(version, peer)`` [both] — what it adds to the capabilities its role declares at
-  ``version``: ``{"tasks": {...}}`` merges into the capabilities; at 2026-07-28 a server's
-  extension returns its settings (or None: not offered now) and they go under ``extensions[name]``.
+  ``version``: ``{"tasks": {...}}`` merges into the capabilities (on a server an object one key at
+  a time; a server refuses an extension declaring a key another of its extensions declares,
+  ``mcp_ref.server.seams.check_declarations``); at 2026-07-28 a server's extension returns its
+  settings (or None: not offered now) and they go under ``extensions[name]``.
 * ``methods(version)`` [both] — request methods it answers at ``version``:
   ``{"tasks/get": handler}``; a server's handler is ``handler(caller, context, params) -> result``,
   a client's ``handler(connection, context, params) -> result``.

@@ -416,8 +416,11 @@ def hooks_of(
     """What ``extensions`` (a server's, in the order added) add around every request and every tool
     call (their own ``intercept_request`` and ``intercept_tool_call``, the first outermost: the
     base's do nothing, and are not asked), and to a handler's ``Context`` (``context_attributes``:
-    the first added wins a name two declare)."""
+    the first added wins a name two declare).  First, :func:`check_declarations`: ValueError if
+    the last declares a capability key another does."""
     from ..extension import Extension
+
+    check_declarations(extensions)
 
     def overridden(hook: str) -> list:
         base = getattr(Extension, hook)
@@ -430,15 +433,70 @@ def hooks_of(
 def declare(extensions: list, version: str | None, caller: Any, capabilities: dict) -> None:
     """Add to ``capabilities`` (``Server.capabilities``) what ``extensions`` declare at ``version``
     to ``caller``: at 2026-07-28 each one's settings under its name in ``extensions``; before,
-    the capabilities it declares."""
+    the capabilities it declares, an object-valued key one key at a time (two extensions'
+    ``{"experimental": {...}}`` both stand).  What was declared first wins a key declared twice:
+    the server's own, then the extensions in the order added (:func:`check_declarations` refuses
+    an extension declaring what another does, when it can tell at registration)."""
     for extension in extensions:
         declared = extension.capabilities(version, caller)
         if declared is None:
             continue
         if version in MODERN_VERSIONS:  # 2026-07-28: an extension's settings, under its name
-            capabilities.setdefault("extensions", {})[extension.name] = declared
-        else:
-            capabilities.update(declared)
+            capabilities.setdefault("extensions", {}).setdefault(extension.name, declared)
+            continue
+        for key, value in declared.items():
+            present = capabilities.get(key)
+            if isinstance(present, dict) and isinstance(value, dict):
+                capabilities[key] = {
+                    **present,
+                    **{k: v for k, v in value.items() if k not in present},
+                }
+            else:
+                capabilities.setdefault(key, value)
+
+
+def declared_keys(extension: Any, version: str) -> set[tuple[str, ...]]:
+    """The capability keys ``extension`` declares at ``version`` to no caller in particular: an
+    object-valued key's own keys (``("experimental", "acme/echo")``), else the key; at 2026-07-28
+    ``("extensions", name)``.  Nothing when it declares nothing, or cannot say yet (it raises)."""
+    try:
+        declared = extension.capabilities(version, None)
+    except Exception:  # it depends on what is not there yet: asked again for each caller
+        return set()
+    if not isinstance(declared, dict):
+        return set()
+    if version in MODERN_VERSIONS:
+        return {("extensions", extension.name)}
+    keys: set[tuple[str, ...]] = set()
+    for key, value in declared.items():
+        keys |= {(key, inner) for inner in value} if isinstance(value, dict) else {(key,)}
+    return keys
+
+
+def check_declarations(extensions: list) -> None:
+    """Raise ValueError if the last of ``extensions`` declares a capability key another of them
+    declares too, at any revision (``Server.add_extension``): two owners of one key would leave
+    the peer one of them (:func:`declare`).  A key and one of its own keys clash too."""
+    from ..lifecycle import SUPPORTED_VERSIONS
+
+    *others, added = extensions
+    for version in (*MODERN_VERSIONS, *SUPPORTED_VERSIONS):
+        mine = declared_keys(added, version)
+        for other in others if mine else ():
+            for theirs in declared_keys(other, version):
+                clash = next((key for key in mine if _overlap(key, theirs)), None)
+                if clash is not None:
+                    raise ValueError(
+                        f"extension {added.name or type(added).__name__!r} declares the capability "
+                        f"{'.'.join(clash)!r} at {version}, as {other.name or type(other).__name__!r} "
+                        "does already: a key has one owner"
+                    )
+
+
+def _overlap(one: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """True when one key is the other, or holds it (``("tasks",)`` and ``("tasks", "list")``)."""
+    shorter = min(len(one), len(other))
+    return one[:shorter] == other[:shorter]
 
 
 def methods_of(extensions: list, version: str | None) -> dict[str, Handler]:

@@ -636,7 +636,9 @@ class Server:
 
     def add_extension(self, extension: Extension) -> Extension:
         """Take ``extension`` (once; see :class:`~mcp_ref.extension.Extension`): its ``setup``
-        is called now, and from now on the server asks it what it adds.  Returns it.
+        is called now, and from now on the server asks it what it adds.  Returns it.  ValueError
+        (after ``setup``; it is not taken) if it declares a capability key another extension
+        declares (:func:`~mcp_ref.server.seams.check_declarations`, asked by ``hooks_of``).
 
         Add extensions before serving over HTTP: an application takes the HTTP middleware of the
         extensions the server has when it is made."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from http_fixtures import serve  # noqa: F401 - fixture
 
-from mcp_ref import Client, Extension, McpError, Server
+from mcp_ref import MODERN_VERSIONS, Client, Extension, McpError, Server
 
 WAIT = 30.0
 ERAS = ("handshake", "modern")
@@ -117,6 +117,76 @@ def test_extensions_are_asked_in_the_order_they_were_added():
     with Client.in_memory(server, timeout=WAIT) as client:
         client.ping()
     assert order[-2:] == ["first", "second"]
+
+
+#: A server with two third-party extensions, each declaring its own ``experimental`` key in the
+#: handshake era (as docs/extensions.md's Echo does) and its settings at 2026-07-28.
+TWO_EXPERIMENTAL = """
+from mcp_ref import MODERN_VERSIONS, Extension, Server
+
+
+def announcing(label):
+    class Announced(Extension):
+        name = label
+
+        def capabilities(self, version, peer=None):
+            settings = {"version": 1}
+            return settings if version in MODERN_VERSIONS else {"experimental": {label: settings}}
+
+        def methods(self, version):
+            return {label: lambda caller, context, params: {"from": label}}
+
+    return Announced()
+
+
+server = Server("two", extensions=[announcing("acme/echo"), announcing("acme/audit")])
+server.run()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_two_extensions_declaring_experimental_keys_are_both_declared(tmp_path, era):
+    # Each keeps its own key: the second's {"experimental": {...}} erased the first's before.
+    script = tmp_path / "two_server.py"
+    script.write_text(TWO_EXPERIMENTAL)
+    with Client.stdio([sys.executable, str(script)], era=era, timeout=WAIT) as client:
+        capabilities = client.server_capabilities
+        declared = capabilities["extensions" if era == "modern" else "experimental"]
+        assert declared == {"acme/echo": {"version": 1}, "acme/audit": {"version": 1}}
+        assert client.request("acme/echo", {})["from"] == "acme/echo"
+        assert client.request("acme/audit", {})["from"] == "acme/audit"
+
+
+def test_an_extension_declaring_a_key_another_declares_is_refused_when_added():
+    class Declaring(Extension):
+        def __init__(self, name, declared):
+            self.name, self.declared = name, declared
+
+        def capabilities(self, version, peer=None):
+            return None if version in MODERN_VERSIONS else self.declared
+
+    first = Declaring("acme/first", {"experimental": {"acme/shared": {}}, "acme": {"on": True}})
+    server = Server("clash", extensions=[first])
+    others = [
+        Declaring("acme/second", {"experimental": {"acme/shared": {"v": 2}}}),
+        Declaring("acme/third", {"acme": {"on": False}}),  # the same key, another value
+        Declaring("acme/fourth", {"experimental": True}),  # a key holding one of the first's
+    ]
+    for other in others:
+        with pytest.raises(ValueError) as refused:
+            server.add_extension(other)
+        assert repr(other.name) in str(refused.value) and "'acme/first'" in str(refused.value)
+    assert "experimental.acme/shared" in str(
+        pytest.raises(ValueError, server.add_extension, others[0]).value
+    )
+    assert server.extensions == [first]  # none of them was taken; the server goes on
+    # a key of its own is merged beside the first's
+    server.add_extension(Declaring("acme/fifth", {"experimental": {"acme/fifth": {}}}))
+    assert server.capabilities("2025-11-25")["experimental"] == {
+        "acme/shared": {},
+        "acme/fifth": {},
+    }
 
 
 #: What only the shorthand (server/shorthand.py) may import of the server's modules: the project's own
