@@ -32,6 +32,11 @@ In 2026-07-28 a refused sampling or roots request makes the caller's request fai
 the sampling request, the client does not need to replay the initial call"); a declined
 elicitation travels in the retry's ``inputResponses``.
 
+A request the server cancels while the hook runs (``context.is_cancelled``: the server's
+``notifications/cancelled``, its timeout, or ``tasks/cancel`` of a client-hosted task) is not
+answered, whatever the hook returns: its handler is never called, and it ends as cancelled
+(2025-11-25 basic/utilities/cancellation: receivers SHOULD "Stop processing the cancelled request").
+
 The hook runs on the thread that answers: a session worker in the handshake era (the server's
 request waits for it), the caller's own thread in 2026-07-28, a task's worker for a 2025-11-25
 client-hosted task (``Client(tasks=True)``, :mod:`mcp_ref.extensions.hosted_tasks`, between the two:
@@ -52,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..client.callbacks import call_handler
-from ..errors import LimitExceeded, RequestRefused
+from ..errors import LimitExceeded, RequestCancelled, RequestRefused
 from ..extension import Extension
 from .ratelimit import RateLimit, RateLimiter
 
@@ -150,6 +155,15 @@ class Approval(Extension):
         if call.method not in GATED:
             return proceed()
         approved = self.approve(call)
+        if call.context.is_cancelled:
+            # 2025-11-25 basic/utilities/cancellation §Behavior Requirements: "Receivers of
+            # cancellation notifications SHOULD: Stop processing the cancelled request".  The server gave up (or a client-hosted task was cancelled)
+            # while the hook ran: the handler is not called, whatever the hook said, and the
+            # request ends as cancelled (no answer; a task stays cancelled).
+            log.info(
+                "the server cancelled its %s while the approve hook ran: not answered", call.method
+            )
+            raise RequestCancelled(f"{call.method} was cancelled while the approve hook ran")
         if approved is None:
             return refuse(call.method)
         call.params = approved

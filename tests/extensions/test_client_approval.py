@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 
 import pytest
 from conftest import WAIT, InMemory, Workers, client_over
 from http_fixtures import serve  # noqa: F401 - fixture
 
-from mcp_ref import LimitExceeded, ServerRequest
+from mcp_ref import Extension, LimitExceeded, ServerRequest
 from mcp_ref.client import RequestRefused
 from mcp_ref.sampling_and_elicitation import CreateMessageResult, ElicitResult
 from mcp_ref.types import TextContent
@@ -219,6 +220,49 @@ def test_a_hook_may_return_new_params_and_take_the_context(client, handlers):
     assert tool(c, "ask") == {"action": "accept", "content": {"name": "Ada"}}
     assert [p.message for p in handlers.elicited] == ["Who are you, please?"]
     assert seen_contexts[0].method == ELICITATION and not seen_contexts[0].is_cancelled
+
+
+class Outcome(Extension):
+    """A client extension, given first (outermost): how each sampling request of the server's
+    ended, the name of what it raised or ``"answered"`` (``outcomes``); ``ended`` is set each time."""
+
+    def __init__(self):
+        self.outcomes: list[str] = []
+        self.ended = threading.Event()
+
+    def intercept_request(self, call, proceed):
+        if call.method != "sampling/createMessage":  # the one request watched
+            return proceed()
+        try:
+            result = proceed()
+        except BaseException as exc:
+            self.outcomes.append(type(exc).__name__)
+            raise
+        finally:
+            self.ended.set()
+        self.outcomes.append("answered")
+        return result
+
+
+@pytest.mark.slow
+def test_a_request_the_server_cancels_while_the_hook_runs_never_reaches_the_handler(
+    client, handlers
+):
+    # 2025-11-25 basic/utilities/cancellation: receivers SHOULD "Stop processing the cancelled
+    # request".  The server gives up after half a second; the person approves after that.
+    saw_cancellation = []
+
+    def approve(request, context):
+        saw_cancellation.append(context.cancelled.wait(WAIT))
+        return True
+
+    outcome = Outcome()
+    c = client("stdio", "handshake", approve=approve, extensions=[outcome])
+    assert tool(c, "sample_briefly", text="hi") == {"timedOut": True}
+    assert outcome.ended.wait(WAIT)
+    assert saw_cancellation == [True]
+    assert outcome.outcomes == ["RequestCancelled"]  # ended as cancelled: no answer was sent
+    assert handlers.sampled == []  # the model was never sampled
 
 
 @pytest.mark.slow

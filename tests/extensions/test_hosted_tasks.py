@@ -25,7 +25,7 @@ import pytest
 from conftest import SERVERS, WAIT, Collector, WireChecker, command_label, watch_stderr
 from everything_server import everything_client
 
-from mcp_ref import Client, McpError, Server
+from mcp_ref import Client, Extension, McpError, Server
 from mcp_ref.extensions import hosted_tasks
 
 PEER = [sys.executable, str(SERVERS / "hosted_tasks_peer.py")]
@@ -356,6 +356,49 @@ def test_a_refusal_by_the_approve_hook_is_the_tasks_outcome(peer, wire):
     assert [r.method for r in shown.items] == ["elicitation/create", "sampling/createMessage"]
     assert shown.items[0].params["task"] == {"ttl": 30_000}
     assert ran.items == []  # no handler ran
+
+
+def test_a_task_cancelled_while_the_approve_hook_runs_never_reaches_the_handler(peer, wire):
+    # 2025-11-25 basic/utilities/cancellation: receivers SHOULD "Stop processing the cancelled
+    # request"; the approve hook runs inside the task, and the task is cancelled meanwhile.
+    from mcp_ref.extensions.approval import Approval
+    from mcp_ref.extensions.hosted_tasks import HostedTasks
+
+    shown, saw_cancellation, ran = threading.Event(), [], Collector()
+    outcomes, ended = [], threading.Event()
+
+    def approve(request, context):
+        shown.set()
+        saw_cancellation.append(context.cancelled.wait(WAIT))
+        return True
+
+    class Outcome(Extension):  # inside the task, around the hook: how the task's work ended
+        def intercept_request(self, call, proceed):
+            if call.method != "sampling/createMessage":  # the one request watched
+                return proceed()
+            try:
+                result = proceed()
+            except BaseException as exc:
+                outcomes.append(type(exc).__name__)
+                raise
+            finally:
+                ended.set()
+            outcomes.append("answered")
+            return result
+
+    client, _ = peer(
+        extensions=[HostedTasks(), Outcome(), Approval(approve)],
+        sampling_handler=lambda p: ran(p) or SAMPLED,
+    )
+    task = create(client, "sampling/createMessage", ttl=30_000)
+    assert shown.wait(WAIT)
+    (cancel,) = ask(client, ("tasks/cancel", {"taskId": task["taskId"]}))
+    assert cancel["result"]["status"] == "cancelled"
+    assert ended.wait(WAIT)
+    assert saw_cancellation == [True] and outcomes == ["RequestCancelled"]
+    assert ran.items == []  # the model was never sampled
+    (got,) = ask(client, ("tasks/get", {"taskId": task["taskId"]}))
+    assert got["result"]["status"] == "cancelled"
 
 
 def test_the_server_request_limit_refuses_before_any_task_is_made(peer, wire):

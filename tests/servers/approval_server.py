@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, McpError, Server
+from mcp_ref.errors import RequestTimeout
 
 NAME = {
     "type": "object",
@@ -38,6 +39,15 @@ def build() -> Server:
         except McpError as exc:
             return _error(exc)
         return json.dumps({"text": reply.content.text, "model": reply.model})
+
+    @server.tool()
+    def sample_briefly(text: str, ctx: Context) -> str:
+        """Sample, giving up (and cancelling the request) after half a second (handshake era)."""
+        try:
+            reply = ctx.sample(text, max_tokens=32, timeout=0.5)
+        except RequestTimeout:
+            return json.dumps({"timedOut": True})
+        return json.dumps({"text": reply.content.text})
 
     @server.tool()
     def ask(ctx: Context) -> str:
