@@ -6,7 +6,10 @@ reads and of prompts that need no arguments; an unknown method (-32601 expected)
 params (-32602), an invalid cursor (-32602 recommended).  With ``call_tools`` it also
 calls each tool once with arguments built from its ``inputSchema``.  Every message both
 ways goes through :class:`~mcp_ref.workbench.wire_check.WireValidator`, against the official schema
-of the negotiated revision.  Each finding has a status (pass, warn, fail) and the spec
+of the negotiated revision; what the server sends that is no message at all has a row named for
+the transport (a line of stdout, an HTTP response body or SSE event), and over Streamable HTTP an
+answer of a type the spec does not allow has one too (:class:`PostAnswers`, the HTTP observer).
+Each finding has a status (pass, warn, fail) and the spec
 section it rests on; the command prints them as a table (``--json``: a report object) and
 exits 5 when anything failed.
 """
@@ -14,7 +17,9 @@ exits 5 when anything failed.
 from __future__ import annotations
 
 import functools
+import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,6 +30,7 @@ from ..errors import (
     MissingRequiredClientCapabilityError,
     RequestTimeout,
 )
+from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 
 #: Resources read and prompts got at most (the rest are listed, not fetched).
 MAX_READS = 20
@@ -35,10 +41,49 @@ MAX_CALLS = 50
 CALL_TIMEOUT = 5.0
 #: Schema errors quoted in the report at most (all are counted).
 MAX_QUOTED = 10
+#: Characters of a Content-Type quoted at most.
+CONTENT_TYPE_EXCERPT = 80
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 #: How the validator's error for a line that is not JSON begins (``WireValidator._not_a_message``).
 NOT_A_MESSAGE = "not a JSON-RPC message (from the server): "
+#: Answers of another type quoted at most (all are counted).
+MAX_ODD_ANSWERS_QUOTED = 3
+#: What carries the server's messages, by transport (:meth:`Checker.transport`): the check of the
+#: row for what is not a message, what one such thing is called, and the spec section that rules
+#: it out, in the handshake era and in the 2026-07-28 era.
+NOT_MESSAGE_ROWS = {
+    # 2025-11-25 basic/transports §stdio: "The server MUST NOT write anything to its stdout that is
+    # not a valid MCP message" (the same sentence in 2026-07-28 basic/transports/stdio).
+    "stdio": (
+        "the server writes nothing but MCP messages to its stdout",
+        "line(s)",
+        "basic/transports §stdio",
+        "basic/transports/stdio",
+    ),
+    # 2025-11-25 basic/transports §Sending Messages to the Server: the server answers a request
+    # with "Content-Type: application/json, to return one JSON object", or an SSE stream whose
+    # events carry messages (the same in 2026-07-28 basic/transports/streamable-http).
+    "http": (
+        "every response body and SSE event from the server is a JSON-RPC message",
+        "response body(ies) or SSE event(s)",
+        "basic/transports §Sending Messages to the Server",
+        "basic/transports/streamable-http §Sending Messages",
+    ),
+    # 2024-11-05 basic/transports §HTTP with SSE: "Server messages are sent as SSE message events,
+    # with the message content encoded as JSON in the event data" (the POSTs' replies carry none).
+    "sse": (
+        "every SSE event from the server is a JSON-RPC message",
+        "SSE event(s)",
+        "basic/transports §HTTP with SSE",
+        "basic/transports §HTTP with SSE",
+    ),
+}
+#: The revision that defines the HTTP+SSE transport (later ones point to it: 2025-11-25
+#: basic/transports §Backwards Compatibility), whatever revision was negotiated over it.
+LEGACY_REVISION = "2024-11-05"
+#: The types a server may answer a POSTed request with (:class:`PostAnswers`).
+ANSWER_TYPES = ("application/json", "text/event-stream")
 
 
 @dataclass
@@ -55,18 +100,31 @@ class Checker:
     """Runs the checks against a connected :class:`~mcp_ref.client.Client` and keeps the findings."""
 
     def __init__(
-        self, client, validator, *, call_tools: bool = False, call_timeout: float = CALL_TIMEOUT
+        self,
+        client,
+        validator,
+        *,
+        call_tools: bool = False,
+        call_timeout: float = CALL_TIMEOUT,
+        answers: PostAnswers | None = None,
     ):
         self.client = client
         self.validator = validator
+        #: What the server answered the POSTs with (an HTTP target's ``http_trace``; None: none seen).
+        self.answers = answers
         self.call_tools = call_tools
         #: Seconds each example tool call may take (``--call-timeout``).
         self.call_timeout = call_timeout
         self.findings: list[Finding] = []
         self.version = client.protocol_version
 
-    def add(self, check: str, status: str, section: str, detail: str = "") -> None:
-        self.findings.append(Finding(check, status, f"{self.version} {section}", detail))
+    def add(
+        self, check: str, status: str, section: str, detail: str = "", revision: str | None = None
+    ) -> None:
+        """A finding; ``section`` is of ``revision``'s text (None: the negotiated revision's)."""
+        self.findings.append(
+            Finding(check, status, f"{revision or self.version} {section}", detail)
+        )
 
     def attempt(self, check: str, section: str, action: Callable[[], str | None]) -> Any:
         """Run ``action``; it returns a detail (pass) or raises (fail, with the error as detail)."""
@@ -124,8 +182,17 @@ class Checker:
         )
         self._invalid_params(caps)
         self._only_messages()
+        self._answer_types()
         self._schema()
         return self.findings
+
+    @property
+    def transport(self) -> str:
+        """What carries the conversation: ``"stdio"``, ``"http"`` (Streamable HTTP) or ``"sse"``
+        (the 2024-11-05 HTTP+SSE transport a handshake fell back to, as :attr:`answers` saw)."""
+        if getattr(self.client.session.transport, "http_hooks", None) is None:
+            return "stdio"
+        return "sse" if self.answers is not None and self.answers.legacy else "http"
 
     # -- the checks ------------------------------------------------------------------------
 
@@ -288,19 +355,46 @@ class Checker:
         self.add(check, missed, section, f"answered with a result, not error {code}")
 
     def _only_messages(self) -> None:
-        # 2025-11-25 basic/transports §stdio: "The server MUST NOT write anything to its stdout
-        # that is not a valid MCP message" (the same sentence in 2026-07-28 basic/transports/stdio).
+        # What carries the messages carries nothing else: a stdio server's stdout, a Streamable HTTP
+        # server's response bodies and SSE events (NOT_MESSAGE_ROWS: the sentence of each).
         count = self.validator.not_messages.get("<--", 0)
         if count == 0:
             return  # the schema row says how many messages were checked
+        transport = self.transport
+        check, things, section, modern_section = NOT_MESSAGE_ROWS[transport]
         quoted = [e for e in self.validator.received_errors if e.startswith(NOT_A_MESSAGE)]
         more = count - len(quoted)
         self.add(
-            "the server writes nothing but MCP messages to its stdout",
+            check,
             FAIL,
-            "basic/transports/stdio" if self.client.era == "modern" else "basic/transports §stdio",
-            f"{count} line(s) that are not a JSON-RPC message: "
+            modern_section if self.client.era == "modern" else section,
+            f"{count} {things} that are not a JSON-RPC message: "
             + "; ".join(e.removeprefix(NOT_A_MESSAGE) for e in quoted)
+            + (f"; ... {more} more" if more > 0 else ""),
+            LEGACY_REVISION if transport == "sse" else None,
+        )
+
+    def _answer_types(self) -> None:
+        # 2025-11-25 basic/transports §Sending Messages to the Server: "If the input is a JSON-RPC
+        # request, the server MUST either return Content-Type: text/event-stream, to initiate an SSE
+        # stream, or Content-Type: application/json, to return one JSON object" (2026-07-28
+        # basic/transports/streamable-http §Sending Messages: the same).  The 2024-11-05 transport's
+        # POSTs answer nothing: their replies may be of any type.
+        if self.answers is None or self.transport != "http" or not self.answers.odd:
+            return  # shown only when it fails, as the row for what is not a message
+        odd = list(self.answers.odd)
+        quoted = "; ".join(
+            f"{content_type!r} (to {method})" if content_type else f"no Content-Type (to {method})"
+            for method, content_type in odd[:MAX_ODD_ANSWERS_QUOTED]
+        )
+        more = len(odd) - MAX_ODD_ANSWERS_QUOTED
+        self.add(
+            "the server answers each request with application/json or text/event-stream",
+            FAIL,
+            "basic/transports/streamable-http §Sending Messages"
+            if self.client.era == "modern"
+            else "basic/transports §Sending Messages to the Server",
+            f"{len(odd)} answer(s) of another type: {quoted}"
             + (f"; ... {more} more" if more > 0 else ""),
         )
 
@@ -316,6 +410,55 @@ class Checker:
             )
         check = f"every message from the server matches the {self.version} schema"
         self.add(check, FAIL if errors else PASS, section, detail)
+
+
+class PostAnswers:
+    """An ``http_trace`` observer (``Client.http(http_trace=...)``): the answers to POSTed requests
+    whose Content-Type is neither of :data:`ANSWER_TYPES` (:meth:`Checker._answer_types`).
+
+    The transport fails such a request without reading its answer (``HttpClientTransport._deliver``),
+    so no message reaches the ``trace`` hook; the HTTP exchange shows it.  An HTTP error (4xx, 5xx)
+    may carry any body, and a 202 answers nothing: neither counts.  Nor does the reply to a POST of
+    the 2024-11-05 HTTP+SSE transport, whose answers come on its stream: :attr:`legacy` says when
+    that transport carries the conversation (its ``endpoint`` event came).
+    """
+
+    def __init__(self) -> None:
+        self._methods: dict[int, str] = {}  # exchange -> the method of the request it POSTed
+        #: ``(method, Content-Type as sent, "" when none)`` of each answer of another type.
+        self.odd: list[tuple[str, str]] = []
+        #: True once an ``endpoint`` event came: the 2024-11-05 HTTP+SSE transport carries the rest.
+        self.legacy = False
+        self._lock = threading.Lock()
+
+    def __call__(self, seen: Any) -> None:
+        if isinstance(seen, HttpRequestSeen) and seen.method == "POST":
+            method = _request_method(seen.body)
+            if method is not None:
+                with self._lock:
+                    self._methods[seen.exchange] = method
+        elif isinstance(seen, HttpResponseSeen):
+            with self._lock:
+                method = self._methods.pop(seen.exchange, None)
+            if method is None or not 200 <= seen.status < 300 or seen.status == 202:
+                return
+            content_type = next((v for k, v in seen.headers if k.lower() == "content-type"), "")
+            if content_type.split(";")[0].strip().lower() not in ANSWER_TYPES:
+                with self._lock:
+                    self.odd.append((method, content_type[:CONTENT_TYPE_EXCERPT]))
+        elif isinstance(seen, SseEventSeen) and seen.event == "endpoint":
+            self.legacy = True
+
+
+def _request_method(body: bytes | None) -> str | None:
+    """The method of the JSON-RPC request a POST's ``body`` holds (None: no request, a batch)."""
+    try:
+        message = json.loads(body or b"")
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "id" in message and isinstance(message.get("method"), str):
+        return message["method"]
+    return None
 
 
 def example_arguments(schema: dict) -> dict:

@@ -418,11 +418,14 @@ def run_verb(args, hooks) -> int:
     """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`).
     ``hooks``: the command's :class:`~mcp_ref.workbench.cli.Hooks` (its ``trace`` sees every message)."""
     trace = hooks.trace
+    http_trace = None  # an HTTP target's observer (``check``: what its POSTs were answered with)
     if args.verb == "check":
+        from .check import PostAnswers
         from .wire_check import WireValidator
 
         args.validator = WireValidator()
         trace = combine_hooks(trace, args.validator)
+        args.post_answers = http_trace = PostAnswers()
     if args.verb in ("call", "prompt"):
         # before launching anything: a usage error costs nothing
         if args.verb == "call" and args.tool is None and (args.pairs or args.args is not None):
@@ -439,7 +442,7 @@ def run_verb(args, hooks) -> int:
                 f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
                 EXIT_USAGE,
             )
-    client = connect(args, trace)
+    client = connect(args, trace, http_trace=http_trace)
     if client.server_info is not None and client.server_info.name:
         args.approval.server = client.server_info.name  # who asks, in the words the server chose
     try:
@@ -620,7 +623,11 @@ def _check(client, args) -> int:
     from .check import Checker, report, table
 
     findings = Checker(
-        client, args.validator, call_tools=args.call_tools, call_timeout=args.call_timeout
+        client,
+        args.validator,
+        call_tools=args.call_tools,
+        call_timeout=args.call_timeout,
+        answers=args.post_answers,
     ).run()
     outcome = report(findings)
     if args.json:

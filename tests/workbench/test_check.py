@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import sys
 
 import pytest
 from conftest import SERVERS, WAIT, run_cli
+from http_fixtures import serve  # noqa: F401 - fixture
 
 DEMO = f'"{sys.executable}" -m mcp_ref serve-demo'
 BROKEN = f'"{sys.executable}" "{SERVERS / "schema_breaking_server.py"}"'
@@ -97,10 +99,142 @@ def test_lines_on_stdout_that_are_not_messages_fail_the_check_once_each_quoted_a
     assert proc.returncode == 5 and not report["ok"], report
     failed = by_status(report, "fail")
     detail = failed["the server writes nothing but MCP messages to its stdout"]
+    (row,) = [f for f in report["findings"] if f["detail"] == detail]
+    assert row["section"].endswith(("basic/transports §stdio", "basic/transports/stdio"))
     assert detail.startswith("40 line(s) that are not a JSON-RPC message: 'Starting server 1...'")
     assert detail.endswith("; ... 37 more") and "Starting server 4..." not in detail
     assert len(failed) == 1, failed  # the schema row is about the messages, and they are fine
     assert "ERROR" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def answering_unknown_methods_with(content_type: str, body: bytes):
+    """WSGI middleware: the POST of a request for a method the demo does not have (``check``'s
+    ``mcp-ref/check-no-such-method``) is answered 200 with ``body`` as ``content_type``, as a web
+    framework's own page would; every other request reaches the demo."""
+
+    def wrap(app):
+        def middleware(environ, start_response):
+            if environ["REQUEST_METHOD"] == "POST":
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+                posted = environ["wsgi.input"].read(length)
+                environ["wsgi.input"] = io.BytesIO(posted)
+                if b'"mcp-ref/check-no-such-method"' in posted:
+                    start_response(
+                        "200 OK",
+                        [("Content-Type", content_type), ("Content-Length", str(len(body)))],
+                    )
+                    return [body]
+            return app(environ, start_response)
+
+        return middleware
+
+    return wrap
+
+
+NOT_MESSAGES_ROW = "every response body and SSE event from the server is a JSON-RPC message"
+ANSWER_TYPE_ROW = "the server answers each request with application/json or text/event-stream"
+
+
+@pytest.mark.parametrize(
+    "era, content_type, row, section, detail",
+    [
+        # 2025-11-25 basic/transports §Sending Messages to the Server: "Content-Type:
+        # application/json, to return one JSON object" -- a body that is no JSON is no message
+        (
+            "handshake",
+            "application/json",
+            NOT_MESSAGES_ROW,
+            "2025-11-25 basic/transports §Sending Messages to the Server",
+            "1 response body(ies) or SSE event(s) that are not a JSON-RPC message: "
+            "'Internal hiccup: the method is not there'",
+        ),
+        (
+            "auto",
+            "application/json",
+            NOT_MESSAGES_ROW,
+            "2026-07-28 basic/transports/streamable-http §Sending Messages",
+            "1 response body(ies) or SSE event(s) that are not a JSON-RPC message: "
+            "'Internal hiccup: the method is not there'",
+        ),
+        # ... "the server MUST either return Content-Type: text/event-stream ... or Content-Type:
+        # application/json": any other type is a row of its own
+        (
+            "handshake",
+            "text/plain",
+            ANSWER_TYPE_ROW,
+            "2025-11-25 basic/transports §Sending Messages to the Server",
+            "1 answer(s) of another type: 'text/plain' (to mcp-ref/check-no-such-method)",
+        ),
+        (
+            "auto",
+            "text/plain; charset=utf-8",
+            ANSWER_TYPE_ROW,
+            "2026-07-28 basic/transports/streamable-http §Sending Messages",
+            "1 answer(s) of another type: 'text/plain; charset=utf-8' "
+            "(to mcp-ref/check-no-such-method)",
+        ),
+    ],
+    ids=[
+        "no-json-body-handshake",
+        "no-json-body-modern",
+        "text-plain-handshake",
+        "text-plain-modern",
+    ],
+)
+def test_an_http_answer_that_is_not_a_message_fails_a_row_named_for_http(
+    serve, era, content_type, row, section, detail
+):
+    wrap = answering_unknown_methods_with(content_type, b"Internal hiccup: the method is not there")
+    served = serve(wrap=wrap)
+    proc = run_cli("check", served.mcp, "--era", era, "--json", timeout=120)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 5 and not report["ok"], report  # docs/command-line.md: exit 5
+    failed = {f["check"]: f for f in report["findings"] if f["status"] == "fail"}
+    # the row of its own, and the probe the odd answer broke; every other answer (JSON, and the
+    # 202s to notifications) is as the spec says, and nothing is said of a stdout
+    assert sorted(failed) == sorted([row, "an unknown method is -32601"]), failed
+    assert failed[row]["section"] == section
+    assert failed[row]["detail"] == detail
+    assert "Traceback" not in proc.stderr, proc.stderr
+    # the table says the same, in one row: its check and section, then its detail
+    table = run_cli("check", served.mcp, "--era", era, timeout=120)
+    assert table.returncode == 5
+    lines = table.stdout.splitlines()
+    (at,) = [number for number, line in enumerate(lines) if row in line]
+    assert lines[at].startswith(f"FAIL  {row}") and lines[at].endswith(section)
+    assert lines[at + 1].strip() == detail
+
+
+def test_an_sse_event_that_is_not_a_message_fails_the_row_of_the_2024_11_05_transport(serve):
+    # 2024-11-05 basic/transports §HTTP with SSE: "Server messages are sent as SSE message events,
+    # with the message content encoded as JSON in the event data"; its POSTs' replies answer nothing
+    # (the demo's "Accepted"), so they are not held against it
+    def stray_event_after_the_endpoint(app):
+        def middleware(environ, start_response):
+            chunks = app(environ, start_response)
+            if environ["REQUEST_METHOD"] != "GET":
+                return chunks
+
+            def stream():
+                for number, chunk in enumerate(chunks):
+                    yield chunk
+                    if number == 0:  # the endpoint event
+                        yield b"event: message\ndata: Starting server...\n\n"
+
+            return stream()
+
+        return middleware
+
+    served = serve(wrap=stray_event_after_the_endpoint)
+    code, report = check(served.sse, "--transport", "sse")
+    assert code == 5 and not report["ok"], report
+    (failed,) = [f for f in report["findings"] if f["status"] == "fail"]
+    assert failed == {
+        "check": "every SSE event from the server is a JSON-RPC message",
+        "status": "fail",
+        "section": "2024-11-05 basic/transports §HTTP with SSE",
+        "detail": "1 SSE event(s) that are not a JSON-RPC message: 'Starting server...'",
+    }
 
 
 def test_the_table_reads_as_a_table():
