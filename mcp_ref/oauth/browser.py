@@ -227,10 +227,20 @@ class LoopbackBrowser:
                 self._drop(selector, key, stray=True)
             return
         selector.unregister(connection)
-        request_line = reading.received.split(b"\n", 1)[0].decode("latin-1").split()
-        status, body = self._respond(request_line)
-        self._answer(reading, status, body)
-        connection.close()
+        try:
+            request_line = reading.received.split(b"\n", 1)[0].decode("latin-1").split()
+            try:
+                status, body = self._respond(request_line)
+            except Exception as exc:
+                # Whatever fails in answering one connection (a ``check`` of the caller's raising
+                # something else than CallbackError ...) refuses that one, never the login: only
+                # its timeout ends the wait.  Its type only: the text may quote the query (the code).
+                self._strays += 1
+                log.debug("callback listener: answered 400 (%s)", type(exc).__name__)
+                status, body = 400, b""
+            self._answer(reading, status, body)
+        finally:
+            connection.close()
 
     def _respond(self, request_line: list[str]) -> tuple[int, bytes]:
         """The status and page answering the request line (method, target, version): 200 for the
