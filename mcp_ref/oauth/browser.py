@@ -244,15 +244,16 @@ class LoopbackBrowser:
 
     def _respond(self, request_line: list[str]) -> tuple[int, bytes]:
         """The status and page answering the request line (method, target, version): 200 for the
-        awaited redirect (kept), 404 for another path, 400 for a redirect ``check`` refuses."""
-        if len(request_line) != 3 or not request_line[1].startswith("/"):
+        awaited redirect (kept), 404 for another path, 400 for a redirect ``check`` refuses or a
+        target that is not this listener's."""
+        target = self._origin_form(request_line[1]) if len(request_line) == 3 else None
+        if target is None:
             status = 400
         elif request_line[0] != "GET":
             status = 405
-        elif urlsplit(request_line[1]).path != self.path:
+        elif target.partition("?")[0] != self.path:
             status = 404
         else:
-            target = request_line[1]
             try:
                 if self._check is not None:
                     self._check(target)
@@ -265,6 +266,32 @@ class LoopbackBrowser:
         self._strays += 1
         log.debug("callback listener: answered %d", status)  # never the query (it holds the code)
         return status, b""
+
+    def _origin_form(self, target: str) -> str | None:
+        """The request target as path and query, or None when it is not one for this listener.
+
+        RFC 9112 §3.2.1: the origin-form, ``/path?query``, is taken as it is (its path is what
+        comes before the first ``?``: never parsed as a URL, so ``//host`` is a path too).
+        §3.2.2: "A server MUST accept the absolute-form in requests"; it is reduced to its path
+        and query when its authority is this listener's own ``host:port`` (``http``, no user
+        information), and any other one is not for this listener (400)."""
+        if target.startswith("/"):
+            return target
+        try:
+            parts = urlsplit(target)
+            port = parts.port or 80
+        except ValueError:  # a port that is no number, a broken IPv6 literal ...
+            return None
+        listening = self._listener.getsockname()[1] if self._listener is not None else None
+        if (
+            parts.scheme != "http"
+            or parts.username is not None
+            or (parts.hostname or "").lower() != self.host.lower()
+            or port != listening
+            or parts.fragment
+        ):
+            return None
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
     def _answer(self, reading: _Reading, status: int, page: bytes) -> None:
         """Send the answer, within what is left of the connection's time (a few hundred bytes:

@@ -146,3 +146,49 @@ def test_a_login_ends_at_its_timeout_whatever_strays_sent(login):
     [timeout] = flow.outcome
     assert isinstance(timeout, AuthorizationTimeout), timeout
     assert "2 other requests to the listener refused" in str(timeout)
+
+
+def test_the_redirect_in_absolute_form_is_taken(login):
+    """RFC 9112 §3.2.2: "A server MUST accept the absolute-form in requests".  The redirect sent
+    as ``GET http://127.0.0.1:PORT/callback?... HTTP/1.1`` (a client speaking to a proxy would)
+    is the redirect: reduced to its path and query, checked, and taken."""
+    flow = login()
+    target = f"http://127.0.0.1:{flow.port}/callback?code={CODE}&state={STATE}"
+    assert status_of(flow.redirect(target)) == 200
+    assert flow.ended.wait(WAIT)
+    assert flow.outcome == [f"http://127.0.0.1:{flow.port}/callback?code={CODE}&state={STATE}"]
+
+
+@pytest.mark.parametrize(
+    "authority",
+    ["127.0.0.1:{other}", "localhost:{port}", "evil.example:{port}", "user@127.0.0.1:{port}"],
+    ids=["another port", "another host name", "another host", "user information"],
+)
+def test_an_absolute_form_target_for_another_authority_is_a_stray(login, authority):
+    """An absolute-form target naming another authority than the listener's own ``host:port``
+    is not for this listener: answered 400 (its check never asked), and the login goes on."""
+    checked: list[str] = []
+
+    def check(target: str) -> None:
+        checked.append(target)
+        authorization_response(target, STATE, ISSUER)
+
+    flow = login(check=check)
+    named = authority.format(port=flow.port, other=flow.port + 1 if flow.port < 65535 else 1)
+    answer = flow.redirect(f"http://{named}/callback?code={CODE}&state={STATE}")
+    assert status_of(answer) == 400, answer
+    assert not flow.ended.is_set() and checked == []
+    assert status_of(flow.redirect()) == 200
+    assert flow.ended.wait(WAIT)
+    assert len(checked) == 1
+
+
+def test_a_redirect_for_another_request_in_absolute_form_is_refused(login):
+    """The absolute-form is checked as the origin-form is: another request's redirect (a wrong
+    state) is answered 400, and the login waits on."""
+    flow = login()
+    target = f"http://127.0.0.1:{flow.port}/callback?code=FORGED&state=guess"
+    assert status_of(flow.redirect(target)) == 400
+    assert not flow.ended.is_set()
+    assert status_of(flow.redirect()) == 200
+    assert flow.ended.wait(WAIT)
