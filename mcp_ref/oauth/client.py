@@ -83,6 +83,9 @@ log = logging.getLogger(__name__)
 
 #: Tokens are refreshed this many seconds before they expire.
 REFRESH_MARGIN = 30.0
+#: The longest ``expires_in`` taken (ten years, in seconds); a longer one, or one that is no
+#: finite number, is taken as absent (:func:`_lifetime`).
+MAX_EXPIRES_IN = 10 * 365 * 24 * 3600
 
 GRANT_AUTHORIZATION_CODE = "authorization_code"
 GRANT_CLIENT_CREDENTIALS = "client_credentials"
@@ -445,16 +448,14 @@ class OAuth(AuthBase):
     def _tokens_from(
         self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]
     ) -> dict:
-        expires_in = answer.get("expires_in")
+        lifetime = _lifetime(answer.get("expires_in"))
         tokens = {
             "issuer": server.issuer,
             "resource": resource,
             "access_token": answer["access_token"],
             "token_type": answer.get("token_type", "Bearer"),
             "scope": answer["scope"] if isinstance(answer.get("scope"), str) else " ".join(scopes),
-            "expires_at": time.time() + expires_in
-            if isinstance(expires_in, (int, float)) and expires_in > 0
-            else None,
+            "expires_at": time.time() + lifetime if lifetime is not None else None,
             "token_endpoint": server.token_endpoint,
         }
         if isinstance(answer.get("refresh_token"), str):
@@ -816,6 +817,23 @@ def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
 def _iss_promised(server: ServerMetadata) -> bool:
     """Whether ``server`` advertises RFC 9207's ``iss`` in its authorization responses."""
     return server.raw.get("authorization_response_iss_parameter_supported") is True
+
+
+def _lifetime(expires_in: object) -> float | None:
+    """The seconds an access token lives, from the token response's ``expires_in``; None when it
+    gives none that can be used: absent, not a number, not positive, not finite (``1e999`` is
+    valid JSON, read as infinity) or past :data:`MAX_EXPIRES_IN`.
+
+    RFC 6749 §5.1: ``expires_in`` is "The lifetime in seconds of the access token", RECOMMENDED,
+    so a response without one is still a token response.  One that is no usable lifetime is taken
+    as absent rather than refusing the tokens (the code, or the refresh token under rotation, is
+    spent already): the token is used until the server refuses it, then refreshed, as one without
+    ``expires_in`` is.  Never kept as infinity, which no JSON can hold (RFC 8259 §6)."""
+    if isinstance(expires_in, bool) or not isinstance(expires_in, (int, float)):
+        return None
+    if not 0 < expires_in <= MAX_EXPIRES_IN:  # NaN and infinity fail too
+        return None
+    return float(expires_in)
 
 
 def _expiring(tokens: dict) -> bool:

@@ -56,18 +56,24 @@ class TokenStore(Protocol):
 
 
 def same_record(stored: Any, expected: Any) -> bool:
-    """Whether two records are the same JSON value: compared as canonical JSON (keys sorted), so
-    a record read back from a file (a tuple saved comes back a list) equals the one saved.  A
-    record that is not JSON is never the same as anything."""
+    """Whether two records are the same value, for every value (a record always equals itself):
+    compared as canonical JSON (keys sorted), so a record read back from a file (a tuple saved
+    comes back a list) equals the one saved.  Infinity and NaN, which JSON cannot hold (RFC 8259
+    §6) but Python's reader takes from ``1e999`` and a :class:`FileStore` writes and reads back,
+    are written as ``Infinity`` and ``NaN`` for the comparison; a value that is no JSON at all
+    (bytes, a set, a cycle) compares with ``==``.  Were a record unequal to itself, tokens whose
+    refresh is refused could never be deleted (:func:`delete_if_unchanged`), and would be sent
+    for ever."""
     try:
         return _canonical(stored) == _canonical(expected)
     except (TypeError, ValueError):
-        return False
+        return bool(stored == expected)
 
 
 def _canonical(record: Any) -> str:
-    """``record`` as canonical JSON text (keys sorted, no layout)."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    """``record`` as canonical JSON text (keys sorted, no layout; infinity and NaN as Python
+    writes them, so each equals itself)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
 def delete_if_unchanged(store: TokenStore, key: str, expected: dict[str, Any]) -> bool:

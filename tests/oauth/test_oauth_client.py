@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -146,6 +147,48 @@ def test_a_revoked_token_gets_the_flow_again(deployment):
         authorization.access_tokens.table.items.clear()  # every access token forgotten
         assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
         authorization.access_tokens.table.items.clear()
+        authorization.refresh_tokens.table.items.clear()
+        assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
+    assert watched.hits("/authorize") == 2
+
+
+class LifetimeRewritten:
+    """A WSGI app wrapper whose token endpoint answers say ``"expires_in": <lifetime>`` (raw JSON
+    text: ``1e999`` is valid JSON, which Python reads as infinity)."""
+
+    def __init__(self, app, lifetime: bytes):
+        self.app, self.lifetime = app, lifetime
+
+    def __call__(self, environ, start_response):
+        if environ["PATH_INFO"] != "/token":
+            return self.app(environ, start_response)
+        answered: list = []
+        body = b"".join(self.app(environ, lambda status, headers: answered.append(status)))
+        body = re.sub(rb'"expires_in":\s*[0-9]+', b'"expires_in": ' + self.lifetime, body)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        start_response(answered[0], headers + [("Cache-Control", "no-store")])
+        return [body]
+
+
+@pytest.mark.parametrize("lifetime", [b"1e999", b"-1e999", b"1e300", b"0", b'"3600"'])
+def test_a_token_lifetime_that_is_no_usable_number_is_taken_as_absent(
+    deployment, tmp_path, lifetime
+):
+    """RFC 6749 §5.1: ``expires_in`` is "The lifetime in seconds of the access token" (RECOMMENDED).
+    One that is infinite (``1e999``), absurd, not positive or not a number is taken as absent:
+    the tokens are kept without an expiry (the file holds strict JSON, no ``Infinity``), used
+    until refused, and once revoked and their refresh refused they are forgotten and the user
+    authorizes again.  An infinite ``expires_at`` used to make the stored record unequal to
+    itself: the refused tokens were never deleted, and the revoked token was sent for ever."""
+    mcp_url, watched, authorization = deployment
+    watched.app = LifetimeRewritten(watched.app, lifetime)
+    path = tmp_path / "tokens.json"
+    auth = OAuth(DEMO_CLIENT_ID, authorize=follow_redirect, store=FileStore(path))
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        client.list_tools()
+        stored = json.loads(path.read_text(), parse_constant=pytest.fail)[f"tokens {mcp_url}"]
+        assert stored["expires_at"] is None and stored["refresh_token"]
+        authorization.access_tokens.table.items.clear()  # revoked, and the refresh refused
         authorization.refresh_tokens.table.items.clear()
         assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
     assert watched.hits("/authorize") == 2

@@ -11,7 +11,7 @@ import pytest
 from conftest import WAIT, RawPeer
 
 from mcp_ref.file_lock import exclusive_lock
-from mcp_ref.oauth.store import FileStore, MemoryStore, delete_if_unchanged
+from mcp_ref.oauth.store import FileStore, MemoryStore, delete_if_unchanged, same_record
 
 #: A process saving one record (argv: file, key, lock timeout) with its write held back until a line
 #: comes on stdin: it says "read" once it has read the file, then "saved" (or the error) at the end.
@@ -163,3 +163,26 @@ def test_a_conditional_delete_keeps_a_record_saved_since(tmp_path, kind):
     other.save("tokens A", stale)
     assert delete_if_unchanged(mine, "tokens A", {**stale, "scope": ["a", "b"]}) is True
     assert delete_if_unchanged(mine, "tokens A", stale) is False  # nothing left to delete
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+@pytest.mark.parametrize(
+    "odd",
+    [float("inf"), float("-inf"), float("nan"), b"bytes", {"a", "set"}],
+    ids=["infinity", "minus infinity", "NaN", "bytes", "a set"],
+)
+def test_a_record_is_always_the_same_as_itself(tmp_path, kind, odd):
+    """``same_record`` is total: a record holding what JSON cannot (infinity, NaN: a token answer's
+    ``"expires_in": 1e999`` reads as infinity; RFC 8259 §6) or what is no JSON at all equals
+    itself, read back or not, so the conditional delete of refused tokens deletes them (they were
+    never deleted, and were sent for ever) and a record that differs is still kept."""
+    record = {"access_token": "refused", "expires_at": odd}
+    assert same_record(record, dict(record))
+    assert not same_record(record, {**record, "access_token": "other"})
+    if isinstance(odd, float):  # what a store can hold (a FileStore writes JSON)
+        store = FileStore(tmp_path / "tokens.json") if kind == "file" else MemoryStore()
+        store.save("tokens A", record)
+        assert same_record(store.load("tokens A"), record)
+        assert delete_if_unchanged(store, "tokens A", {**record, "access_token": "other"}) is False
+        assert delete_if_unchanged(store, "tokens A", record) is True
+        assert store.load("tokens A") is None
