@@ -142,18 +142,24 @@ class Notices:
             self.in_flight.give_up(request_id)
 
     def _send_other(
-        self,
-        data: bytes,
-        legacy: bool = False,
-        message: Any = None,
-        kind: str = "notice",
-        resends: int = 0,
+        self, data: bytes, legacy: bool = False, message: Any = None, kind: str = "notice"
     ) -> None:
         """POST a notification or an answer, ``message`` (``legacy``: to the 2024-11-05 endpoint);
         the reply says only "Accepted".  Within its deadline (:attr:`notice_timeouts`), watched
         under a key of its own, ``(kind, number)``: ``kind`` says what it is (``"notifications/
-        cancelled"``: a cancellation, for which an auth hook starts no login).  ``resends``: how
-        many times it was refused 503 already (:meth:`_send_later`)."""
+        cancelled"``: a cancellation, for which an auth hook starts no login).  Refused 503 with
+        ``Retry-After``, it is sent again after that pause (:meth:`_send_later`)."""
+        pause = self._post_notice(data, legacy, message, kind, resends=0)
+        if pause is not None:
+            self._send_later(pause, data, legacy, message, kind)
+
+    def _post_notice(
+        self, data: bytes, legacy: bool, message: Any, kind: str, resends: int
+    ) -> float | None:
+        """:meth:`_send_other`'s POST, once: None when it is done with (accepted, or a 404), else
+        the pause the server asked for before it is sent again (a 503 with ``Retry-After``, when
+        ``resends``, the times it was sent again already, is under :data:`MAX_RESENDS` and the
+        pause is shorter than its deadline)."""
         import requests
 
         timeout, handshake = self.notice_timeouts
@@ -166,14 +172,14 @@ class Notices:
         if not (legacy or renewing or self._session_ready.is_set()):
             if initialized:  # the old session's handshake: the new one had its own
                 log.debug("the forgotten session's notifications/initialized was dropped")
-                return
+                return None
             if isinstance(message, (Response, ErrorResponse, list)):
                 # An answer does not wait (its sender may be the session's reader, which the new
                 # session's initialize needs); one to a request of the forgotten session has
                 # nowhere to go before the new session's id is known.
                 if not self.session_id:
                     log.debug("an answer to a request of the forgotten session was dropped")
-                    return
+                    return None
             elif not self._session_ready.wait(seconds):
                 # A notification waits for the new session as requests do, within its deadline:
                 # 2025-11-25 basic/transports §Session Management, the client "MUST include it [the
@@ -200,8 +206,7 @@ class Notices:
         # waits on it to do so; from the notice thread (the sender may be the session's reader).
         pause = retry_after(response) if response.status_code == 503 else None
         if pause is not None and resends < MAX_RESENDS and (seconds is None or pause < seconds):
-            self._send_later(pause, data, legacy, message, kind, resends + 1)
-            return
+            return pause
         if response.status_code == 404 and sent_with and not legacy:
             # 2025-11-25 basic/transports §Session Management: a 404 to a message carrying the
             # session's id means the server forgot it; a new session is started on a worker (the
@@ -212,25 +217,28 @@ class Notices:
             # replaced already.
             log.debug("a notice to a forgotten session was dropped")
             if renewing or generation != self._generation:
-                return
+                return None
             try:
                 self._pool.submit(self._renewed, generation)
             except RuntimeError:  # the transport closed
                 pass
         elif not response.ok:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")
+        return None
 
-    def _send_later(
-        self, pause: float, data: bytes, legacy: bool, message: Any, kind: str, resends: int
-    ) -> None:
-        """:meth:`_send_other` again after ``pause`` seconds, on the thread of the notices sent
-        again, in the order they were refused, its place one of :data:`MAX_WAITING_NOTICES` (none
-        left: it is dropped, logged).  Its pause is waited on that thread, not on the
-        cancellations' (:meth:`_tell_cancelled`): a cancellation is not held up by another
-        notice's pause (2025-11-25 basic/utilities/cancellation, its receiver "SHOULD: Stop
-        processing the cancelled request", which it cannot do before it hears of it).  In the
-        order refused: a progress notice sent again stays before a later one of the same request
-        sent again (basic/utilities/progress, "The progress value MUST increase with each
+    def _send_later(self, pause: float, data: bytes, legacy: bool, message: Any, kind: str) -> None:
+        """Send a notice refused 503 again after ``pause`` seconds, on the thread of the notices
+        sent again, in the order they were refused, its place one of :data:`MAX_WAITING_NOTICES`
+        (none left: it is dropped, logged).  Refused again, it waits its new pause there, in the
+        same job, up to :data:`MAX_RESENDS` times: it is never queued again behind the notices
+        refused after it.  Every pause is dropped at close.
+
+        Its pauses are waited on that thread, not on the cancellations' (:meth:`_tell_cancelled`):
+        a cancellation is not held up by another notice's pause (2025-11-25 basic/utilities/
+        cancellation, its receiver "SHOULD: Stop processing the cancelled request", which it
+        cannot do before it hears of it).  In the order refused: a progress notice sent again
+        reaches the server before a later one of the same request sent again, however often
+        either is refused (basic/utilities/progress, "The progress value MUST increase with each
         notification")."""
         if not self._notice_places.acquire(blocking=False):
             log.warning(
@@ -241,9 +249,15 @@ class Notices:
         due = time.monotonic() + pause
 
         def send_again() -> None:
+            resends = 0
+            sent_at = due
             try:
-                if not self._closed.wait(due - time.monotonic()):  # dropped at close
-                    self._send_other(data, legacy, message, kind, resends)
+                while not self._closed.wait(sent_at - time.monotonic()):  # dropped at close
+                    resends += 1
+                    refused_for = self._post_notice(data, legacy, message, kind, resends)
+                    if refused_for is None:
+                        return
+                    sent_at = time.monotonic() + refused_for
             except OSError as exc:
                 log.debug("%s could not be sent again: %s", kind, failed_because(exc))
             finally:

@@ -933,3 +933,57 @@ def test_a_cancellation_is_not_held_up_by_another_notices_pause_before_it_is_sen
     finally:
         ended_within(WAIT, client.close)  # the notice still to be sent again holds up no close()
     assert server.count(posted("notifications/roots/list_changed")) == 1  # not sent after close
+
+
+def test_a_notice_refused_again_on_its_resend_stays_before_the_ones_refused_after_it(scripted):
+    # 2025-11-25 basic/utilities/progress: "The progress value MUST increase with each
+    # notification".  The server refuses progress 1 twice and progress 2 once, each 503 with
+    # Retry-After: 1.  Progress 1, refused again when sent again, used to be queued again behind
+    # progress 2: the server took 2, then 1.  It waits its new pause in its own turn: 1, then 2.
+    refusals = {1: 2, 2: 1}  # progress value: the times it is refused still
+    accepted: list[int] = []
+    both = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") != "notifications/progress":
+            return None
+        progress = message["params"]["progress"]
+        if refusals[progress]:
+            refusals[progress] -= 1
+            return answer("503 Service Unavailable", b"", "Retry-After: 1\r\n")
+        accepted.append(progress)
+        if len(accepted) == 2:
+            both.set()
+        return answer("202 Accepted")
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        for progress in (1, 2):
+            params = {"progressToken": "the-task", "progress": progress}
+            client.connection.notify("notifications/progress", params)
+        assert both.wait(WAIT), f"the server took only {accepted}"
+        assert accepted == [1, 2]
+        assert server.count(posted("notifications/progress")) == 5  # 1 three times, 2 twice
+
+
+def test_a_notice_refused_every_time_is_sent_again_max_resends_times_then_dropped(scripted):
+    # Refused 503 with Retry-After each time, a notice is sent again notices.MAX_RESENDS times
+    # (each after its pause), then dropped (logged); a notice sent after it still gets through.
+    refused_each_time = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "notifications/roots/list_changed":
+            if server.count(posted("notifications/roots/list_changed")) > notices.MAX_RESENDS:
+                refused_each_time.set()
+            return answer("503 Service Unavailable", b"", "Retry-After: 0\r\n")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG, roots=["file:///a"]) as client:
+        client.set_roots(["file:///b"])
+        assert refused_each_time.wait(WAIT)
+        client.connection.notify("notifications/progress", {"progressToken": "t", "progress": 1})
+        server.wait_for(posted("notifications/progress"), "the next notice")
+    assert server.count(posted("notifications/roots/list_changed")) == 1 + notices.MAX_RESENDS
