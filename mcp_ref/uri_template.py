@@ -19,8 +19,9 @@ _PCT_TRIPLET = re.compile(r"(%[0-9A-Fa-f]{2})")
 _VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+)*")
 _LEVEL3_OPERATORS = "#./;?&"
 _RESERVED_OPERATORS = "=,!@|"
-#: What each expression matches: ``{+var}`` any non-empty run, ``{var}`` one without ``/ ? #``.
-_GROUPS = {"+": "(.+)", "": "([^/?#]+)"}
+#: The characters an expression's value may not hold: ``{var}`` none of ``/ ? #``, ``{+var}``
+#: any (each value is a non-empty run).
+_STOPS = {"+": None, "": re.compile("[/?#]")}
 
 
 def _encode_reserved(text: str) -> str:
@@ -79,10 +80,10 @@ class UriTemplate:
     Raises ValueError for malformed templates or unsupported (level 3+) syntax.
     """
 
-    __slots__ = ("template", "variables", "_parts", "_regex", "_groups")
+    __slots__ = ("template", "variables", "_parts", "_groups")
 
     def __init__(self, template: str) -> None:
-        """Parse ``template`` and compile its matching regex."""
+        """Parse ``template``."""
         if not isinstance(template, str):
             raise TypeError(f"URI template must be a str, not {type(template).__name__}")
         self.template = template
@@ -91,10 +92,6 @@ class UriTemplate:
         ]
         self._groups = tuple(part[1] for part in self._parts if not isinstance(part, str))
         self.variables: tuple[str, ...] = tuple(dict.fromkeys(self._groups))
-        pattern = [
-            re.escape(part) if isinstance(part, str) else _GROUPS[part[0]] for part in self._parts
-        ]
-        self._regex = re.compile("".join(pattern), re.DOTALL)
 
     @classmethod
     def is_template(cls, s: str) -> bool:
@@ -130,13 +127,15 @@ class UriTemplate:
         """Return the percent-decoded variable values if ``uri`` matches, else None.
 
         ``{var}`` matches a non-empty run without ``/ ? #``; ``{+var}`` matches
-        any non-empty run. The whole URI must match.
+        any non-empty run. The whole URI must match.  Where a URI can be split more than one way,
+        each value is the longest that lets the rest match, left to right (a backtracking regex's
+        greedy choice), found in steps linear in ``len(uri)`` (:func:`_split`).
         """
-        m = self._regex.fullmatch(uri)
-        if m is None:
+        raw_values = _split(self._parts, uri)
+        if raw_values is None:
             return None
         result: dict[str, str] = {}
-        for name, raw in zip(self._groups, m.groups(), strict=True):
+        for name, raw in zip(self._groups, raw_values, strict=True):
             value = unquote(raw)
             if result.setdefault(name, value) != value:
                 return None  # a repeated variable captured different values
@@ -184,6 +183,72 @@ class UriTemplate:
     def __hash__(self) -> int:
         """Hash of the template string."""
         return hash(self.template)
+
+
+def _split(parts: list[tuple[str, str] | str], uri: str) -> list[str] | None:
+    """The raw (still percent-encoded) value of each expression of ``parts`` in ``uri``, or None
+    when ``uri`` does not match.
+
+    No backtracking: a regex with one group per expression tries every split of the URI (quadratic
+    or worse in its length, and holding the GIL throughout: one long URI stalled every client). Here
+    ``fits[i]`` marks, for every position ``p``, whether ``parts[i:]`` matches ``uri[p:]``: built
+    from the last part back, each table from the one after it in one pass over the URI.  Then each
+    expression takes the longest value after which the rest fits.  Steps: ``len(uri)`` per part.
+    2025-11-25 server/resources §Security Considerations: "Servers MUST validate all resource URIs".
+    """
+    head, tail = parts[0] if parts else "", parts[-1] if parts else ""
+    if isinstance(head, str) and not uri.startswith(head):
+        return None  # the common miss (another template's scheme), answered at once
+    if isinstance(tail, str) and not uri.endswith(tail):
+        return None
+    size = len(uri)
+    fits = [bytearray(size + 1) for _ in range(len(parts) + 1)]
+    fits[-1][size] = 1  # nothing left matches the empty rest
+    for index in range(len(parts) - 1, -1, -1):
+        part, here, after = parts[index], fits[index], fits[index + 1]
+        if isinstance(part, str):
+            _fit_literal(part, uri, here, after)
+        else:
+            _fit_expression(_STOPS[part[0]], uri, here, after)
+    if not fits[0][0]:
+        return None
+    values = []
+    at = 0
+    for index, part in enumerate(parts):
+        if isinstance(part, str):
+            at += len(part)
+            continue
+        stops = _STOPS[part[0]]
+        stop = stops.search(uri, at) if stops is not None else None
+        limit = stop.start() if stop is not None else size
+        end = fits[index + 1].rfind(1, at + 1, limit + 1)  # the longest value the rest allows
+        values.append(uri[at:end])
+        at = end
+    return values
+
+
+def _fit_literal(literal: str, uri: str, here: bytearray, after: bytearray) -> None:
+    """Mark in ``here`` each position where ``literal`` starts and the rest (``after``) fits."""
+    at = uri.find(literal)
+    while at != -1:
+        here[at] = after[at + len(literal)]
+        at = uri.find(literal, at + 1)
+
+
+def _fit_expression(
+    stops: re.Pattern[str] | None, uri: str, here: bytearray, after: bytearray
+) -> None:
+    """Mark in ``here`` each position where a value (a non-empty run without ``stops``) can start
+    with the rest (``after``) fitting after it.  The URI is cut at each stop character: within
+    one run, a value may start anywhere before the last position in it (or just past it) where
+    the rest fits."""
+    ends = [stop.start() for stop in stops.finditer(uri)] if stops is not None else []
+    start = 0
+    for end in [*ends, len(uri)]:
+        last = after.rfind(1, start + 1, end + 1)
+        if last != -1:
+            here[start:last] = b"\x01" * (last - start)
+        start = end + 1
 
 
 def is_template(s: str) -> bool:

@@ -43,6 +43,10 @@ class RegisteredResource:
     accepts: Callable[[dict[str, str]], bool] | None = None
 
 
+#: The longest resource URI a caller may read or subscribe to (``resources/read``,
+#: ``resources/subscribe``, a ``subscriptions/listen``'s), in characters (:func:`check_uri_length`).
+MAX_URI_LENGTH = 8192
+
 #: 2026-07-28 server/utilities/caching: the values of ``cacheScope`` (the hints are added to a
 #: result by :func:`mcp_ref.server.connection.add_hints`).
 CACHE_SCOPES = ("public", "private")
@@ -177,8 +181,10 @@ def list_templates(connection: Caller, context: RequestContext, params: dict) ->
 
 
 def read_resource(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
+    """``resources/read``: the contents of one resource, or Resource not found (-32002); a URI
+    that is empty or over :data:`MAX_URI_LENGTH` characters is Invalid params (-32602)."""
     uri = _uri(params, "resources/read")
+    check_uri_length(uri)  # before it is matched against every template
     found = visible_resource(connection, uri, "resources/read", params)
     if found is None:
         # server/resources §Error Handling: "Resource not found: -32002".
@@ -204,8 +210,6 @@ def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict
     At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections (and,
     with a shared state, over every process: ``Subscriptions.check_resources``), each URI of 1 to
     ``MAX_URI_LENGTH`` (8,192) characters as a ``subscriptions/listen`` names them (-32602)."""
-    from .subscriptions import check_uri_length  # the listen's bound, loaded by a subscription
-
     subscribable(connection, "resources/subscribe")
     uri = _uri(params, "resources/subscribe")
     # before it is matched against every template, or kept for as long as the subscription lasts
@@ -283,6 +287,19 @@ HANDLERS = {
     "resources/subscribe": subscribe,
     "resources/unsubscribe": unsubscribe,
 }
+
+
+def check_uri_length(uri: str) -> None:
+    """-32602 unless ``uri`` has 1 to :data:`MAX_URI_LENGTH` characters: checked before the URI
+    is matched against every template (a read's, a subscription's) or kept for as long as a
+    subscription lasts, so the work and the memory a caller's URI costs stay bounded.
+
+    2025-11-25 server/resources §Security Considerations: "Servers MUST validate all resource URIs".
+    """
+    if not uri or len(uri) > MAX_URI_LENGTH:
+        raise InvalidParams(
+            f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters"
+        )
 
 
 def _uri(params: dict, method: str) -> str:

@@ -59,27 +59,11 @@ LIST_FIELDS = {
 #: Resource URIs one listen may name; past it the listen is refused (-32602): the work a
 #: request causes stays bounded by its size, and a client wanting more opens more streams.
 MAX_RESOURCE_URIS = 1024
-#: The longest resource URI a caller may subscribe to (a listen's or ``resources/subscribe``'s), in
-#: characters: what a server holds for its subscribers stays bounded (:func:`check_uri_length`).
-MAX_URI_LENGTH = 8192
 #: The counters' key of the open listen streams (``max_subscriptions``).
 STREAMS = "listen-streams"
 #: The held sets' key of the resources one caller subscribes to: this, then its
 #: ``Principal.limit_id`` (a client without a token: all its HTTP sessions together).
 SUBSCRIBED = "subscribed:"
-
-
-def check_uri_length(uri: str) -> None:
-    """-32602 unless ``uri`` has 1 to :data:`MAX_URI_LENGTH` characters: a resource URI a caller
-    subscribes to, by ``subscriptions/listen`` or ``resources/subscribe``, is held for as long as
-    the subscription lasts, so its size is bounded before it is matched or kept.
-
-    2025-11-25 server/resources §Security Considerations: "Servers MUST validate all resource URIs".
-    """
-    if not uri or len(uri) > MAX_URI_LENGTH:
-        raise InvalidParams(
-            f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters"
-        )
 
 
 @dataclass(frozen=True)
@@ -117,6 +101,8 @@ class Filter:
                 f"Invalid params: one subscriptions/listen may name at most {MAX_RESOURCE_URIS} "
                 "resources; open another stream for more"
             )
+        from .resources import check_uri_length  # one bound on a resource URI, read or subscribed
+
         for uri in uris:
             check_uri_length(uri)
         return cls(frozenset(lists), frozenset(uris))

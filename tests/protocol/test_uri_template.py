@@ -1,3 +1,9 @@
+import random
+import re
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from mcp_ref.uri_template import UriTemplate, is_template
@@ -166,3 +172,107 @@ def test_dotted_and_pct_encoded_names_allowed():
     t = UriTemplate("x://{a.b}/{c%20d}")
     assert t.variables == ("a.b", "c%20d")
     assert t.match("x://1/2") == {"a.b": "1", "c%20d": "2"}
+
+
+# -- matching without backtracking ---------------------------------------------------------------
+
+#: The regex a backtracking matcher used: one greedy group per expression (the meaning ``match``
+#: keeps: where a URI splits more than one way, each value is the longest the rest allows).
+GREEDY_GROUPS = {"+": "(.+)", "": "([^/?#]+)"}
+
+
+def regex_values(template: str, uri: str) -> dict[str, str] | None:
+    """What a backtracking regex makes of ``uri`` (the reference for the linear matcher)."""
+    pattern = re.split(r"(\{\+?[^}]*\})", template)
+    names, regex = [], ""
+    for piece in pattern:
+        if piece.startswith("{"):
+            names.append(piece.strip("{}+"))
+            regex += GREEDY_GROUPS["+" if piece.startswith("{+") else ""]
+        else:
+            regex += re.escape(piece)
+    found = re.fullmatch(regex, uri, re.DOTALL)
+    if found is None:
+        return None
+    values: dict[str, str] = {}
+    for name, raw in zip(names, found.groups(), strict=True):
+        if values.setdefault(name, raw) != raw:
+            return None
+    return values
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["x://{a}", "{a}{b}", "{+a}{b}", "{a}/{+b}", "{+a}/{+b}.j", "x{a}-{b}-{+c}", "{a}{a}",
+     "-{a}-", "{a}?{+b}#{c}", "ab", "{a}{+b}{c}", "/{a}/"],
+)  # fmt: skip
+def test_match_splits_a_uri_as_a_greedy_regex_does(template):
+    """Every short URI over the characters that matter (the stops ``/ ? #``, the literals'
+    characters, a newline) is matched, or not, and split exactly as the greedy regex split it."""
+    pick = random.Random(template)
+    matcher = UriTemplate(template)
+    for _ in range(3000):
+        uri = "".join(pick.choice("ab/-?#.jx\n") for _ in range(pick.randint(0, 9)))
+        assert matcher.match(uri) == regex_values(template, uri), uri
+
+
+#: Templates, and URIs (``head + filler * n + tail``) that a backtracking regex splits every way
+#: before failing; s3's matches (a run of "/" is a bucket, "/" the separator, "/" the key).
+HOSTILE = [
+    ("db://{schema}.{table}.csv", "db://", ".", "/.csv"),
+    ("pkg://{name}-{version}.tar.gz", "pkg://", "-", "/.tar.gz"),
+    ("s3://{+bucket}/{+key}.json", "s3://", "/", ".json"),
+    ("x://{a}{b}{c}.t", "x://", "a", "/.t"),
+]
+
+
+def test_a_long_hostile_uri_is_matched_in_linear_steps():
+    """A URI that a backtracking regex splits every way before failing (quadratic or worse in its
+    length, holding the GIL: every client of the server waited) is matched in one pass per
+    template part.  Run in a child process with a generous bound: a backtracking matcher takes
+    minutes on these 200,000 characters, the linear one a fraction of a second."""
+    script = textwrap.dedent(
+        """
+        from mcp_ref.uri_template import UriTemplate
+        from test_uri_template import HOSTILE
+        for template, head, filler, tail in HOSTILE:
+            uri = head + filler * 200_000 + tail
+            print(UriTemplate(template).match_canonical(uri) is None, flush=True)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=__file__.rsplit("/", 1)[0],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "False", "True"]
+
+
+def test_the_matchers_steps_grow_linearly_with_the_uri():
+    """The work is counted, not timed: the lines the matcher runs for a hostile URI eight times as
+    long are at most about eight times as many (a quadratic matcher's would be 64 times)."""
+
+    def steps(template: UriTemplate, uri: str) -> int:
+        count = 0
+
+        def tracer(frame, event, arg):
+            nonlocal count
+            if event == "line":
+                count += 1
+            return tracer
+
+        sys.settrace(tracer)
+        try:
+            template.match(uri)
+        finally:
+            sys.settrace(None)
+        return count
+
+    for template, head, filler, tail in HOSTILE:
+        matcher = UriTemplate(template)
+        short, long = (head + (filler + "/") * n + tail for n in (1000, 8000))
+        assert steps(matcher, short) > 1000, template  # the URI was read, not refused at once
+        assert steps(matcher, long) <= 10 * steps(matcher, short), template

@@ -364,3 +364,21 @@ def test_resource_and_template_listings_follow_the_revision(connect, wire, versi
     assert template.raw == {"uriTemplate": "notes://full/{x}", **expected}
     assert resource.icons == template.icons == expected.get("icons")
     assert client.read_resource("notes://full/y").contents[0].text == "full y"
+
+
+@pytest.mark.parametrize("length", [0, 8193, 3 * 1024 * 1024])
+def test_reading_a_uri_longer_than_8192_characters_is_invalid_params(pool, length):
+    """``resources/read`` bounds the URI before matching it against every template, as
+    ``resources/subscribe`` does (2025-11-25 server/resources §Security Considerations: "Servers
+    MUST validate all resource URIs"): no caller makes the server match megabytes; the session
+    goes on, and the longest allowed URI is matched (here: no template serves it)."""
+    client = pool.client()
+    prefix = "feature://users/"
+    uri = (prefix + "/" * (length - len(prefix))) if length else ""
+    with pytest.raises(McpError) as caught:
+        client.read_resource(uri)
+    assert caught.value.code == -32602
+    assert caught.value.message == "Invalid params: a resource URI must have 1 to 8192 characters"
+    longest = prefix + "a" * (8192 - len(prefix) - len("/posts/1")) + "/posts/1"
+    assert read_one(client, longest).text == f"post [1] by [{'a' * 8168}]"
+    assert read_one(client, "feature://text").text == TEXT
