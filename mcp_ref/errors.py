@@ -45,6 +45,10 @@ LIMIT_EXCEEDED = -31005
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+# The most characters of an error message sent (``McpError.to_error``): a peer's string echoed in
+# it (an unknown method's name, a URI) cannot make the answer grow with it.  JSON-RPC 2.0 §5.1:
+# "The message SHOULD be limited to a concise single sentence."
+MAX_MESSAGE = 1024
 
 
 class MCPRefError(Exception):
@@ -73,7 +77,7 @@ class McpError(MCPRefError):
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object for this exception."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error = {"code": self.code, "message": self.message[:MAX_MESSAGE]}
         if self.data is not None:
             error["data"] = self.data
         return error

@@ -309,11 +309,18 @@ def test_closing_an_sse_client_is_prompt(serve):
 
 
 @pytest.mark.slow
-def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplog):
+@pytest.mark.parametrize(
+    "backlog",
+    [{"standalone_backlog": 20}, {"backlog_bytes": 300_000}],
+    ids=["messages", "bytes"],
+)
+def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplog, backlog):
     """Issue 7 class 5: with a client that stops reading, the server refuses new POSTs (503) once
     the stream is full, and if an answer already on its way has no room, it ends the session with
-    a logged reason; every POST it accepted (202) is answered, or the stream ends."""
-    srv = serve(standalone_backlog=20)
+    a logged reason; every POST it accepted (202) is answered, or the stream ends.  Full is
+    ``standalone_backlog`` messages, or ``backlog_bytes`` bytes with far fewer messages (the
+    1,000-message default would let a client that never reads pin a thousand large answers)."""
+    srv = serve(**backlog)
     session = legacy_raw(srv.url)
     session.initialize("2024-11-05")
     big = "x" * 100_000  # 100 KB answers: the socket buffers fill soon, then the stream's backlog
@@ -370,6 +377,60 @@ def test_an_answer_that_finds_the_stream_full_ends_the_session_with_the_reason_l
     assert "rather than lose an answer" in caplog.text
     assert session.id not in app.sessions and session.closed
     app.close()
+
+
+def test_a_stream_is_full_at_its_byte_bound_too(caplog):
+    """``backlog_bytes`` bounds the bytes a stream holds undelivered, whatever their count: a
+    message past it is refused (on HTTP+SSE, an answer that finds no room ends the session, with
+    the reason logged), while a stream holding nothing takes one message however long (no answer
+    is ever too large to send); what its client reads makes room again."""
+    from mcp_ref.http.server import HttpSession
+    from mcp_ref.jsonrpc import Response, serialize
+    from mcp_ref.workbench.demo import build_server
+
+    app = build_server().wsgi_app(backlog_bytes=1000)
+    session = HttpSession(app, "legacy-bytes", kind="legacy")
+    session.connection = app.server.new_connection(session)
+    app.sessions[session.id] = session
+    stream = session.standalone
+    assert stream.put(b"a" * 5000) and stream.full()  # alone, however long
+    token = stream.attach()
+    assert stream.take(token, 0) == b"a" * 5000 and not stream.full()
+    assert stream.put(b"b" * 600) and stream.put(b"c" * 300) and not stream.full()
+    assert not stream.put(b"d" * 200)  # 1,100 bytes: past the bound, with two messages held
+    assert stream.put(b"e" * 100) and stream.full()  # exactly 1,000
+    assert stream.take(token, 0) == b"b" * 600 and not stream.full()
+    assert stream.put(b"f" * 600) and stream.full()
+    with caplog.at_level("WARNING"):
+        answer = Response(7, {"text": "g" * 200})
+        session.write(serialize(answer), answer)
+    assert "rather than lose an answer" in caplog.text and "1000 bytes" in caplog.text
+    assert session.id not in app.sessions and session.closed
+    app.close()
+
+
+def test_an_unknown_methods_long_name_is_not_echoed_whole(serve, legacy_raw):
+    """An error message a client's string is echoed in is cut at ``errors.MAX_MESSAGE`` (1,024)
+    characters: a client that posts megabyte method names (and never reads its stream) cannot make
+    each answer the server holds for it a megabyte.  JSON-RPC 2.0 §5.1: "The message SHOULD be
+    limited to a concise single sentence"; the session goes on."""
+    srv = serve()
+    session = legacy_raw(srv.url)
+    session.initialize("2024-11-05")
+    name = "x" * 1_000_000
+    response = session.http.post(
+        session.endpoint,
+        data=json.dumps(request(name, {}, 5)).encode(),
+        headers={"Content-Type": "application/json"},
+        timeout=TIMEOUT,
+    )
+    assert response.status_code == 202, response.text
+    answer = session.next_message()
+    assert answer["id"] == 5 and answer["error"]["code"] == -32601
+    message = answer["error"]["message"]
+    assert message.startswith("Method not found: xxx") and len(message) == 1024
+    assert session.post(request("ping", {}, 6)).status_code == 202
+    assert session.next_message() == {"jsonrpc": "2.0", "id": 6, "result": {}}
 
 
 def test_a_full_standalone_stream_of_streamable_http_drops_a_notification_with_a_log_line(caplog):

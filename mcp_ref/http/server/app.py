@@ -35,7 +35,8 @@ class McpWsgiApp(HttpAppBase):
     (seconds a session that never came back after ``initialize`` is kept),
     ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
     (seconds between comment lines on idle streams), ``standalone_backlog`` and
-    ``stream_backlog`` (undelivered messages a GET's or a POST's stream holds; see
+    ``stream_backlog`` (undelivered messages a GET's or a POST's stream holds) and
+    ``backlog_bytes`` (undelivered bytes any one stream holds, 4 MiB; None: no bound; see
     ``spec_notes/security.md`` for what happens past them), ``inline_handlers`` (True:
     a POSTed request's handler runs on the POST's own thread, the fastest path;
     False: on the session's pool, with the POST thread relaying its stream —

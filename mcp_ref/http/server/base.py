@@ -88,6 +88,13 @@ SINGLE_THREADED = (
 )
 
 
+#: The undelivered bytes one SSE stream (a session's GET stream, a POST's) holds at most
+#: (``backlog_bytes``), as the backlogs bound its messages: a client that never reads cannot make
+#: the server hold more for it than this (and the one message that overflows it).  Past it the
+#: stream is full: on HTTP+SSE new POSTs get 503 (backpressure) and an answer that finds no room
+#: ends the session; elsewhere a message other than a POST's answer is dropped, with a log line.
+DEFAULT_BACKLOG_BYTES = 4 * 1024 * 1024
+
 #: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
 #: that a client which sends its whole body before it reads (httpx, most HTTP/1.1 clients) reads
 #: the 413 instead of a reset.  RFC 9112 §9.6: a server that closes at once "risks" the client
@@ -154,6 +161,7 @@ class HttpAppBase:
         keepalive: float = 15.0,
         standalone_backlog: int = 1000,
         stream_backlog: int = 1000,
+        backlog_bytes: int | None = DEFAULT_BACKLOG_BYTES,
         inline_handlers: bool = True,
         handler_threads: int = 64,
         max_handlers_per_client: int | float | None = DEFAULT_HANDLER_SHARE,
@@ -199,6 +207,7 @@ class HttpAppBase:
         self.keepalive = keepalive
         self.standalone_backlog = standalone_backlog
         self.stream_backlog = stream_backlog
+        self.backlog_bytes = backlog_bytes
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
         #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open

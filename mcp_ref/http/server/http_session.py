@@ -49,6 +49,7 @@ class SessionOwner(Protocol):
     json_response: bool | None
     standalone_backlog: int
     stream_backlog: int
+    backlog_bytes: int | None
     event_store: EventStore
     #: True when every worker serves every session (see :mod:`.shared`).
     shared: bool
@@ -109,7 +110,11 @@ class HttpSession(Transport):
         self.by_request: dict = {}
         self.by_id: dict[str, Stream] = {}
         #: The GET stream (Streamable HTTP and the legacy transport; a stateless request has none).
-        self.standalone = None if kind == "stateless" else Stream("s", limit=app.standalone_backlog)
+        self.standalone = (
+            None
+            if kind == "stateless"
+            else Stream("s", limit=app.standalone_backlog, byte_limit=app.backlog_bytes)
+        )
         if self.standalone is not None:
             self.by_id["s"] = self.standalone
         self._numbers = itertools.count(1)
@@ -238,9 +243,8 @@ class HttpSession(Transport):
     def _store_queued(self, stream: Stream) -> None:
         """Move the messages ``stream`` holds undelivered to the event store, in order (under its
         lock; a stateful session's: it has an id)."""
-        for data in [item for item in stream.items if isinstance(item, bytes)]:
+        for data in stream.clear():
             self.app.event_store.store(cast(str, self.id), stream.id, data)
-        stream.items.clear()
 
     def mark_end(self, stream: Stream) -> None:
         """Shared: store the end of a POST stream once its last event is stored (its followers stop there)."""
@@ -259,20 +263,23 @@ class HttpSession(Transport):
         """
         if self.kind == "legacy":
             log.warning(
-                "legacy session %s: its event stream holds %d undelivered messages (the client reads "
-                "too slowly); the session is ended rather than lose an answer",
+                "legacy session %s: its event stream holds %d undelivered messages, %d bytes (the "
+                "client reads too slowly); the session is ended rather than lose an answer",
                 (self.id or "")[:8],
-                stream.limit,
+                len(stream.items),
+                stream.held_bytes,
             )
             self.app.end_session(cast(str, self.id))  # a legacy session has an id
         # once a spell: a client that stopped reading must not flood the log
         elif stream.dropped == 1:
             log.warning(
-                "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
-                "or has gone); its messages other than the answer are dropped until there is room",
+                "session %s: stream %s is full (%d undelivered messages, %d bytes: its client reads "
+                "too slowly or has gone); its messages other than the answer are dropped until there "
+                "is room",
                 (self.id or "")[:8],
                 stream.id,
-                stream.limit,
+                len(stream.items),
+                stream.held_bytes,
             )
 
     def dispatch_within_share(self, message) -> None:
@@ -432,6 +439,7 @@ class HttpSession(Transport):
             f"p{next(self._numbers)}{self._suffix}",
             answers=request_ids,
             limit=self.app.stream_backlog,
+            byte_limit=self.app.backlog_bytes,
         )
         stream.batch = batch
         with self.lock:
@@ -463,7 +471,7 @@ class HttpSession(Transport):
                     return
                 pending = list(stream.answers or ()) if not stream.ended else []
                 stream.ended = True
-                stream.items.clear()
+                stream.clear()
                 stream.items.append(END)
             for request_id in pending:
                 if self.connection is not None and self.connection.cancel_incoming(request_id):

@@ -64,10 +64,21 @@ class Stream:
     #: client's share of the handler pool), sent in the batch's array.
     refused: tuple[ErrorResponse, ...] = ()
 
-    def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
+    def __init__(
+        self,
+        stream_id: str,
+        answers: Iterable | None = None,
+        limit: int | None = None,
+        byte_limit: int | None = None,
+    ):
         self.id = stream_id
         self.answers = set(answers) if answers is not None else None  # request ids that end it
         self.limit = limit  # undelivered messages it holds at most (None: no bound of its own)
+        #: Undelivered bytes it holds at most (None: no bound): past it a message is refused, as
+        #: past ``limit``, unless the stream holds nothing (one message always fits, however long).
+        self.byte_limit = byte_limit
+        #: The bytes of the messages it holds undelivered (under :attr:`cond`).
+        self.held_bytes = 0
         self.items: collections.deque = collections.deque()
         self.cond = threading.Condition()
 
@@ -81,7 +92,7 @@ class Stream:
             if self.ended:
                 log.debug("stream %s has ended: a late message was dropped", self.id)
                 return True
-            if self.limit is not None and len(self.items) >= self.limit and not end:
+            if not end and self._full(len(data)):
                 self.dropped += 1
                 return False
             if self.dropped:
@@ -92,6 +103,7 @@ class Stream:
                 )
                 self.dropped = 0
             self.items.append(data)
+            self.held_bytes += len(data)
             if end:
                 self.items.append(END)
                 self.ended = True
@@ -99,9 +111,27 @@ class Stream:
             return True
 
     def full(self) -> bool:
-        """True while the stream holds as many undelivered messages as it may."""
+        """True while the stream holds as many undelivered messages, or bytes, as it may."""
         with self.cond:
-            return self.limit is not None and len(self.items) >= self.limit
+            return self._full(1)  # no room for one byte more
+
+    def _full(self, more: int) -> bool:
+        """True when ``more`` bytes (one more message) would take it past its bounds (under
+        :attr:`cond`)."""
+        if self.limit is not None and len(self.items) >= self.limit:
+            return True
+        return (
+            self.byte_limit is not None
+            and bool(self.items)
+            and self.held_bytes + more > self.byte_limit
+        )
+
+    def clear(self) -> list[bytes]:
+        """Take every message it holds undelivered, in order (under :attr:`cond`)."""
+        messages = [item for item in self.items if isinstance(item, bytes)]
+        self.items.clear()
+        self.held_bytes = 0
+        return messages
 
     def close_connection(self) -> bool:
         """End the HTTP response now serving this stream; later messages wait for a resuming GET.
@@ -163,7 +193,10 @@ class Stream:
                 if self.consumer is not token:
                     return CLOSE if self.closing is token else END
                 if self.items:
-                    return self.items.popleft()
+                    item = self.items.popleft()
+                    if isinstance(item, bytes):
+                        self.held_bytes -= len(item)
+                    return item
                 if self.ended:
                     # its end was taken by the consumer before (a GET resuming just as the POST's own
                     # response finished): nothing more will come, so this response ends too
