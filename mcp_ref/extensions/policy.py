@@ -379,7 +379,13 @@ class Policy(Extension):
         caller = principal.limit_id
         held: set = set()
         for connection in server.connections():
-            if connection.subscriptions and connection.principal.limit_id == caller:
+            # an ended session's subscriptions ended with it (its connection, held weakly, may
+            # linger until the garbage collector runs)
+            if (
+                connection.subscriptions
+                and not connection.session.is_closed
+                and connection.principal.limit_id == caller
+            ):
                 held |= connection.subscriptions
         held |= server.subscriptions.resources_of(caller)
         total = len(held | set(uris))

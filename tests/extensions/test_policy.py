@@ -8,6 +8,7 @@ without waiting.  stdio runs the script as a subprocess; HTTP serves it on 127.0
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import sys
@@ -698,6 +699,32 @@ def test_the_subscription_cap_holds_over_the_sessions_of_one_client(serve):
         assert refused.value.data["limit"] == 3
         first.unsubscribe("mem://public/1")
         second.subscribe("mem://public/4")
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["deleted", "legacy-ended-by-server"])
+def test_an_ended_sessions_subscriptions_no_longer_count(serve, legacy):
+    """A session's subscriptions end with it: a client whose session held the cap's 3 resources
+    ends it (DELETE; an HTTP+SSE one is ended by the server, as when it expires or its stream
+    closes) and subscribes at once in a new one.  The cyclic garbage collector is off: an ended
+    connection used to count until it ran."""
+    server = POLICY.build()
+    served = serve(server)
+    transport = {"transport": "sse"} if legacy else {}
+    url = served.sse if legacy else served.mcp
+    gc.disable()
+    try:
+        with Client.http(url, era="handshake", timeout=WAIT, **transport) as first:
+            for n in (1, 2, 3):
+                first.subscribe(f"mem://public/{n}")
+            if legacy:
+                (session_id,) = served.app.sessions
+                assert served.app.end_session(session_id)
+        with Client.http(url, era="handshake", timeout=WAIT, **transport) as second:
+            second.subscribe("mem://public/4")
+            live = [c for c in server.connections() if c.subscriptions]
+            assert [c.subscriptions for c in live] == [{"mem://public/4"}]
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -767,6 +767,9 @@ class HttpAppBase:
         session.close()
         if session.connection is not None:
             session.connection.close()
+            # no change notification is for it now, and no subscription of it counts (the
+            # server holds it weakly: else it lingered until the garbage collector ran)
+            self.server.remove_connection(session.connection)
             if for_good or not session.shared:  # else the other workers go on serving it
                 self._tell_session_ended(session.connection)
 
