@@ -10,7 +10,8 @@ fresh, so ``client.list_tools()`` twice in a row asks the server once.
   the URI), never ``_meta`` (caching §Cache Key: clients "MUST NOT serve a cached
   response for a request whose method or parameters differ").
 * A result is fresh while ``now < t_received + ttlMs`` (monotonic clock); a
-  ``ttlMs`` that is absent, zero or negative is not kept (§Time-to-Live).
+  ``ttlMs`` that is absent, zero or negative is not kept (§Time-to-Live), and one over a day
+  (:data:`MAX_TTL_MS`) is read as a day.
 * A result reached through ``input_required`` rounds is never kept (§Cache Key:
   results of requests "carrying ``inputResponses`` or ``requestState`` MUST NOT be
   cached").
@@ -49,6 +50,10 @@ INVALIDATES = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 DEFAULT_MAX_ENTRIES = 256
+#: The longest a result is kept, in milliseconds (one day), whatever ``ttlMs`` says: the hint is a
+#: JSON integer of any size (``10**400`` is schema-valid, and as seconds no float holds it), and a
+#: client that kept a result for years would never see the server's changes without a notification.
+MAX_TTL_MS = 24 * 60 * 60 * 1000
 
 
 class ResultCache:
@@ -92,7 +97,7 @@ class ResultCache:
 
     def put(self, key: tuple | None, result: dict) -> None:
         """Keep a copy of ``result`` (its JSON text: the caller keeps ``result`` itself) for as long
-        as its ``ttlMs`` says (not at all for 0, absent or negative)."""
+        as its ``ttlMs`` says, at most :data:`MAX_TTL_MS` (not at all for 0, absent or negative)."""
         ttl = result.get("ttlMs")
         if (
             key is None
@@ -104,7 +109,7 @@ class ResultCache:
             return
         text = json.dumps(result, ensure_ascii=False)  # compact: a str of what came
         with self._lock:
-            self._entries[key] = (self._clock() + ttl / 1000, text)
+            self._entries[key] = (self._clock() + min(ttl, MAX_TTL_MS) / 1000, text)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

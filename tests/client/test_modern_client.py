@@ -634,6 +634,36 @@ def test_the_cache_is_bounded_and_expires_by_the_clock():
     assert cache.get(cache.key("resources/read", {"uri": "c"})) is None
 
 
+def test_a_huge_ttl_keeps_a_result_for_a_day_at_most(serve):
+    """``ttlMs`` is a JSON integer of any size: ``10**400`` is schema-valid, and no float holds it
+    as seconds.  The client keeps such a result for ``MAX_TTL_MS`` (a day), and every call goes
+    on working (it raised OverflowError on each cacheable request)."""
+    from mcp_ref import Server
+
+    server = Server("huge-ttl", ttl_ms=10**400)
+
+    @server.tool()
+    def alpha() -> str:
+        """One tool."""
+        return "alpha"
+
+    with Client.http(serve(server).mcp, era="modern", timeout=WAIT) as client:
+        assert [t.name for t in client.list_tools()] == ["alpha"]
+        assert [t.name for t in client.list_tools()] == ["alpha"]
+        assert client.cache.hits == 1
+        assert client.call_tool("alpha").content[0].text == "alpha"
+    from mcp_ref.client.cache import MAX_TTL_MS, ResultCache
+
+    now = [0.0]
+    cache = ResultCache(clock=lambda: now[0])
+    key = cache.key("tools/list", {})
+    cache.put(key, {"tools": [], "ttlMs": 10**400})
+    now[0] = MAX_TTL_MS / 1000 - 1
+    assert cache.get(key) == {"tools": [], "ttlMs": 10**400}
+    now[0] = MAX_TTL_MS / 1000
+    assert cache.get(key) is None
+
+
 def test_no_cache_when_asked_for_none(connect, wire):
     client = connect(MODERN, cache_size=0)
     client.list_tools()
