@@ -195,6 +195,32 @@ def test_unknown_or_missing_session_id(serve, legacy_raw):
     assert response.status_code == 400 and response.json()["error"]["code"] == -32700
 
 
+def test_a_legacy_session_id_is_no_session_of_the_streamable_endpoint(serve, legacy_raw):
+    """The other way round: a 2024-11-05 session's id names no Streamable HTTP session, whose ids
+    are given out with an InitializeResult at /mcp (2025-03-26 basic/transports §Session
+    Management).  POST, GET and DELETE at /mcp with it are 404, as for an unknown id, and the
+    legacy session goes on untouched."""
+    srv = serve()
+    session = legacy_raw(srv.url)
+    session.initialize("2024-11-05")
+    legacy_id = parse_qs(urlsplit(session.endpoint_data).query)["session_id"][0]
+    headers = {"Mcp-Session-Id": legacy_id, "MCP-Protocol-Version": "2024-11-05"}
+    posted = requests.post(
+        srv.mcp,
+        data=json.dumps(request("tools/list", {}, 5)),
+        headers={**headers, "Content-Type": "application/json", "Accept": ACCEPT_BOTH},
+        timeout=TIMEOUT,
+    )
+    assert posted.status_code == 404 and not error_body_errors(posted.json())
+    got = requests.get(srv.mcp, headers={**headers, "Accept": "text/event-stream"}, timeout=TIMEOUT)
+    assert got.status_code == 404
+    deleted = requests.delete(srv.mcp, headers=headers, timeout=TIMEOUT)
+    assert deleted.status_code == 404
+    assert legacy_id in srv.app.sessions
+    assert session.post(request("ping", {}, 6)).status_code == 202
+    assert session.next_message() == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
 def test_legacy_sessions_count_towards_the_cap(serve, legacy_raw):
     srv = serve(max_sessions=1, max_sessions_per_client=None)  # one address: the table's cap
     legacy_raw(srv.url).initialize("2024-11-05")  # established: it keeps its place

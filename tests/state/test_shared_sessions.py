@@ -14,7 +14,15 @@ import time
 
 import pytest
 from conftest import WAIT
-from http_fixtures import RawSession, RoundRobin, SseReader, notification, request, start
+from http_fixtures import (
+    ACCEPT_BOTH,
+    RawSession,
+    RoundRobin,
+    SseReader,
+    notification,
+    request,
+    start,
+)
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 from test_hardening_streams import wait_until
 
@@ -575,6 +583,19 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
     assert (
         answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"
     )  # served where the stream is
+    # its id names no Streamable HTTP session, on its worker nor on another (which would have
+    # made a replica of it from its record): 404 at /mcp, and the legacy session goes on
+    legacy_id = endpoint["data"].rsplit("session_id=", 1)[1]
+    for worker in (a, b):
+        posted = requests.post(
+            worker.mcp,
+            json=request("tools/list", None, 3),
+            headers={"Mcp-Session-Id": legacy_id, "Accept": ACCEPT_BOTH, **worker.headers},
+            timeout=WAIT,
+        )
+        assert posted.status_code == 404
+    assert requests.post(post_to_b, json=call, headers=b.headers, timeout=WAIT).status_code == 202
+    assert json.loads(next_within(stream)["data"])["id"] == 2
     stream.close()
     unknown = b.served.url + "/messages?session_id=unknown"
     assert requests.post(unknown, json=call, headers=b.headers, timeout=WAIT).status_code == 404

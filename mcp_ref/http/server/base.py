@@ -451,6 +451,13 @@ class HttpAppBase:
             raise BadRequest("Bad Request: missing Mcp-Session-Id header")
         with self._sessions_lock:
             session = self.sessions.get(session_id)
+        if session is not None and session.kind != "streamable":
+            # a 2024-11-05 session is its stream's (at /sse and /messages), and this endpoint never
+            # gave out its id: 2025-03-26 basic/transports §Session Management assigns a session
+            # ID "at initialization time, by including it in an Mcp-Session-Id header on the HTTP
+            # response containing the InitializeResult".  Answered as an unknown id (404); the
+            # legacy session goes on, untouched.
+            raise NotFound("Session not found: start a new session with initialize")
         if self.shared:
             return self._shared_session_for(environ, session_id, session)
         if session is None or session.closed or self._expired(session):

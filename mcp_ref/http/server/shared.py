@@ -181,6 +181,7 @@ class SharedSessions:
         if (
             record is None
             or not state.get("version")
+            or state.get("legacy")
             or not owned_by(state, environ.get("mcp_ref.oauth"))
         ):
             raise NotFound("Session not found: start a new session with initialize")
