@@ -63,18 +63,26 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         )
     ):
         raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
+    # 2025-11-25 server/utilities/completion §Security: implementations "MUST: Validate all
+    # completion inputs"; §Error Handling: bad params are -32602.  The schema's argument is
+    # {name: string, value: string}, and context.arguments an object of strings.
+    if not isinstance(argument.get("value"), str):
+        raise InvalidParams("Invalid params: completion/complete argument.value must be a string")
     completion_context = params.get("context")
-    if completion_context is not None and (
-        not isinstance(completion_context, dict)
-        or not isinstance(completion_context.get("arguments") or {}, dict)
+    if completion_context is None:
+        completion_context = {}
+    context_args = (
+        completion_context.get("arguments") or {} if isinstance(completion_context, dict) else None
+    )
+    if not isinstance(context_args, dict) or not all(
+        isinstance(value, str) for value in context_args.values()
     ):
         raise InvalidParams(
-            "Invalid params: completion/complete context must be {arguments: {...}}"
+            "Invalid params: completion/complete context must be {arguments: {name: string}}"
         )
     handler = server.get_completion(ref_type, key)
     values: list = []
     if handler is not None:
-        context_args = (completion_context or {}).get("arguments") or {}
         extra = {}
         name = server.completion_context(ref_type, key)
         # the function wants to know who asks (e.g. to offer only what they may see)
@@ -82,9 +90,7 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
             from .context import Context
 
             extra[name] = Context(connection, context)
-        values = list(
-            handler(argument["name"], str(argument.get("value", "")), context_args, **extra) or []
-        )
+        values = list(handler(argument["name"], argument["value"], context_args, **extra) or [])
     completion: dict[str, Any] = {"values": [str(v) for v in values[:MAX_VALUES]]}
     if len(values) > MAX_VALUES:
         completion["total"] = len(values)

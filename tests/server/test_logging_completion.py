@@ -131,6 +131,43 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
     assert caught.value.code == -32602
 
 
+@pytest.mark.parametrize(
+    "argument, completion_context",
+    [
+        ({"name": "city"}, None),
+        ({"name": "city", "value": 5}, None),
+        ({"name": "city", "value": None}, None),
+        ({"name": "city", "value": ["b"]}, None),
+        ({"name": "city", "value": "b"}, {"arguments": {"country": 5}}),
+        ({"name": "city", "value": "b"}, {"arguments": {"country": None}}),
+        ({"name": "city", "value": "b"}, {"arguments": {"country": {"code": "de"}}}),
+        ({"name": "city", "value": "b"}, {"arguments": "country=de"}),
+        ({"name": "city", "value": "b"}, []),
+    ],
+)
+def test_a_completion_value_or_context_argument_that_is_not_a_string_is_invalid_params(
+    raw_peer, argument, completion_context
+):
+    """2025-11-25 server/utilities/completion §Security: implementations "MUST: Validate all
+    completion inputs" (the schema's ``argument.value`` is a string, ``context.arguments`` an
+    object of strings); §Error Handling: -32602.  Nothing reaches the completion function (it
+    was handed the Python text of a number, ``"5"``), and the connection goes on."""
+    version = "2025-11-25"
+    peer = raw_peer([sys.executable, str(SCRIPT)])
+    assert peer.initialize(version)["result"]["protocolVersion"] == version
+    params = {"ref": {"type": "ref/resource", "uri": CITIES}, "argument": argument}
+    if completion_context is not None:
+        params["context"] = completion_context
+    peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": params})
+    reply = peer.recv()
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602, reply
+    WireChecker(version)("<--", json.dumps(reply).encode())
+    good = {**params, "argument": {"name": "city", "value": "b"}}
+    good["context"] = {"arguments": {"country": "de"}}
+    peer.send_json({"jsonrpc": "2.0", "id": 8, "method": "completion/complete", "params": good})
+    assert peer.recv()["result"]["completion"]["values"] == ["Berlin", "Bonn"]
+
+
 @pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])
 def test_server_without_completions_raises_capability_error(bare_pool, version):
     peer = bare_pool.peer(version)
