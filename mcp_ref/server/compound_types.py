@@ -1,10 +1,10 @@
-"""Unions, Literals, Enums, dataclasses, TypedDicts and fixed-length tuples in tool, prompt and
-resource signatures.
+"""Unions, Literals, Enums, dataclasses, TypedDicts and containers (lists, tuples, sets, dicts)
+in tool, prompt and resource signatures.
 
-:mod:`mcp_ref.server.signatures` describes the plain JSON types itself (``int``, ``str``, lists,
-dicts); this module, loaded the first time a signature holds one of the kinds above, gives their
-JSON Schema and the converter that turns a valid JSON value into the Python value (an Enum
-member, a dataclass instance, a tuple).  It imports nothing of the package: the analysis of the
+:mod:`mcp_ref.server.signatures` describes the JSON scalars itself (``int``, ``str``, ``float``,
+``bool``, ``None``); this module, loaded the first time a signature holds one of the kinds above,
+gives their JSON Schema and the converter that turns a valid JSON value into the Python value
+(an Enum member, a dataclass instance, a tuple, a set).  It imports nothing of the package: the analysis of the
 member types is passed in (``analyse``, signatures' own), as for :mod:`mcp_ref.server.rich_types`.
 """
 
@@ -15,10 +15,18 @@ import enum
 import json
 import math
 import typing
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping, Set
 from typing import Any, cast, get_args, get_origin
 
-__all__ = ["enum_schema", "fixed_tuple", "literal", "object_schema", "refuse_unknown_keys", "union"]
+__all__ = [
+    "container",
+    "enum_schema",
+    "fixed_tuple",
+    "literal",
+    "object_schema",
+    "refuse_unknown_keys",
+    "union",
+]
 
 _Converter = Callable[[Any], Any]
 _Analyse = Callable[[Any, tuple], "tuple[dict, _Converter | None]"]
@@ -252,6 +260,53 @@ def refuse_unknown_keys(value: dict, fields: Collection[str]) -> None:
     if extra:
         names = ", ".join(json.dumps(key, ensure_ascii=False) for key in extra)
         raise ValueError(f"unexpected propert{'y' if len(extra) == 1 else 'ies'} {names}")
+
+
+def container(
+    origin: Any, args: tuple, seen: tuple, analyse: _Analyse
+) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of a container annotation whose origin is ``origin`` (``list``,
+    ``Sequence``, ``set``, ``frozenset``, ``tuple``, ``dict``, ``Mapping`` ...), bare or with its
+    type arguments ``args``.
+
+    A list, a sequence or ``tuple[T, ...]`` is an array of ``T``s (a tuple or a set made of the JSON
+    list; a set's items are unique); ``tuple[A, B]`` is :func:`fixed_tuple`'s; a mapping is an
+    object of ``T`` values, its keys ``str``.  The items' converter, if they need one, is applied
+    to each."""
+    homogeneous = origin is tuple and len(args) == 2 and args[1] is Ellipsis  # tuple[T, ...]
+    if origin is tuple and not homogeneous:
+        return fixed_tuple(args, seen, analyse) if args else ({"type": "array"}, tuple)
+    if issubclass(origin, Mapping):
+        return _mapping(args, seen, analyse)
+    schema: dict[str, Any] = {"type": "array"}
+    item_conv = None
+    if args:
+        items, item_conv = analyse(args[0], seen)
+        if items:
+            schema["items"] = items
+    make: Callable[[Any], Any] = tuple if homogeneous else list
+    if issubclass(origin, Set):
+        schema["uniqueItems"] = True
+        make = frozenset if origin is frozenset else set
+    if item_conv:
+        return schema, lambda v: make(map(item_conv, v))
+    return schema, None if make is list else make
+
+
+def _mapping(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of ``dict[str, T]`` (bare when ``args`` is empty): an object."""
+    schema: dict[str, Any] = {"type": "object"}
+    if not args:
+        return schema, None
+    key, value = args
+    if key is not str and key is not Any:
+        raise TypeError(f"mapping keys must be str, not {key!r}")
+    value_schema, value_conv = analyse(value, seen)
+    if value_schema:
+        schema["additionalProperties"] = value_schema
+    if value_conv:
+        return schema, lambda v: {k: value_conv(x) for k, x in v.items()}
+    return schema, None
 
 
 def fixed_tuple(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter]:

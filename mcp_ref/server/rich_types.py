@@ -1,6 +1,6 @@
 """Rich types in tool, prompt and resource signatures: what FastMCP and the official SDK accept.
 
-:mod:`mcp_ref.server.signatures` describes the JSON types (``int``, ``str``, lists, dicts; dataclasses,
+:mod:`mcp_ref.server.signatures` describes the JSON types (``int``, ``str``; lists, dicts, dataclasses,
 Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types`); this module, loaded only when a signature holds something else, adds:
 
 * ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (the ``format`` pydantic gives

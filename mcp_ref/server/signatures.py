@@ -61,8 +61,15 @@ _SIMPLE = {
     _NONE: "null",
     None: "null",
 }
-_SET_ORIGINS = (set, frozenset, cabc.Set, cabc.MutableSet)
-_ARRAY_ORIGINS = (list, cabc.Sequence, cabc.MutableSequence) + _SET_ORIGINS
+_ARRAY_ORIGINS = (
+    list,
+    cabc.Sequence,
+    cabc.MutableSequence,
+    set,
+    frozenset,
+    cabc.Set,
+    cabc.MutableSet,
+)
 _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
 _TD_WRAPPERS = tuple(
     w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
@@ -185,7 +192,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
-    # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    # compound_types: unions, Literals, Enums, dataclasses, containers (loaded for one)
     if origin in _UNION_ORIGINS:
         from .compound_types import union
 
@@ -207,42 +214,10 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
             return object_schema(tp, seen + (tp,), _analyse, _hints(tp), _add_default)
         origin = tp  # a bare container class such as ``list`` or ``dict``
 
-    homogeneous = origin is tuple and len(args) == 2 and args[1] is Ellipsis  # tuple[T, ...]
-    if origin in _ARRAY_ORIGINS or homogeneous:
-        schema = {"type": "array"}
-        item_conv = None
-        if args:
-            items, item_conv = _analyse(args[0], seen)
-            if items:
-                schema["items"] = items
-        make: Callable[[Any], Any] = tuple if homogeneous else list
-        if origin in _SET_ORIGINS:
-            schema["uniqueItems"] = True
-            make = frozenset if origin is frozenset else set
-        if item_conv:
-            return schema, lambda v: make(map(item_conv, v))
-        return schema, None if make is list else make
+    if origin in _ARRAY_ORIGINS or origin is tuple or origin in _MAP_ORIGINS:
+        from .compound_types import container  # lists, tuples, sets, dicts
 
-    if origin is tuple:
-        if not args:
-            return {"type": "array"}, tuple
-        from .compound_types import fixed_tuple
-
-        return fixed_tuple(args, seen, _analyse)
-
-    if origin in _MAP_ORIGINS:
-        schema = {"type": "object"}
-        if not args:
-            return schema, None
-        key, value = args
-        if key is not str and key is not Any:
-            raise TypeError(f"mapping keys must be str, not {key!r}")
-        value_schema, value_conv = _analyse(value, seen)
-        if value_schema:
-            schema["additionalProperties"] = value_schema
-        if value_conv:
-            return schema, lambda v: {k: value_conv(x) for k, x in v.items()}
-        return schema, None
+        return container(origin, args, seen, _analyse)
 
     if isinstance(tp, typing.NewType):
         return _analyse(tp.__supertype__, seen)
