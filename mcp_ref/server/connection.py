@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle
 from ..errors import (
     CapabilityError,
-    InternalError,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
@@ -436,16 +435,9 @@ class ServerConnection:
             )
         if "requestState" in params or "inputResponses" in params:
             # a retry: only then is MRTR's machinery loaded
-            from .seams import MRTR_METHODS, state_of
+            from .input_required import take_inputs
 
-            if method in MRTR_METHODS:
-                from . import input_required
-
-                # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the
-                # authenticated principal".
-                state_of(context).inputs = input_required.read_inputs(
-                    params, method, server.keyring, self.owner
-                )
+            take_inputs(self, context, method, params)
         try:
             result = handler(self, context, params)
             if context.deferred:
@@ -461,26 +453,9 @@ class ServerConnection:
             seams = sys.modules.get("mcp_ref.server.seams")
             if seams is None or not isinstance(exc, seams.InputRequired):
                 raise
-            if method not in seams.MRTR_METHODS:  # a handler of another method asked: a bug in it
-                log.error(
-                    "%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
-                    "for %s",
-                    server.name,
-                    method,
-                    ", ".join(sorted(seams.MRTR_METHODS)),
-                )
-                raise InternalError("Internal error") from None
-            from . import input_required
+            from .input_required import input_required_result
 
-            state = input_required.seal_state(
-                input_required.inputs_of(context), method, params, server.keyring, self.owner
-            )
-            # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
-            return lifecycle.complete_result(
-                {"inputRequests": exc.requests, "requestState": state},
-                server.server_info(modern.version),
-                lifecycle.INPUT_REQUIRED,
-            )
+            return input_required_result(self, context, method, params, exc)
         result = dict(result)
         # tools/call: the one modern method that is never cacheable, and the most frequent
         if method != "tools/call":

@@ -30,22 +30,29 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams
+from .. import lifecycle
+from ..errors import InternalError, InvalidParams
 from ..signing import Keyring, b64url, unb64url
-from .seams import InputRequired, state_of
+from .seams import MRTR_METHODS, InputRequired, state_of
 
 if TYPE_CHECKING:
     from ..request import RequestContext
     from ..sampling_and_elicitation import SamplingMessage
     from ..types import Tool
+    from .seams import Caller
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "InputRequired",
+    "take_inputs",
+    "input_required_result",
     "Elicit",
     "ElicitUrl",
     "Sample",
@@ -171,6 +178,42 @@ def answer_all(asks: list[Ask], answers: dict[str, Any]) -> list[Any]:
                 f"Invalid params: inputResponses[{ask.key!r}] is not a valid {ask.method} result ({exc})"
             ) from None
     return results
+
+
+# -- the dispatcher's two steps: a retry's answers in, an ask without its answer out --------------
+
+
+def take_inputs(caller: Caller, context: RequestContext, method: str, params: dict) -> None:
+    """Read the answers a modern retry of ``method`` brings (``requestState`` and
+    ``inputResponses``) for its handler's asks: checked and opened by :func:`read_inputs`."""
+    if method in MRTR_METHODS:
+        # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the authenticated
+        # principal".
+        state_of(context).inputs = read_inputs(params, method, caller.server.keyring, caller.owner)
+
+
+def input_required_result(
+    caller: Caller, context: RequestContext, method: str, params: dict, asked: InputRequired
+) -> dict:
+    """The ``InputRequiredResult`` that answers a modern request whose handler asked the client for
+    what the request did not bring (``asked``): its ``inputRequests``, and the answers so far
+    sealed in ``requestState``.  InternalError when ``method`` is not one that may ask."""
+    server = caller.server
+    if method not in MRTR_METHODS:  # a handler of another method asked: a bug in it
+        log.error(
+            "%s: the handler of %s asked the client for input, which 2026-07-28 allows only for %s",
+            server.name,
+            method,
+            ", ".join(sorted(MRTR_METHODS)),
+        )
+        raise InternalError("Internal error") from None
+    state = seal_state(inputs_of(context), method, params, server.keyring, caller.owner)
+    # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
+    return lifecycle.complete_result(
+        {"inputRequests": asked.requests, "requestState": state},
+        server.server_info(caller.version_for(context)),
+        lifecycle.INPUT_REQUIRED,
+    )
 
 
 # -- the request's answers, and the sealed state -------------------------------------------------
