@@ -8,8 +8,8 @@ in the headers do not match" with 400 and ``HeaderMismatch`` (-32020).
 
 Both roles use this module: the client to write the headers
 (:func:`request_headers`) and to refuse tools whose ``x-mcp-header``
-declarations break the rules (:func:`header_params`), the server to check
-them (:func:`check_request_headers`).
+declarations break the rules (:func:`header_params`), the server to declare a tool's
+(:func:`with_header_params`, at registration) and to check them (:func:`check_request_headers`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import re
 from collections.abc import Callable
 from typing import cast
@@ -141,6 +142,25 @@ def header_params(input_schema: object) -> list[tuple[tuple[str, ...], str]]:
             raise InvalidHeaderDeclaration(f"x-mcp-header {name!r} is declared twice")
         seen.add(name.lower())
     return found
+
+
+def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
+    """``schema`` with ``x-mcp-header`` on the named parameters (2026-07-28 server/tools §x-mcp-header):
+    over Streamable HTTP their values are mirrored into ``Mcp-Param-{name}`` headers, so a gateway
+    can route on them.  Refused here when the declaration breaks the spec's rules."""
+    schema = json.loads(json.dumps(schema))  # a copy: the caller's dict stays as given
+    properties = schema.get("properties", {})
+    for param, header in headers.items():
+        if param not in properties:
+            raise ValueError(
+                f"tool {tool}: headers names {param!r}, which is not one of its parameters"
+            )
+        properties[param]["x-mcp-header"] = header
+    try:
+        header_params(schema)
+    except InvalidHeaderDeclaration as exc:
+        raise ValueError(f"tool {tool}: {exc}") from None
+    return schema
 
 
 def _collect(schema: dict, path: tuple, reachable: bool, found: list, depth: int = 0) -> None:

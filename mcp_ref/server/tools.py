@@ -133,7 +133,9 @@ def build_tool(
     if listing["inputSchema"] is None:
         listing["inputSchema"] = plan.schema
     listing = drop_none(listing)
-    if headers:
+    if headers:  # 2026-07-28 over Streamable HTTP: loaded for a tool that declares some
+        from ..http.headers import with_header_params
+
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
     tool = RegisteredTool(
         name, func, plan, listing, output_schema, wrapped, tuple(scopes), dict(options or {})
@@ -142,27 +144,6 @@ def build_tool(
     if output_schema is not None:
         tool.output_validator()
     return tool
-
-
-def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
-    """``schema`` with ``x-mcp-header`` on the named parameters (2026-07-28 server/tools §x-mcp-header):
-    over Streamable HTTP their values are mirrored into ``Mcp-Param-{name}`` headers, so a gateway
-    can route on them.  Refused here when the declaration breaks the spec's rules."""
-    from ..http.headers import InvalidHeaderDeclaration, header_params
-
-    schema = json.loads(json.dumps(schema))  # a copy: the caller's dict stays as given
-    properties = schema.get("properties", {})
-    for param, header in headers.items():
-        if param not in properties:
-            raise ValueError(
-                f"tool {tool}: headers names {param!r}, which is not one of its parameters"
-            )
-        properties[param]["x-mcp-header"] = header
-    try:
-        header_params(schema)
-    except InvalidHeaderDeclaration as exc:
-        raise ValueError(f"tool {tool}: {exc}") from None
-    return schema
 
 
 def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
