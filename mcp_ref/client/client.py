@@ -32,7 +32,7 @@ from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceN
 from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
-from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool, WireModel
+from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
 from .connection import (
     AUTO,
     HANDSHAKE,
@@ -435,13 +435,6 @@ class Client:
 
     # -- requests --------------------------------------------------------------------------
 
-    def _require(self, capability: str, method: str) -> None:
-        # 2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were successfully negotiated".
-        if capability not in self._answer.capabilities:
-            raise CapabilityError(
-                f"{method}: the server did not declare the {capability} capability"
-            )
-
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
         return self.connection.request(method, params, **options)
@@ -461,48 +454,19 @@ class Client:
             return
         self.connection.request("ping", None, timeout=timeout)
 
-    def _page(self, method: str, item: type[WireModel], cursor: str | None = None) -> Page:
-        """One page of the listing ``method``, its items built as ``item``s (the capability it
-        needs is the method's first word: ``resources`` for ``resources/templates/list``)."""
-        from ..feature_types import Page
-
-        self._require(method.split("/")[0], method)
-        result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
-        page = built(
-            lambda raw: Page.listing(raw, _LISTED[method], item),
-            method,
-            result,
-            self.protocol_version,
-        )
-        if method == "tools/list":
-            page.items = self.connection.usable_tools(page.items)
-        return page
-
-    def _all(self, method: str, item: type[WireModel]) -> list:
-        """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
-        cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
-        from ..pagination import follow_cursors
-
-        items: list = []
-
-        def fetch(cursor: str | None) -> dict:
-            page = self._page(method, item, cursor)
-            items.extend(page.items)
-            return page.raw or {}
-
-        for _ in follow_cursors(fetch, method, self.max_pages):
-            pass
-        return items
-
     # tools
 
     def list_tools(self) -> list[Tool]:
         """Every tool, following pagination."""
-        return self._all("tools/list", Tool)
+        from .listings import every_item
+
+        return every_item(self.connection, "tools/list")
 
     def list_tools_page(self, cursor: str | None = None) -> Page:
         """One page of tools; pass ``page.next_cursor`` for the next."""
-        return self._page("tools/list", Tool, cursor)
+        from .listings import page
+
+        return page(self.connection, "tools/list", cursor)
 
     def start_tool_call(
         self,
@@ -516,7 +480,7 @@ class Client:
         **options: Any,
     ) -> ToolCall:
         """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (arguments and options: :meth:`call_tool`'s)."""
-        self._require("tools", "tools/call")
+        self.connection.require_capability("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -556,27 +520,27 @@ class Client:
 
     def list_resources(self) -> list[Resource]:
         """Every resource, following pagination."""
-        from ..feature_types import Resource
+        from .listings import every_item
 
-        return self._all("resources/list", Resource)
+        return every_item(self.connection, "resources/list")
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
-        from ..feature_types import Resource
+        from .listings import page
 
-        return self._page("resources/list", Resource, cursor)
+        return page(self.connection, "resources/list", cursor)
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
-        from ..feature_types import ResourceTemplate
+        from .listings import every_item
 
-        return self._all("resources/templates/list", ResourceTemplate)
+        return every_item(self.connection, "resources/templates/list")
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
-        from ..feature_types import ResourceTemplate
+        from .listings import page
 
-        return self._page("resources/templates/list", ResourceTemplate, cursor)
+        return page(self.connection, "resources/templates/list", cursor)
 
     def read_resource(
         self, uri: str, *, timeout: float | None | Default = DEFAULT
@@ -588,7 +552,7 @@ class Client:
         """
         from ..feature_types import ReadResourceResult
 
-        self._require("resources", "resources/read")
+        self.connection.require_capability("resources", "resources/read")
         try:
             raw = self.connection.request("resources/read", {"uri": uri}, timeout=timeout)
         except InvalidParams as exc:
@@ -606,7 +570,7 @@ class Client:
         (acknowledged before this returns); :class:`CapabilityError` if its acknowledgment leaves
         ``uri`` out (the server refuses to watch it), as a handshake-era server's refusal raises.
         """
-        self._require("resources", "resources/subscribe")
+        self.connection.require_capability("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
         self.connection.streams.subscribe(uri)
@@ -616,7 +580,7 @@ class Client:
         ``resources/unsubscribe``, unless an open :meth:`listen` stream still wants ``uri``: that
         stream still gets them, the callback no longer; 2026-07-28: the callbacks' stream is
         re-opened without it)."""
-        self._require("resources", "resources/unsubscribe")
+        self.connection.require_capability("resources", "resources/unsubscribe")
         self.connection.streams.unsubscribe(uri)
 
     def listen(
@@ -654,15 +618,15 @@ class Client:
 
     def list_prompts(self) -> list[Prompt]:
         """Every prompt, following pagination."""
-        from ..feature_types import Prompt
+        from .listings import every_item
 
-        return self._all("prompts/list", Prompt)
+        return every_item(self.connection, "prompts/list")
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
-        from ..feature_types import Prompt
+        from .listings import page
 
-        return self._page("prompts/list", Prompt, cursor)
+        return page(self.connection, "prompts/list", cursor)
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt.
@@ -676,7 +640,7 @@ class Client:
         """
         from ..feature_types import GetPromptResult
 
-        self._require("prompts", "prompts/get")
+        self.connection.require_capability("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
             from ..jsonable import text_arguments
@@ -695,7 +659,7 @@ class Client:
         ``io.modelcontextprotocol/logLevel`` in its ``_meta`` instead, and ``None`` turns log messages
         off again (basic/index: "If absent, the server MUST NOT send any notifications/message ...").
         """
-        self._require("logging", "logging/setLevel")
+        self.connection.require_capability("logging", "logging/setLevel")
         if self.connection.modern and level is not None and level not in lifecycle.LOG_LEVELS:
             raise ValueError(
                 f"level must be one of {', '.join(lifecycle.LOG_LEVELS)}, not {level!r}"
@@ -723,7 +687,7 @@ class Client:
         if (prompt is None) == (resource is None):
             raise TypeError("complete() takes exactly one of prompt= or resource=")
         if lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
-            self._require("completions", "completion/complete")
+            self.connection.require_capability("completions", "completion/complete")
         ref = (
             {"type": "ref/prompt", "name": prompt}
             if prompt is not None
@@ -835,14 +799,6 @@ def _shorthand_member(owner: Any, name: str, kind: str) -> Any:
 
     return member(owner, name, MEMBERS[kind])
 
-
-#: Each listing method's key in its result.
-_LISTED = {
-    "tools/list": "tools",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
-    "prompts/list": "prompts",
-}
 
 _DECLARING = {
     "_roots",

@@ -157,7 +157,8 @@ class ClientConnection:
         self._lock = threading.Lock()
         self._streams: Streams | None = None
         self._cache: ResultCache | None = None
-        self._tools: KnownTools | None = None
+        #: The tools listed, for their ``x-mcp-header`` parameters: 2026-07-28 over HTTP only.
+        self.known_tools: KnownTools | None = None
         #: ``tools/list_changed`` received and sessions begun so far: what was learnt from a listing made before is stale.
         self.tools_changed = 0
         #: What the HTTP client transport offers beyond the transport contract
@@ -264,7 +265,10 @@ class ClientConnection:
 
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
         if self.http_hooks is not None:  # HTTP: no session from now on; the Mcp-Param-* headers
-            self.http_hooks.stateless(self.input_schema)
+            from .tool_headers import KnownTools
+
+            self.known_tools = KnownTools(self)
+            self.http_hooks.stateless(self.known_tools.input_schema)
 
     def initialize(self, timeout: float | None | Default = DEFAULT) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
@@ -300,29 +304,16 @@ class ClientConnection:
 
     # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
 
-    def _known_tools(self) -> KnownTools:
-        with self._lock:
-            if self._tools is None:
-                from .tool_headers import KnownTools
-
-                self._tools = KnownTools(self)
-            return self._tools
-
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use: all of them, but in the modern era over HTTP only those
         whose ``x-mcp-header`` declarations are valid (:meth:`mcp_ref.client.tool_headers.KnownTools.usable`)."""
-        if not self.modern or self.http_hooks is None:
-            return tools
-        return self._known_tools().usable(tools)
-
-    def input_schema(self, tool: str) -> dict | None:
-        """The remembered ``inputSchema`` of ``tool`` (for its ``Mcp-Param-*`` headers), or None."""
-        return self._tools.input_schema(tool) if self._tools is not None else None
+        return tools if self.known_tools is None else self.known_tools.usable(tools)
 
     def learn_tool_headers(self, method: str, params: dict | None) -> bool:
         """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
-        call now has header parameters to send (so a retry can succeed)."""
-        return self._known_tools().learn(method, params)
+        call now has header parameters to send (so a retry can succeed; never off HTTP, where no
+        header is sent)."""
+        return self.known_tools is not None and self.known_tools.learn(method, params)
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -372,6 +363,16 @@ class ClientConnection:
         if call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
             cache.put(key, result)
         return result
+
+    def require_capability(self, capability: str, method: str) -> None:
+        """CapabilityError, naming ``method``, unless the server declared ``capability``.
+
+        2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were
+        successfully negotiated"."""
+        if capability not in self.client.server_capabilities:
+            raise CapabilityError(
+                f"{method}: the server did not declare the {capability} capability"
+            )
 
     def notify(self, method: str, params: dict | None = None) -> None:
         """Send a notification (CapabilityError, unsent, when the lifecycle forbids it now)."""

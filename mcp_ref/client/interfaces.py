@@ -84,6 +84,9 @@ class Connection(Protocol):
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer one request of the server's."""
 
+    def require_capability(self, capability: str, method: str) -> None:
+        """CapabilityError unless the server declared ``capability``."""
+
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use (their header declarations checked over HTTP)."""
 
