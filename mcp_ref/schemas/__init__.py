@@ -39,6 +39,7 @@ __all__ = [
     "validator",
     "errors",
     "local_validator",
+    "checked_validator",
 ]
 
 #: The revisions whose schema is packaged here, newest first (like ``mcp_ref.SUPPORTED_VERSIONS``,
@@ -141,6 +142,25 @@ def local_validator(schema: Any) -> Any:
     # the documented keyword (Registry's attrs fields are typed private: mypy reads no alias)
     no_retrieval = cast(Any, referencing.Registry)(retrieve=_never_fetch)
     return _linear(cls)(schema, registry=no_retrieval)
+
+
+def checked_validator(schema: Any) -> Any:
+    """:func:`local_validator` of a schema a user gives (a tool's input or output schema, an
+    elicitation's), once it is known to be valid: ValueError when its declared dialect
+    (``$schema``) is one jsonschema does not know, jsonschema's SchemaError when it breaks its
+    dialect's meta-schema."""
+    import jsonschema
+
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if (
+        dialect is not None
+        and jsonschema.validators.validator_for({"$schema": dialect}, default=cast(Any, None))
+        is None
+    ):
+        raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return local_validator(schema)
 
 
 @functools.cache

@@ -34,7 +34,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, Union, cast, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 __all__ = [
     "ArgumentPlan",
@@ -506,20 +506,9 @@ def validator_for(schema: dict) -> Any:
     quick = quick_check(schema)
     if quick is not None:  # valid in its dialect: quick_check takes only what the meta-schema does
         return Validator(schema, quick)
-    import jsonschema  # heavy: loaded on first validation
+    from ..schemas import checked_validator  # jsonschema, heavy: loaded on first validation
 
-    from ..schemas import local_validator
-
-    dialect = schema.get("$schema") if isinstance(schema, dict) else None
-    if (
-        dialect is not None
-        and jsonschema.validators.validator_for({"$schema": dialect}, default=cast(Any, None))
-        is None
-    ):
-        raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    cls.check_schema(schema)
-    return Validator(schema, None, local_validator(schema))
+    return Validator(schema, None, checked_validator(schema))
 
 
 @dataclasses.dataclass(slots=True)
