@@ -589,29 +589,12 @@ class ServerConnection:
         related_request_id=None,
         envelope: lifecycle.Envelope | None = None,
     ) -> bool:
-        """Send ``notifications/message`` if ``level`` is at or above the client's chosen level.
+        """Send ``notifications/message`` if ``level`` is at or above the client's chosen level (True
+        when sent): :func:`mcp_ref.server.logging.send_log`.  For a 2026-07-28 request
+        (``envelope``) that level is the request's own."""
+        from .logging import send_log
 
-        For a 2026-07-28 request (``envelope``) that level is the request's own: "If absent, the
-        server MUST NOT send any notifications/message notifications for this request".
-        """
-        from .logging import log_message
-
-        chosen = self.log_level if envelope is None else envelope.log_level
-        if envelope is not None and chosen is None:
-            return False
-        params = log_message(level, data, logger, chosen)
-        if params is None:
-            return False
-        if envelope is None:
-            self.notify("notifications/message", params, related_request_id=related_request_id)
-            return True
-        try:  # no lifecycle to consult: the request itself opted in
-            self.session.notify(
-                "notifications/message", params, related_request_id=related_request_id
-            )
-        except ConnectionError:
-            log.debug("notifications/message dropped: connection closed")
-        return True
+        return send_log(self, level, data, logger, related_request_id, envelope)
 
     def list_changed(self, kind: str) -> None:
         """Tell the client a listing changed, if that capability declared ``listChanged``."""

@@ -7,14 +7,18 @@ library's, imports being absolute.)
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, InvalidRequest
 from ..lifecycle import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
 
 if TYPE_CHECKING:
+    from ..lifecycle import Envelope
     from ..request import RequestContext
     from .seams import Caller
+
+log = logging.getLogger(__name__)
 
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
@@ -61,3 +65,34 @@ def log_message(level: str, data: Any, logger: str | None, threshold: str | None
     if logger is not None:
         params["logger"] = logger
     return params
+
+
+def send_log(
+    connection: Caller,
+    level: str,
+    data: Any,
+    logger: str | None,
+    related_request_id: Any,
+    envelope: Envelope | None,
+) -> bool:
+    """Send ``notifications/message`` if ``level`` is at or above the chosen level: the connection's
+    (``logging/setLevel``), or for a 2026-07-28 request (``envelope``) the request's own: "If
+    absent, the server MUST NOT send any notifications/message notifications for this request".
+    True when it was sent (:meth:`ServerConnection.log <mcp_ref.server.connection.ServerConnection.log>`).
+    """
+    chosen = connection.log_level if envelope is None else envelope.log_level
+    if envelope is not None and chosen is None:
+        return False
+    params = log_message(level, data, logger, chosen)
+    if params is None:
+        return False
+    if envelope is None:
+        connection.notify("notifications/message", params, related_request_id=related_request_id)
+        return True
+    try:  # no lifecycle to consult: the request itself opted in
+        connection.session.notify(
+            "notifications/message", params, related_request_id=related_request_id
+        )
+    except ConnectionError:
+        log.debug("notifications/message dropped: connection closed")
+    return True
