@@ -680,34 +680,12 @@ class Client:
         """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``).
 
         ``value`` and the ``context`` values (arguments already chosen) are sent as strings, as
-        CompleteRequest's schema requires, converted as :meth:`get_prompt` converts its arguments.
+        CompleteRequest's schema requires, converted as :meth:`get_prompt` converts its arguments
+        (:func:`mcp_ref.client.completion.complete`).
         """
-        from ..feature_types import Completion
+        from .completion import complete
 
-        if (prompt is None) == (resource is None):
-            raise TypeError("complete() takes exactly one of prompt= or resource=")
-        if lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
-            self.connection.require_capability("completions", "completion/complete")
-        ref = (
-            {"type": "ref/prompt", "name": prompt}
-            if prompt is not None
-            else {"type": "ref/resource", "uri": resource}
-        )
-        from ..jsonable import text_arguments
-
-        # CompleteRequest: ``argument.value`` and ``context.arguments`` are strings
-        value = text_arguments("completion/complete", {argument: value})[argument]
-        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
-        # CompleteRequest.context: 2025-06-18 and later
-        if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
-            params["context"] = {"arguments": text_arguments("completion/complete", context)}
-        result = self.connection.request("completion/complete", params)
-        return built(
-            lambda raw: Completion.from_wire(raw.get("completion", {})),
-            "completion/complete",
-            result,
-            self.protocol_version,
-        )
+        return complete(self.connection, argument, value, prompt, resource, context)
 
     # roots
 

@@ -31,6 +31,7 @@ server.run_stdio()
 #: Loaded only when used: listings, listen streams, the cache, the answering of requests, the extras, HTTP.
 ON_DEMAND = (
     "mcp_ref.client.answering",
+    "mcp_ref.client.completion",
     "mcp_ref.client.listings",
     "mcp_ref.client.listening",
     "mcp_ref.client.cache",
