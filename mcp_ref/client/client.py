@@ -659,14 +659,9 @@ class Client:
         ``io.modelcontextprotocol/logLevel`` in its ``_meta`` instead, and ``None`` turns log messages
         off again (basic/index: "If absent, the server MUST NOT send any notifications/message ...").
         """
-        self.connection.require_capability("logging", "logging/setLevel")
-        if self.connection.modern and level is not None and level not in lifecycle.LOG_LEVELS:
-            raise ValueError(
-                f"level must be one of {', '.join(lifecycle.LOG_LEVELS)}, not {level!r}"
-            )
-        if not self.connection.modern:
-            self.connection.request("logging/setLevel", {"level": level})
-        self.connection.log_level = level
+        from .logs import set_level
+
+        set_level(self.connection, level)
 
     def complete(
         self,
