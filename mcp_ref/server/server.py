@@ -462,16 +462,7 @@ class Server:
         **options: Any,
     ) -> Callable[[_F], _F]: ...
 
-    def prompt(
-        self,
-        name: str | Callable | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list | None = None,
-        scopes: Iterable[str] = (),
-        **options: Any,
-    ) -> Any:
+    def prompt(self, name: str | Callable | None = None, **keywords: Any) -> Any:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or ``{"role", "content"}`` dict,
@@ -482,16 +473,8 @@ class Server:
             self.add_prompt(name)
             return name
 
-        def register(func: _F) -> _F:
-            self.add_prompt(
-                func,
-                name=name,
-                title=title,
-                description=description,
-                icons=icons,
-                scopes=scopes,
-                **options,
-            )
+        def register(func: _F) -> _F:  # the keywords are add_prompt's (typed in the overload above)
+            self.add_prompt(func, name=name, **keywords)
             return func
 
         return register
