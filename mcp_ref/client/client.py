@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
-from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
+from ..errors import CapabilityError, ConnectionClosed
 from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
@@ -550,16 +550,9 @@ class Client:
         2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
         the URI in ``data`` (it was -32002 before); the exception keeps the code it came with.
         """
-        from ..feature_types import ReadResourceResult
+        from .resources import read_resource
 
-        self.connection.require_capability("resources", "resources/read")
-        try:
-            raw = self.connection.request("resources/read", {"uri": uri}, timeout=timeout)
-        except InvalidParams as exc:
-            if self.connection.modern and isinstance(exc.data, dict) and exc.data.get("uri") == uri:
-                raise ResourceNotFound(exc.message, code=exc.code, data=exc.data) from None
-            raise
-        return built(ReadResourceResult.from_wire, "resources/read", raw, self.protocol_version)
+        return read_resource(self.connection, uri, timeout)
 
     def subscribe(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``,
@@ -638,16 +631,9 @@ class Client:
         a number, a boolean, a list or a dataclass as its JSON text (``42``, ``true``).  A value
         with no JSON form is a ValueError naming the prompt and the argument.
         """
-        from ..feature_types import GetPromptResult
+        from .prompts import get_prompt
 
-        self.connection.require_capability("prompts", "prompts/get")
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            from ..jsonable import text_arguments
-
-            params["arguments"] = text_arguments(f"prompts/get {name!r}", arguments)
-        raw = self.connection.request("prompts/get", params)
-        return built(GetPromptResult.from_wire, "prompts/get", raw, self.protocol_version)
+        return get_prompt(self.connection, name, arguments)
 
     # logging and completion
 

@@ -33,6 +33,8 @@ ON_DEMAND = (
     "mcp_ref.client.answering",
     "mcp_ref.client.completion",
     "mcp_ref.client.listings",
+    "mcp_ref.client.prompts",
+    "mcp_ref.client.resources",
     "mcp_ref.client.listening",
     "mcp_ref.client.cache",
     "mcp_ref.client.callbacks",
