@@ -226,9 +226,9 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # initialize shared one deadline, the client's initialize_timeout, and a timeout named that bound
 # (+60); 32,296 before what a plain call does not run moved to its feature's module: containers in
 # signatures to compound_types, a modern retry's answers and an ask's InputRequiredResult to
-# input_required, x-mcp-header declarations to http.headers, listings, completion and log levels
-# to the client's own modules, a non-plain schema's check to schemas, sending a log to logging, reading a
-# resource and getting a prompt to the client's resources and prompts
+# input_required, x-mcp-header declarations to http.headers, a non-plain schema's check to
+# schemas, sending a log to logging; the client's listings, resources/read, prompts/get,
+# completion and log level to modules of their own; Server.prompt took add_prompt's keywords
 PLAIN_MAX_TOKENS = 31_080
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
