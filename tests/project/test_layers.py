@@ -209,27 +209,11 @@ NOT_PLAIN = (
 #: the tree at the end of issue 33's second round (formatted, laid out); lower them as the work lands.
 #: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
 PLAIN_MAX_MODULES = 16  # target 16 (met)
-# target 26_000; 31,588 before stdio writes got a deadline, the client explained bad results and
-# the end of input got a grace; 32,123 before a bound on every stdio write that is not a request,
-# the first timeout as a request's write bound, the pool's count of dropped jobs and the answers
-# at the end of input (their cancellation moved to mcp_ref.cancellation, off the plain path);
-# 32,169 before an initialize result's capabilities had to be an object (32,192), then lowered
-# as a trace hook's failure went through run_logged and ctx.log took the request's send_lock;
-# 32,158 before a handler job counted itself out with no callback on its future, 32,155 before
-# the depth of a message with many brackets was measured off the plain path (mcp_ref.unparsed,
-# -73) and the decoder did less work per message (+32); 32,114 before an int parameter took a
-# whole float, a partial was unwrapped, a return type's schema was its serialization schema and
-# the client checked isError and a text's type (+132); 32,246 before the HTTP client's renewal
-# moved to mcp_ref.client.renewal (-10); 32,236 before an async functools.partial stayed a
-# partial for compile_arguments (+32), then lowered as the decoder went back to json's decode()
-# alone (-32: the time it saved was a fraction of a microsecond); 32,236 before the era probe and
-# initialize shared one deadline, the client's initialize_timeout, and a timeout named that bound
-# (+60); 32,296 before what a plain call does not run moved to its feature's module: containers in
-# signatures to compound_types, a modern retry's answers and an ask's InputRequiredResult to
-# input_required, x-mcp-header declarations to http.headers, a non-plain schema's check to
-# schemas, sending a log to logging; the client's listings, resources/read, prompts/get,
-# completion and log level to modules of their own; Server.prompt took add_prompt's keywords
-PLAIN_MAX_TOKENS = 31_080
+# target 26_000 (not met).  What moved the figure, and why, is in CHANGELOG.md under "Back to
+# the card" and in each commit that changes this line; the last: what a plain call does not run
+# moved to its feature's module (-1,216), a tool result of more than text is picked out for its
+# field-by-field check (+104).
+PLAIN_MAX_TOKENS = 31_184
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -292,7 +276,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 24_972), ("server-modern", 13, 24_972), ("client", 20, 19_296)],
+    [("server-handshake", 13, 24_972), ("server-modern", 13, 24_972), ("client", 20, 19_400)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
