@@ -10,7 +10,18 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = ["UriTemplate", "is_template"]
+__all__ = ["MAX_URI_LENGTH", "UriTemplate", "is_template", "within_bound"]
+
+#: The longest resource URI a caller may read or subscribe to (``resources/read``,
+#: ``resources/subscribe``, a ``subscriptions/listen``'s), in characters: no longer one is matched
+#: against a template (``mcp_ref.server.resources.check_uri_length``, ``ResourceTable.find``).
+MAX_URI_LENGTH = 8192
+
+
+def within_bound(uri: str) -> bool:
+    """True when ``uri`` has 1 to :data:`MAX_URI_LENGTH` characters."""
+    return 0 < len(uri) <= MAX_URI_LENGTH
+
 
 # RFC 3986 reserved characters (gen-delims + sub-delims); unreserved ones are
 # always left alone by urllib.parse.quote.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..types import BlobResourceContents, TextResourceContents, drop_none
-from ..uri_template import UriTemplate
+from ..uri_template import MAX_URI_LENGTH, UriTemplate, within_bound
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
@@ -42,10 +42,6 @@ class RegisteredResource:
     #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
     accepts: Callable[[dict[str, str]], bool] | None = None
 
-
-#: The longest resource URI a caller may read or subscribe to (``resources/read``,
-#: ``resources/subscribe``, a ``subscriptions/listen``'s), in characters (:func:`check_uri_length`).
-MAX_URI_LENGTH = 8192
 
 #: 2026-07-28 server/utilities/caching: the values of ``cacheScope`` (the hints are added to a
 #: result by :func:`mcp_ref.server.connection.add_hints`).
@@ -95,7 +91,11 @@ class ResourceTable:
 
     def find(self, uri: str) -> tuple[RegisteredResource, dict] | None:
         """``Server.find_resource``: the resource answering ``uri`` and the template variables it
-        matched (a template in its canonical spelling only), or None."""
+        matched (a template in its canonical spelling only), or None.  None for a URI outside the
+        bound (:func:`~mcp_ref.uri_template.within_bound`): no template is asked to match it,
+        whoever looks it up (a read, a rate limit, a scope check before dispatch)."""
+        if not within_bound(uri):
+            return None
         entry = self.resources.get(uri)
         if entry is not None:
             return entry, {}
@@ -296,7 +296,7 @@ def check_uri_length(uri: str) -> None:
 
     2025-11-25 server/resources §Security Considerations: "Servers MUST validate all resource URIs".
     """
-    if not uri or len(uri) > MAX_URI_LENGTH:
+    if not within_bound(uri):
         raise InvalidParams(
             f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters"
         )

@@ -333,8 +333,13 @@ def item_of(server: Registry, method: str, params: Any) -> tuple[str, str, Any, 
         name = params.get("name")
         return (method, name, server.get_prompt(name), None) if isinstance(name, str) else None
     if method in ("resources/read", "resources/subscribe"):
+        from ..uri_template import within_bound  # loaded already: the server has resources
+
         uri = params.get("uri")
-        if not isinstance(uri, str):
+        # A URI outside the bound names no item: no template is asked to match it, nor ``authorize``
+        # about it, before the handler answers -32602 (``check_uri_length``; 2025-11-25
+        # server/resources §Security Considerations: "Servers MUST validate all resource URIs").
+        if not isinstance(uri, str) or not within_bound(uri):
             return None
         found = server.find_resource(uri)
         return ("resources/read", uri, found[0] if found is not None else None, found)

@@ -413,3 +413,52 @@ def test_the_file_root_never_reads_a_second_spelling(tmp_path):
     assert root.read("d/f.txt")[0] == b"x"
     with pytest.raises(FileNotFoundError):
         root.read("D/f.txt")
+
+
+# -- an over-long URI: refused before anything matches it ------------------------------------------
+
+
+@pytest.mark.parametrize("guard", ["rate limits", "rate limits and oauth scopes"])
+def test_no_template_or_authorize_sees_an_over_long_uri_whoever_looks_first(
+    tmp_path, guard, serve, monkeypatch
+):
+    """The 8,192-character bound on a resource URI holds where the URI is first looked up, not
+    only in ``resources/read``: the rate limits (``Policy.admit``) and the scope check before
+    dispatch (``ScopeChallenge``) name the item a request addresses before the handler runs, and
+    neither matches an over-long URI against a template nor asks ``authorize`` about it (counted:
+    the server runs in this process).  The answer is -32602, as for any read of one; the session
+    goes on, and a URI within the bound is matched as ever."""
+    from mcp_ref.uri_template import UriTemplate
+
+    server, _, recorder = build(tmp_path)
+    matched: list[int] = []
+    match_canonical = UriTemplate.match_canonical
+
+    def counting(self, uri):
+        matched.append(len(uri))
+        return match_canonical(self, uri)
+
+    monkeypatch.setattr(UriTemplate, "match_canonical", counting)
+    options = {}
+    if guard == "rate limits":
+        served = serve(server)
+    else:
+        tokens = Tokens()
+        served = serve(app=server.wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
+        tokens.audience = (served.mcp,)
+        options["auth"] = bearer("bob-token")
+    with Client.http(served.mcp, era="handshake", timeout=WAIT, **options) as client:
+        recorder.take()
+        for uri in ("notes://" + "a" * 9000, "docs://" + "a/" * 100_000):
+            for attempt in (client.read_resource, client.subscribe):
+                with pytest.raises(McpError) as refused:
+                    attempt(uri)
+                assert refused.value.code == -32602
+                assert refused.value.message == (
+                    "Invalid params: a resource URI must have 1 to 8192 characters"
+                )
+        assert [length for length in matched if length > 8192] == []
+        assert [name for _, name in recorder.take() if len(name) > 8192] == []
+        longest = "notes://" + "a" * (8192 - len("notes://"))
+        assert text_of(client, longest) == "NOTE-" + "a" * 8184
+        assert 8192 in matched
