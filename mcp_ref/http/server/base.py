@@ -91,8 +91,9 @@ SINGLE_THREADED = (
 #: The undelivered bytes one SSE stream (a session's GET stream, a POST's) holds at most
 #: (``backlog_bytes``), as the backlogs bound its messages: a client that never reads cannot make
 #: the server hold more for it than this (and the one message that overflows it).  Past it the
-#: stream is full: on HTTP+SSE new POSTs get 503 (backpressure) and an answer that finds no room
-#: ends the session; elsewhere a message other than a POST's answer is dropped, with a log line.
+#: stream is full: on HTTP+SSE new POSTs get 503 (backpressure), an answer to a POST accepted
+#: before is queued all the same, and a message of the server's own that finds no room ends the
+#: session; elsewhere a message other than a POST's answer is dropped, with a log line.
 DEFAULT_BACKLOG_BYTES = 4 * 1024 * 1024
 
 #: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so

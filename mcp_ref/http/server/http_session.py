@@ -219,7 +219,10 @@ class HttpSession(Transport):
             return
         if self.shared and self._spill(stream, data, end):
             return
-        if not stream.put(data, end=end):
+        # an answer is queued past the stream's bounds (Stream.put): on HTTP+SSE the 503 to new
+        # POSTs holds the client back, not the end of a session that reads (2024-11-05
+        # basic/transports §HTTP with SSE: "Server messages are sent as SSE message events")
+        if not stream.put(data, end=end, answer=answers is not None):
             self._overflow(stream)
         elif end and stream.orphaned:
             # the answer of a POST whose client has gone: keep it where a GET finds it
@@ -256,15 +259,15 @@ class HttpSession(Transport):
     def _overflow(self, stream: Stream) -> None:
         """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
 
-        On the legacy transport the stream is the whole connection and carries the answers: the
-        session is ended, with the reason logged (its client reconnects and starts again).  On
-        Streamable HTTP the standalone stream carries only notifications and requests outside any
-        POST: the message is dropped with a log line.
+        Never an answer (:meth:`Stream.put` always queues one).  On the legacy transport the
+        stream is the whole connection: a notification or request of the server's that finds it
+        full ends the session, with the reason logged (its client reconnects and starts again).
+        On Streamable HTTP the message is dropped with a log line.
         """
         if self.kind == "legacy":
             log.warning(
                 "legacy session %s: its event stream holds %d undelivered messages, %d bytes (the "
-                "client reads too slowly); the session is ended rather than lose an answer",
+                "client reads too slowly); the session is ended rather than drop a message in silence",
                 (self.id or "")[:8],
                 len(stream.items),
                 stream.held_bytes,

@@ -81,7 +81,8 @@ class LegacySse:
             app.check_principal(session, environ)
             if cast(Stream, session.standalone).full():  # a legacy session's
                 # Backpressure: the stream that carries the answers is full; refuse new work until
-                # the client has read it, rather than accept a request whose answer would have no room.
+                # the client has read it.  The answers of the requests accepted before are queued
+                # past the bound all the same (Stream.put): at most the client's running handlers'.
                 raise ServiceUnavailable(
                     "Service Unavailable: the event stream is full; retry once the client has read it",
                     headers=[("Retry-After", "1")],

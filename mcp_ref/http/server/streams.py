@@ -82,17 +82,21 @@ class Stream:
         self.items: collections.deque = collections.deque()
         self.cond = threading.Condition()
 
-    def put(self, data: bytes, *, end: bool = False) -> bool:
+    def put(self, data: bytes, *, end: bool = False, answer: bool = False) -> bool:
         """Queue one message for the consumer; False (nothing queued) when the stream is full.
 
-        The message that ends the stream (a POST's answer) is always queued, full or not: an
-        answer is never dropped.  A stream already ended takes nothing more (dropped, logged).
+        An answer is always queued, full or not, and never dropped: the message that ends the
+        stream (a POST's answer), and, with ``answer``, one that does not (2024-11-05 HTTP+SSE:
+        the answers to the POSTs it accepted, on its one stream).  Past the bounds, what holds
+        new work back is the 503 a legacy POST gets while the stream is full; the answers queued
+        past them are those of the handlers already running (at most ``max_handlers_per_client``).
+        A stream already ended takes nothing more (dropped, logged).
         """
         with self.cond:
             if self.ended:
                 log.debug("stream %s has ended: a late message was dropped", self.id)
                 return True
-            if not end and self._full(len(data)):
+            if not (end or answer) and self._full(len(data)):
                 self.dropped += 1
                 return False
             if self.dropped:
