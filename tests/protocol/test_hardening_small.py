@@ -2,6 +2,7 @@
 
 - ``Mcp-Param-*`` numbers compare exactly; a body number no header can carry is a 400 HeaderMismatch,
   never an exception out of the WSGI app (mcp_ref/http/headers.py);
+- an error answered before dispatch is cut at 1,024 characters (mcp_ref/http/server/status.py);
 - the demo authorization server answers every bad input with an RFC 6749 §5.2 error, checks the
   ``Host`` of every route, and fetches Client ID Metadata Documents only from global addresses
   (mcp_ref/workbench/demo_auth_server.py);
@@ -155,6 +156,59 @@ def test_a_body_with_a_number_too_long_to_read_is_refused_and_the_server_goes_on
         ]
         == "us:2:False:"
     )
+
+
+def post_enveloped(url: str, body: dict, headers: dict[str, str]) -> requests.Response:
+    """POST ``body`` (a 2026-07-28 request whose ``_meta`` it carries) with ``headers`` added."""
+    sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    return requests.post(url, data=json.dumps(body), headers={**sent, **headers}, timeout=TIMEOUT)
+
+
+def envelope(version: str) -> dict:
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
+@pytest.mark.parametrize("echoed", ["_meta version", "body method", "body tool name"])
+def test_an_error_answered_before_dispatch_does_not_echo_a_peers_string_whole(serve, echoed):
+    """A refusal of the HTTP layer echoing the peer's string (here a -32020 header mismatch naming
+    the body's value) is cut at ``errors.MAX_MESSAGE`` (1,024) characters, as an error a handler
+    raises is: a client sending megabyte values cannot make each answer a megabyte.  JSON-RPC 2.0
+    §5.1: "The message SHOULD be limited to a concise single sentence"; the server goes on."""
+    served = serve(MODERN.build())
+    big = "v" * 1_000_000
+    headers = {"MCP-Protocol-Version": VERSION, "Mcp-Method": "tools/list"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/list",
+        "params": {"_meta": envelope(VERSION)},
+    }
+    if echoed == "_meta version":
+        body["params"]["_meta"] = envelope(big)
+    elif echoed == "body method":
+        body["method"] = big
+    else:
+        body["method"] = headers["Mcp-Method"] = "tools/call"
+        body["params"].update(name=big, arguments={})
+        headers["Mcp-Name"] = "other"
+    reply = post_enveloped(served.mcp, body, headers)
+    assert reply.status_code == 400, reply.text[:200]
+    error = answered(reply)["error"]
+    assert error["code"] == -32020 and error["message"].startswith("Header mismatch: ")
+    assert len(error["message"]) <= 1024 and len(reply.content) < 2048
+    if echoed != "body tool name":  # this one names the header, not the value
+        assert "v" * 900 in error["message"]  # echoed, and cut
+    body = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/list",
+        "params": {"_meta": envelope(VERSION)},
+    }
+    headers = {"MCP-Protocol-Version": VERSION, "Mcp-Method": "tools/list"}
+    assert "tools" in answered(post_enveloped(served.mcp, body, headers))["result"]
 
 
 # -- the demo authorization server ---------------------------------------------------------------------
