@@ -68,11 +68,11 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     # {name: string, value: string}, and context.arguments an object of strings.
     if not isinstance(argument.get("value"), str):
         raise InvalidParams("Invalid params: completion/complete argument.value must be a string")
-    completion_context = params.get("context")
-    if completion_context is None:
-        completion_context = {}
+    # Defaulted only when absent: a present ``context`` or ``arguments`` that is not an object
+    # (null, [], 0, false, "") is refused, never read as "no arguments".
+    completion_context = params.get("context", {})
     context_args = (
-        completion_context.get("arguments") or {} if isinstance(completion_context, dict) else None
+        completion_context.get("arguments", {}) if isinstance(completion_context, dict) else None
     )
     if not isinstance(context_args, dict) or not all(
         isinstance(value, str) for value in context_args.values()

@@ -131,6 +131,10 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
     assert caught.value.code == -32602
 
 
+#: ``"context": null`` sent (None in the table below: no context sent at all).
+NULL_CONTEXT = "context: null"
+
+
 @pytest.mark.parametrize(
     "argument, completion_context",
     [
@@ -143,6 +147,12 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
         ({"name": "city", "value": "b"}, {"arguments": {"country": {"code": "de"}}}),
         ({"name": "city", "value": "b"}, {"arguments": "country=de"}),
         ({"name": "city", "value": "b"}, []),
+        ({"name": "city", "value": "b"}, {"arguments": []}),
+        ({"name": "city", "value": "b"}, {"arguments": 0}),
+        ({"name": "city", "value": "b"}, {"arguments": False}),
+        ({"name": "city", "value": "b"}, {"arguments": ""}),
+        ({"name": "city", "value": "b"}, {"arguments": None}),
+        ({"name": "city", "value": "b"}, NULL_CONTEXT),
     ],
 )
 def test_a_completion_value_or_context_argument_that_is_not_a_string_is_invalid_params(
@@ -151,12 +161,16 @@ def test_a_completion_value_or_context_argument_that_is_not_a_string_is_invalid_
     """2025-11-25 server/utilities/completion §Security: implementations "MUST: Validate all
     completion inputs" (the schema's ``argument.value`` is a string, ``context.arguments`` an
     object of strings); §Error Handling: -32602.  Nothing reaches the completion function (it
-    was handed the Python text of a number, ``"5"``), and the connection goes on."""
+    was handed the Python text of a number, ``"5"``), and the connection goes on.  A ``context``
+    or ``arguments`` defaults to empty only when absent: ``[]``, ``0``, ``false``, ``""`` or null
+    is refused, not read as "no arguments"."""
     version = "2025-11-25"
     peer = raw_peer([sys.executable, str(SCRIPT)])
     assert peer.initialize(version)["result"]["protocolVersion"] == version
     params = {"ref": {"type": "ref/resource", "uri": CITIES}, "argument": argument}
-    if completion_context is not None:
+    if completion_context is NULL_CONTEXT:
+        params["context"] = None
+    elif completion_context is not None:
         params["context"] = completion_context
     peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": params})
     reply = peer.recv()
