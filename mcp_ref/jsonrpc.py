@@ -234,7 +234,10 @@ def _invalid(
     return exc
 
 
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+# No check for a value that holds itself: it raises RecursionError instead of ValueError, which every
+# caller of serialize() already takes for "cannot be sent" (serialize_answering, a tool's result), and
+# no message pays for the bookkeeping of each object it holds.
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
 
 def serialize(message: Message | list[Message]) -> bytes:
@@ -243,7 +246,8 @@ def serialize(message: Message | list[Message]) -> bytes:
     The output is ASCII with every control character escaped, so it never
     contains a newline: safe for newline-delimited transports (stdio).  A value
     JSON cannot carry (``NaN``, an infinity, an object that is not JSON) raises
-    ValueError or TypeError: nothing invalid is ever sent.
+    ValueError or TypeError, and one that holds itself (or nests past the interpreter's
+    recursion limit) RecursionError: nothing invalid is ever sent.
     """
     if isinstance(message, list):
         return serialize_items(message)
