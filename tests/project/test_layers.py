@@ -212,8 +212,9 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # target 26_000 (not met).  What moved the figure, and why, is in CHANGELOG.md under "Back to
 # the card" and in each commit that changes this line; the last: what a plain call does not run
 # moved to its feature's module (-1,216), a tool result of more than text is picked out for its
-# field-by-field check (+104).
-PLAIN_MAX_TOKENS = 31_184
+# field-by-field check (+104), the encoder is made without its check for a value that holds
+# itself (+4).
+PLAIN_MAX_TOKENS = 31_188
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -276,7 +277,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 24_972), ("server-modern", 13, 24_972), ("client", 20, 19_400)],
+    [("server-handshake", 13, 24_976), ("server-modern", 13, 24_976), ("client", 20, 19_404)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
