@@ -188,7 +188,7 @@ def from_dict(obj: Any) -> Message:
     # valid_id() of decoded JSON
     usable_id = raw_id if type(raw_id) is int or type(raw_id) is str else None
     if obj.get("jsonrpc") != "2.0":
-        raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id)
+        raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id, obj)
     if "method" in obj:
         method = obj["method"]
         if not isinstance(method, str):
@@ -204,33 +204,39 @@ def from_dict(obj: Any) -> Message:
         return Request(usable_id, method, params)
     has_result, has_error = "result" in obj, "error" in obj
     if has_result == has_error:
-        raise _invalid("Invalid Request: a message needs a method, a result or an error", usable_id)
+        raise _invalid(
+            "Invalid Request: a message needs a method, or a result or an error (not both)",
+            usable_id,
+            obj,
+        )
     if has_result:
         if usable_id is None:
-            raise _invalid('Invalid Request: a response needs a string or integer "id"')
+            raise _invalid('Invalid Request: a response needs a string or integer "id"', None, obj)
         result = obj["result"]
         if not isinstance(result, dict):
-            raise _invalid('Invalid Request: "result" must be an object', usable_id, answer=True)
+            raise _invalid('Invalid Request: "result" must be an object', usable_id, obj)
         return Response(usable_id, result)
     error = obj["error"]
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
         raise _invalid(
             'Invalid Request: "error" must be an object with an integer "code"',
             usable_id,
-            answer=True,
+            obj,
         )
     if raw_id is not None and usable_id is None:
-        raise _invalid('Invalid Request: bad "id" in error response')
+        raise _invalid('Invalid Request: bad "id" in error response', None, obj)
     # An error without an id (or with id null) answers a message whose id could not be read.
     return ErrorResponse(usable_id, error)
 
 
-def _invalid(
-    message: str, request_id: RequestId | None = None, *, answer: bool = False
-) -> InvalidRequest:
+def _invalid(message: str, request_id: RequestId | None = None, obj: Any = ()) -> InvalidRequest:
+    """The refusal of ``obj`` (the decoded message; none by default) as not a JSON-RPC message."""
     exc = InvalidRequest(message)
     exc.request_id = request_id
-    exc.answer = answer
+    # JSON-RPC 2.0 §5: a Response is the reply to a request (it has "result" or "error"); nothing
+    # replies to one, however malformed ("id" null included): the session fails the request it
+    # answers instead (InvalidRequest.answer).
+    exc.answer = "method" not in obj and ("result" in obj or "error" in obj)
     return exc
 
 

@@ -1,0 +1,110 @@
+"""Stdio peers that misbehave in ways that once left a request, or a whole server, waiting without
+end: answers that are malformed or too large, a server that exits while a process it started holds
+its stdout, a caller interrupted by Ctrl-C, and a client that stops reading the server's stdout.
+
+Each side is a real process over real pipes: a hand-written raw server
+(``servers/stdio_odd_answers.py``, no mcp_ref) for the client's cases, the demo server for the
+server's.  Every wait is bounded (``WAIT``); a call that must fail at once has a timeout far
+past that bound (``LONG``), so failing at its timeout would fail the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT
+
+from mcp_ref import Client, InvalidRequest
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="poll() on pipes (POSIX)")
+
+ODD = [sys.executable, str(SERVERS / "stdio_odd_answers.py")]
+#: The timeout of a call that must fail at once: far past the bound its outcome is waited for.
+LONG = 10 * WAIT
+
+
+def within_wait(job):
+    """Run ``job()`` on a thread: its result, or the exception it raised, within ``WAIT``."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = job()
+        except BaseException as exc:  # handed to the test
+            outcome["value"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(WAIT)
+    assert "value" in outcome, f"still waiting after {WAIT} s"
+    return outcome["value"]
+
+
+def odd_client(**options) -> Client:
+    return Client.stdio(ODD, era="handshake", stderr="capture", timeout=WAIT, **options)
+
+
+def received(client: Client) -> list[dict]:
+    """What the raw server read, in order (once the client is closed: every line)."""
+    lines = client.session.transport.stderr_lines
+    return [json.loads(line[4:]) for line in lines if line.startswith("got ")]
+
+
+def answered_back(messages: list[dict]) -> list[dict]:
+    """The answers among ``messages`` (the raw server never asks: none is due)."""
+    return [m for m in messages if "method" not in m]
+
+
+def still_serves(client: Client) -> None:
+    answer = client.call_tool("echo", {"text": "still here"}, timeout=WAIT)
+    assert answer.content[0].text == "still here"
+
+
+# -- malformed answers (JSON-RPC 2.0 §5: a Response is never answered) ----------------------------
+
+
+@pytest.mark.parametrize("name", ["both", "no-jsonrpc"])
+def test_a_malformed_answer_fails_its_call_at_once_and_is_not_answered_back(name):
+    client = odd_client()
+    try:
+        outcome = within_wait(lambda: client.call_tool(name, {}, timeout=LONG))
+        assert isinstance(outcome, InvalidRequest), outcome
+        assert "the peer's answer is not valid" in str(outcome)
+        still_serves(client)
+    finally:
+        client.close()
+    assert answered_back(received(client)) == []
+
+
+def test_an_answer_with_a_null_id_is_not_answered_back():
+    with odd_client() as client:
+        assert client.call_tool("null-id", {}).content[0].text == "after a null id"
+        still_serves(client)
+    assert answered_back(received(client)) == []
+
+
+def test_malformed_answers_are_flagged_as_answers_by_the_parser():
+    from mcp_ref.jsonrpc import parse
+
+    for answer in (
+        {"jsonrpc": "2.0", "id": 4, "result": {}, "error": {"code": 1, "message": "x"}},
+        {"id": 4, "result": {}},
+        {"jsonrpc": "1.0", "id": 4, "error": {"code": 1, "message": "x"}},
+        {"jsonrpc": "2.0", "id": None, "result": {}},
+        {"jsonrpc": "2.0", "id": True, "error": {"code": 1, "message": "x"}},
+    ):
+        with pytest.raises(InvalidRequest) as info:
+            parse(json.dumps(answer))
+        assert info.value.answer, answer
+    for not_an_answer in (
+        {"jsonrpc": "1.0", "id": 4, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 4},
+        {"jsonrpc": "2.0", "id": 4, "method": 5, "result": {}},
+    ):
+        with pytest.raises(InvalidRequest) as info:
+            parse(json.dumps(not_an_answer))
+        assert not info.value.answer, not_an_answer
