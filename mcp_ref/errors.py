@@ -329,9 +329,13 @@ class CapabilityError(MCPRefError):
 class MessageTooLarge(MCPRefError):
     """Raised by a transport's ``read()`` for a message over its size limit (already discarded).
 
-    The session answers it with an Invalid Request error and reads on: one
-    oversized message never ends the connection.
+    The session reads on: one oversized message never ends the connection.  It looks for the
+    message's id in ``head``: a request is answered with an Invalid Request error carrying its id,
+    the request an answer answers fails at once (:func:`mcp_ref.unparsed.refuse_too_large`).
     """
+
+    #: The first bytes of the message (the limit and one more), as far as the transport read it.
+    head = b""
 
 
 class AuthorizationError(MCPRefError):

@@ -164,7 +164,8 @@ class Transport:
         """Block until one whole message arrives and return its bytes; None at end of input.
 
         May raise :class:`~mcp_ref.errors.MessageTooLarge` for a message over the
-        transport's limit (already discarded); any other exception ends the connection.
+        transport's limit (already discarded; its ``head``, the bytes read of it, names its id
+        when it can); any other exception ends the connection.
         """
         raise NotImplementedError
 
@@ -621,10 +622,10 @@ class Session:
                 try:
                     data = self.transport.read()
                 except MessageTooLarge as exc:
-                    log.warning("%s: %s", self.name, exc)
-                    self._reply(
-                        self._unreadable_id_error({"code": INVALID_REQUEST, "message": str(exc)})
-                    )
+                    from .unparsed import refuse_too_large  # its id, read from its first bytes
+
+                    if refusal := refuse_too_large(exc, self):
+                        self._reply(self._unreadable_id_error(*refusal))
                     continue
                 if data is None:
                     break

@@ -42,10 +42,10 @@ MAX_ENVIRON = 64 * 1024  # the bytes of a process's environment searched for the
 class StreamTransport(Transport):
     """Newline-delimited messages over a readable and a writable binary stream.
 
-    A line longer than ``max_message_size`` bytes is read to its end and
-    discarded, and ``read()`` raises :class:`MessageTooLarge` so the session
-    can answer with an error and go on to the next line.  Writes from several
-    threads are serialised (one lock), so lines never interleave.
+    A line longer than ``max_message_size`` bytes is read to its end and discarded, and
+    ``read()`` raises :class:`MessageTooLarge` (holding the line's first ``max_message_size + 1``
+    bytes) so the session can refuse it and go on to the next line.  Writes from several threads
+    are serialised (one lock), so lines never interleave.
     """
 
     def __init__(
@@ -69,9 +69,9 @@ class StreamTransport(Transport):
                 return None
             if len(line) > limit and not line.endswith(b"\n"):
                 self._discard_rest_of_line()
-                raise MessageTooLarge(
-                    f"Invalid Request: message larger than the limit of {limit} bytes"
-                )
+                too_large = MessageTooLarge(f"message larger than the limit of {limit} bytes")
+                too_large.head = line  # its first bytes, in which the session looks for its id
+                raise too_large
             line = line.rstrip(b"\r\n")
             if line.strip():
                 return line

@@ -10,15 +10,22 @@ makes the refusal name that id: the session fails the request an answer answers 
 2.0 §5: an answer is never answered back), and answers a request -32600 with its id (JSON-RPC 2.0
 §5.1: the id is null only "If there was an error in detecting the id").  Loaded only when a
 message has that many brackets.
+
+A message longer than the transport's limit is refused the same way
+(:func:`refuse_too_large`): its id is read from the top level of its first bytes, the part the
+transport read before it discarded the rest.  Loaded only when one comes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from itertools import accumulate
 
-from .errors import InvalidRequest, ParseError
+from .errors import INVALID_REQUEST, InvalidRequest, LimitExceeded, MessageTooLarge, ParseError
+
+log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -111,3 +118,31 @@ def too_deep(text: str, limit: int) -> ParseError | InvalidRequest:
     refusal.request_id = request_id
     refusal.answer = answer
     return refusal
+
+
+def refuse_too_large(too_large: MessageTooLarge, session) -> tuple[dict, str | int | None] | None:
+    """Refuse a message ``session`` (a :class:`~mcp_ref.session.Session`) read past its transport's
+    size limit (``too_large``, whose ``head`` holds its first bytes), by what they show it to be:
+    the error to answer it with and the id to answer (None: nothing is written).
+
+    * An answer: its request fails at once with :class:`~mcp_ref.errors.LimitExceeded`
+      (``session.fail_request``), rather than waiting its whole timeout, and nothing is written
+      (JSON-RPC 2.0 §5: a Response is the reply to a request; nothing replies to one).
+    * A request: answered -32600 with its id (JSON-RPC 2.0 §5.1: the id is null only "If there was
+      an error in detecting the id").
+    * Anything else (no id in its first bytes): -32600 without an id, as for a line not parsed.
+    """
+    log.warning("%s: %s", session.name, too_large)
+    request_id, answer = top_level_id(too_large.head.decode("utf-8", "replace"))
+    if answer:
+        limit = len(too_large.head) - 1  # the transport read the limit and one byte more
+        session.fail_request(
+            request_id,
+            LimitExceeded(
+                f"the peer's answer is larger than this side's limit of {limit} bytes "
+                "(max_message_size)",
+                data={"limit": limit},
+            ),
+        )
+        return None
+    return {"code": INVALID_REQUEST, "message": f"Invalid Request: {too_large}"}, request_id

@@ -290,12 +290,17 @@ def test_handler_exception_gets_a_generic_32603_and_details_go_to_stderr(peer, m
     peer.assert_alive()
 
 
-def test_a_message_over_the_size_limit_is_refused_and_the_next_one_served(peer):
-    huge = b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","arguments":{"text":"'
-    huge += b"x" * (5 * 1024 * 1024) + b'"}}}\n'
+@pytest.mark.parametrize("id_first", [True, False], ids=["id-in-the-bytes-read", "id-discarded"])
+def test_a_message_over_the_size_limit_is_refused_and_the_next_one_served(peer, id_first):
+    """Refused -32600 with its id when the id is in the bytes read before the limit (JSON-RPC 2.0
+    §5.1: the id is null only "If there was an error in detecting the id"), without one when it
+    was in the discarded bytes."""
+    params = b'"params":{"name":"echo","arguments":{"text":"' + b"x" * (5 * 1024 * 1024) + b'"}}'
+    members = [b'"id":"huge"', b'"method":"tools/call"', params]
+    huge = b'{"jsonrpc":"2.0",' + b",".join(members if id_first else members[::-1]) + b"}\n"
     peer.send(huge)
     reply = peer.recv()
-    expect_error(reply, INVALID_REQUEST, None)  # the id was in the discarded bytes
+    expect_error(reply, INVALID_REQUEST, "huge" if id_first else None)
     assert "limit" in reply["error"]["message"]
     peer.assert_alive()
 

@@ -18,7 +18,7 @@ import threading
 import pytest
 from conftest import SERVERS, WAIT
 
-from mcp_ref import Client, InvalidRequest
+from mcp_ref import Client, InvalidRequest, LimitExceeded
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="poll() on pipes (POSIX)")
 
@@ -108,3 +108,19 @@ def test_malformed_answers_are_flagged_as_answers_by_the_parser():
         with pytest.raises(InvalidRequest) as info:
             parse(json.dumps(not_an_answer))
         assert not info.value.answer, not_an_answer
+
+
+# -- an answer larger than max_message_size --------------------------------------------------------
+
+
+def test_an_answer_past_max_message_size_fails_its_call_at_once_and_is_not_answered_back():
+    client = odd_client(max_message_size=10_000)
+    try:
+        outcome = within_wait(lambda: client.call_tool("big", {"size": 20_000}, timeout=LONG))
+        assert isinstance(outcome, LimitExceeded), outcome
+        assert "limit of 10000 bytes (max_message_size)" in str(outcome)
+        assert outcome.data == {"limit": 10_000}
+        still_serves(client)
+    finally:
+        client.close()
+    assert answered_back(received(client)) == []
