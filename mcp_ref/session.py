@@ -636,6 +636,7 @@ class Session:
         except Exception as exc:  # the transport itself failed: the connection ends
             if not self._closing:
                 log.warning("%s: connection failed: %s", self.name, exc)
+            self._fail_pending(f"the connection failed ({exc})")
         finally:
             self._end_of_input()
 

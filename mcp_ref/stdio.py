@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, cast
 
-from .errors import MessageTooLarge
+from .errors import ConnectionClosed, MessageTooLarge
 from .session import OutgoingRequests, Transport
 
 log = logging.getLogger(__name__)
@@ -176,6 +176,14 @@ class SubprocessTransport(StreamTransport):
 
             sink = stderr if callable(stderr) else self._keep_stderr_line
             self._stderr_thread = start_reading(self.process.stderr, sink)
+        # POSIX: one thread waits for the server's exit (the reader alone would not see it while a
+        # process the server started holds its stdout open); it lives as long as the server process.
+        if self.fd is not None:
+            threading.Thread(target=self._watch, name="mcp-stdio-exit", daemon=True).start()
+
+    #: The server's exit status once it exited by itself (not closed by us), with its stdout still
+    #: held open by a process it left behind: the end of input then fails naming it (read).
+    exited: int | None = None
 
     #: The session's requests (attach): their deadlines bound a wait to write.
     requests: OutgoingRequests | None = None
@@ -209,6 +217,20 @@ class SubprocessTransport(StreamTransport):
 
         write_waiting(self, line, message)
 
+    def _watch(self) -> None:
+        """(its own thread) Once the server exits by itself, end what it left holding its stdout.
+
+        2025-11-25 basic/lifecycle §Shutdown: the server MAY exit (it closes its stdout) to end the
+        connection.  A process it started that inherited its stdout (and runs on) would keep the
+        client from ever seeing the end of input, and its requests waiting until their timeouts:
+        the connection ends as when the client closes it (what is left of its process group gets
+        SIGTERM, then SIGKILL); what the server wrote before it exited is still read."""
+        status = self.process.wait()
+        # Left in its process group: what may hold its stdout open (else the end of input comes).
+        if not self.closing and _group_may_live(self.process.pid):
+            self.exited = status
+            self.close()
+
     def _keep_stderr_line(self, line: str) -> None:
         self.stderr_lines.append(line)
         log.debug("server stderr: %s", line)
@@ -226,6 +248,8 @@ class SubprocessTransport(StreamTransport):
         message = super().read()
         if message is None:  # the reader thread is the only one that reads it
             self.reader.close()
+            if self.exited is not None:
+                raise ConnectionClosed(f"the server exited with status {self.exited}")
         return message
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import threading
 import pytest
 from conftest import SERVERS, WAIT
 
-from mcp_ref import Client, InvalidRequest, LimitExceeded
+from mcp_ref import Client, ConnectionClosed, InvalidRequest, LimitExceeded
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="poll() on pipes (POSIX)")
 
@@ -124,3 +124,21 @@ def test_an_answer_past_max_message_size_fails_its_call_at_once_and_is_not_answe
     finally:
         client.close()
     assert answered_back(received(client)) == []
+
+
+# -- a server that exits, leaving a process that holds its stdout -----------------------------------
+
+
+def test_a_server_that_exits_while_its_child_holds_its_stdout_fails_the_call_at_once():
+    """The server exits (status 3) on the call; the process it started still holds its stdout, so
+    no end of input comes: the client sees the exit itself, fails the call naming the status, and
+    ends the connection (the process left behind too)."""
+    client = odd_client()
+    try:
+        call = {"seconds": 10 * LONG}
+        outcome = within_wait(lambda: client.call_tool("exit", call, timeout=LONG))
+        assert isinstance(outcome, ConnectionClosed), outcome
+        assert "the server exited with status 3" in str(outcome)
+        assert client.session.wait_closed(WAIT)
+    finally:
+        client.close()
