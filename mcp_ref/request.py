@@ -293,28 +293,44 @@ class PendingRequest(Future):
         itself a TimeoutError is the request's outcome, raised as it is.
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
         """
-        while True:
-            wait = self.first_deadline
-            try:
-                return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
-            except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
-                # the outcome itself is a TimeoutError (or came just now): it is ours
-                if self.done():
-                    return super().result(0)
-            now = time.monotonic()
-            hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
-            if not hard_expired and self.deadline is not None and now < self.deadline:
-                continue  # progress moved the deadline while we waited
-            if self._forget(self.id) is None:  # the answer won the race: it is being settled
-                self.deadline = self.hard_deadline = None
-                continue
-            if self.method not in ("initialize", "server/discover"):
-                # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
-                # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
-                # for a handshake-era server, which never began any work for it.
-                self._send_cancel(self.id, "timeout", related=self.related_request_id)
-            limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
-            self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
+        try:
+            while True:
+                wait = self.first_deadline
+                try:
+                    return super().result(
+                        None if wait is None else max(wait - time.monotonic(), 0.0)
+                    )
+                except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
+                    # the outcome itself is a TimeoutError (or came just now): it is ours
+                    if self.done():
+                        return super().result(0)
+                now = time.monotonic()
+                hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
+                if not hard_expired and self.deadline is not None and now < self.deadline:
+                    continue  # progress moved the deadline while we waited
+                if not self._give_up("timeout"):  # the answer won the race: it is being settled
+                    self.deadline = self.hard_deadline = None
+                    continue
+                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
+                self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
+        except BaseException:
+            # Ctrl-C (KeyboardInterrupt), or any exception raised in this thread as it waits (not
+            # the request's outcome: it is not done): given up on, as at its timeout.
+            if not self.done() and self._give_up("interrupted"):
+                self.set_exception(RequestCancelled(f"{self.method}: its wait was interrupted"))
+            raise
+
+    def _give_up(self, reason: str) -> bool:
+        """Stop waiting for the answer: take the request out of its session's table and tell the
+        peer it is cancelled; False when the answer came first (it is being settled)."""
+        if self._forget(self.id) is None:
+            return False
+        if self.method not in ("initialize", "server/discover"):
+            # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
+            # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
+            # for a handshake-era server, which never began any work for it.
+            self._send_cancel(self.id, reason, related=self.related_request_id)
+        return True
 
     def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
         """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.

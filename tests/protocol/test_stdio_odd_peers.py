@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 
@@ -142,3 +143,92 @@ def test_a_server_that_exits_while_its_child_holds_its_stdout_fails_the_call_at_
         assert client.session.wait_closed(WAIT)
     finally:
         client.close()
+
+
+# -- a caller interrupted (Ctrl-C) while it waits ----------------------------------------------------
+
+
+INTERRUPTED = """
+import json, signal, sys, threading, time
+from mcp_ref import Client
+
+received = []  # what the server read (its stderr: "got <line>")
+waiting = threading.Event()  # set as the caller starts to wait for the answer
+interrupted = threading.Event()
+
+
+def ctrl_c(signum, frame):  # Ctrl-C, once
+    if not interrupted.is_set():
+        interrupted.set()
+        raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, ctrl_c)
+
+
+class Announcing(threading.Condition):
+    def wait(self, timeout=None):
+        waiting.set()
+        return super().wait(timeout)
+
+
+def line(text):
+    if text.startswith("got "):
+        received.append(json.loads(text[4:]))
+
+
+def interrupt():
+    # SIGINT to the main thread once it waits (a signal sent to the process may go to another
+    # thread, which does not wake it), and again until it is handled: one that comes just before
+    # the main thread blocks in its lock is handled only when the lock wakes (a CPython race)
+    deadline = time.monotonic() + float(sys.argv[2])
+    if waiting.wait(float(sys.argv[2])):
+        while time.monotonic() < deadline:
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if interrupted.wait(0.1):
+                return
+
+
+client = Client.stdio([sys.executable, sys.argv[1]], era="handshake", stderr=line)
+call = client.session.send_request(
+    "tools/call", {"name": "silent", "arguments": {}}, timeout=None
+)
+call._condition = Announcing()  # (no one waits on it yet, and no answer comes)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    call.result()
+    outcome = "answered"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+left = list(client.session._pending)
+client.close()
+print(json.dumps({"outcome": outcome, "left": left, "received": received}))
+"""
+
+
+def test_ctrl_c_while_a_call_waits_forgets_it_and_cancels_it_at_the_server(tmp_path):
+    """KeyboardInterrupt in the waiting caller (a real SIGINT, in a process of its own: its main
+    thread; sent once the caller waits on the request's Future) is raised as it is; the request
+    leaves the table of those awaiting an answer, and the server is sent
+    ``notifications/cancelled`` for it then (not only as the client closes)."""
+    script = tmp_path / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    done = subprocess.run(
+        [sys.executable, str(script), ODD[1], str(WAIT)],
+        capture_output=True,
+        text=True,
+        timeout=3 * WAIT,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (report["outcome"], report["left"]) == ("interrupted", [])
+    messages = report["received"]
+    call = next(m for m in messages if m.get("method") == "tools/call")
+    cancels = [m for m in messages if m.get("method") == "notifications/cancelled"]
+    assert cancels == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call["id"], "reason": "interrupted"},
+        }
+    ]
