@@ -59,6 +59,20 @@ class StreamTransport(Transport):
         self.writer = writer
         self.max_message_size = max_message_size
         self.write_lock = threading.Lock()
+        #: POSIX: a poll() for room in the stream written to (write); None: not a file, or Windows.
+        self.room = None
+        if os.name == "posix":
+            room = select.poll()
+            with contextlib.suppress(OSError, ValueError):  # (UnsupportedOperation: not a file)
+                room.register(writer, select.POLLOUT)
+                self.room = room
+
+    #: The session's requests (attach): their deadlines bound a wait to write.
+    requests: OutgoingRequests | None = None
+
+    def attach(self, requests: OutgoingRequests) -> None:
+        """Keep the session's requests: their deadlines bound a wait to write (write)."""
+        self.requests = requests
 
     def read(self) -> bytes | None:
         """The next non-empty line without its line ending; None at end of input."""
@@ -83,10 +97,23 @@ class StreamTransport(Transport):
                 return
 
     def write(self, data: bytes, message=None, related=None) -> None:
-        """Write one message and its newline, and flush (``message`` and ``related`` do not matter here)."""
+        """Write one message and its newline, and flush (``related`` does not matter here).
+
+        POSIX: at once when it is at most ``PIPE_BUF`` bytes, poll() finds room for it and no other
+        thread is writing; otherwise a piece at a time, as poll() finds room, until the deadline of
+        ``message`` (:func:`mcp_ref.stdio_pipe.write_bounded`): a peer that stops reading its input
+        holds no writer (the reader, a handler) without bound.  The descriptor stays blocking (the
+        server's stdout may be shared with other processes)."""
+        line = data + b"\n"
         with self.write_lock:
-            self.writer.write(data + b"\n")
-            self.writer.flush()
+            # poll(): room for PIPE_BUF bytes (or the peer is gone: the write raises)
+            if self.room is None or len(line) <= select.PIPE_BUF and self.room.poll(0):
+                self.writer.write(line)
+                self.writer.flush()
+                return
+        from .stdio_pipe import write_bounded
+
+        write_bounded(self, line, message)
 
     def close(self) -> None:
         """Close the writing side (the peer sees end of input)."""
@@ -185,14 +212,8 @@ class SubprocessTransport(StreamTransport):
     #: held open by a process it left behind: the end of input then fails naming it (read).
     exited: int | None = None
 
-    #: The session's requests (attach): their deadlines bound a wait to write.
-    requests: OutgoingRequests | None = None
     #: A pipe whose byte ends a writer's wait for room (made by :mod:`.stdio_pipe`, closed by close()).
     wake: tuple[int, int] | None = None
-
-    def attach(self, requests: OutgoingRequests) -> None:
-        """Keep the session's requests: their deadlines bound a wait to write (write)."""
-        self.requests = requests
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline to the server's stdin.

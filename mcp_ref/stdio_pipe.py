@@ -1,4 +1,4 @@
-"""Writing to a stdio server that does not read its input: waiting for room in its stdin pipe,
+"""Writing to a stdio peer that does not read its input: waiting for room in its input pipe,
 bounded by the message's deadline.
 
 :class:`~mcp_ref.stdio.SubprocessTransport` (POSIX) writes to the server's stdin without blocking;
@@ -24,6 +24,10 @@ be written: the server's stdin is closed, and every later write fails.  A server
 then reads a last line without its newline, cut short, and the end of its input: the spec says
 nothing of a line the end of input cuts, and writing nothing more (neither the rest, nor a newline
 that would make the half line a message) is the only way left not to write what is not a message.
+
+A stdio server writes to its own stdout the same way (:func:`write_bounded`), with the same
+deadlines, except that the descriptor stays blocking (other processes may share it): each piece, at
+most ``PIPE_BUF`` bytes, is written once poll() finds room for it.
 """
 
 from __future__ import annotations
@@ -88,6 +92,42 @@ def write_waiting(transport: Any, line: bytes, message) -> None:
                     raise OSError("the connection is closed, the server not reading its input")
                 _give_up(message, "the server is not reading its input")
             poller.poll(None if left is None else max(1, int(left * 1000 + 0.5)))
+    finally:
+        lock.release()
+
+
+def write_bounded(transport: Any, line: bytes, message) -> None:
+    """Write ``line`` to a blocking descriptor (``transport``, a
+    :class:`~mcp_ref.stdio.StreamTransport`: a stdio server's own stdout), a piece of at most
+    ``PIPE_BUF`` bytes at a time, each once poll() finds room for it (so no write blocks), waiting
+    for the write lock and for room until the deadline of ``message`` (the object ``line``
+    encodes), as :func:`write_waiting` does for a client.
+
+    2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their standard
+    input is closed": a client that stops reading the server's stdout can no longer hold a handler
+    (whose answer the end of input waits for) or the reader (a ping's answer) in a write.  An
+    answer not written in time is dropped; one cut off part way closes the stdout (no half line
+    is followed by anything)."""
+    deadline = _deadline(transport, message)
+    lock = transport.write_lock
+    if not lock.acquire(timeout=_seconds_left(deadline, forever=-1)):
+        _give_up(message, "another message is still being written")
+    try:
+        if transport.writer.closed:  # (its descriptor may be another file's by now)
+            raise ValueError("the output is closed")
+        sent = 0
+        while sent < len(line):
+            left = _seconds_left(deadline, forever=None)
+            if left == 0 or not transport.room.poll(
+                None if left is None else max(1, int(left * 1000 + 0.5))
+            ):
+                if sent:  # half a line: the stream cannot go on
+                    transport.writer.close()
+                _give_up(message, "the peer is not reading its input")
+            piece = memoryview(line)[sent : sent + select.PIPE_BUF]
+            sent += os.write(transport.writer.fileno(), piece)
+            if not isinstance(message, Request):  # a stall's bound, asked again
+                deadline = _deadline(transport, message)
     finally:
         lock.release()
 

@@ -17,7 +17,7 @@ import sys
 import threading
 
 import pytest
-from conftest import SERVERS, WAIT
+from conftest import DEMO, SERVERS, WAIT
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, LimitExceeded
 
@@ -232,3 +232,42 @@ def test_ctrl_c_while_a_call_waits_forgets_it_and_cancels_it_at_the_server(tmp_p
             "params": {"requestId": call["id"], "reason": "interrupted"},
         }
     ]
+
+
+# -- a client that stops reading the server's stdout -----------------------------------------------
+
+
+def test_a_server_whose_client_stops_reading_exits_when_its_input_ends():
+    """2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
+    standard input is closed".  The client asks for answers far larger than the pipe holds and
+    never reads them, pings (answered by the server's reader thread), then closes the server's
+    stdin: no handler and not the reader stays in a write that can never end."""
+    server = subprocess.Popen(
+        DEMO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+
+        def send(message: dict) -> None:
+            server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+            server.stdin.flush()
+
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "deaf", "version": "0"},
+        }
+        send({"id": "init", "method": "initialize", "params": params})
+        send({"method": "notifications/initialized"})
+        big = "x" * 200_000
+        for n in range(8):
+            arguments = {"name": "echo", "arguments": {"text": big}}
+            send({"id": n, "method": "tools/call", "params": arguments})
+        for n in range(8):
+            send({"id": f"ping-{n}", "method": "ping"})
+        server.stdin.close()
+        assert server.wait(WAIT) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        server.stdout.close()
