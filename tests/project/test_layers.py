@@ -214,8 +214,9 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # over max_message_size (+6) fails its request at once, a stdio client watches its server's exit
 # (+97), a caller's Ctrl-C gives its request up (+53), a stdio server's writes to its stdout are
 # bounded like a client's (+85: poll() for room; stdio_pipe.write_bounded, off the plain path,
-# writes the rest).  All in modules both sides load: each side's figure below grows as much.
-PLAIN_MAX_TOKENS = 31_443
+# writes the rest), and the encoder is made without its check for a value that holds itself
+# (+4).  All in modules both sides load: each side's figure below grows as much.
+PLAIN_MAX_TOKENS = 31_447
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -278,7 +279,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 25_231), ("server-modern", 13, 25_231), ("client", 20, 19_659)],
+    [("server-handshake", 13, 25_235), ("server-modern", 13, 25_235), ("client", 20, 19_663)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
