@@ -21,8 +21,9 @@ in the handshake era one JSON-RPC request and its answer.  In the 2026-07-28 era
   ``supported`` list and retry the request");
 * a lost HTTP response stream: re-issue the request with a new id (changelog, SEP-2575:
   "clients MUST re-issue it as a new request with a new request ID");
-* ``HeaderMismatch`` (-32020) for a tool whose ``x-mcp-header`` parameters the client had not
-  seen: list the tools, then retry once with the headers.
+* ``HeaderMismatch`` (-32020) for a ``tools/call`` over HTTP: list the tools again (from the
+  server, not the result cache), then retry once when the tool's ``x-mcp-header`` parameters
+  are now other than the call sent (a tool not listed before, or one the server changed).
 
 Every one of these is bounded (``Client(max_input_rounds=)``, default :data:`MAX_INPUT_ROUNDS`;
 :data:`MAX_REISSUES`; one version retry, one header retry).  A modern server has no handshake:
@@ -310,9 +311,9 @@ class ClientConnection:
         return tools if self.known_tools is None else self.known_tools.usable(tools)
 
     def learn_tool_headers(self, method: str, params: dict | None) -> bool:
-        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
-        call now has header parameters to send (so a retry can succeed; never off HTTP, where no
-        header is sent)."""
+        """After -32020 for a ``tools/call``: list the tools again, True when the tool's header
+        parameters are now other than the call sent (so a retry can succeed; never off HTTP, where
+        no header is sent): :meth:`mcp_ref.client.tool_headers.KnownTools.learn`."""
         return self.known_tools is not None and self.known_tools.learn(method, params)
 
     # -- sending -----------------------------------------------------------------------------

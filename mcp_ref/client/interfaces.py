@@ -18,6 +18,7 @@ from ..extension import Extension
 from ..feature_types import Root
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
+from .cache import ResultCache
 
 
 class ClientSettings(Protocol):
@@ -67,6 +68,10 @@ class Connection(Protocol):
     @property
     def protocol_version(self) -> str | None:
         """The revision in use."""
+
+    @property
+    def cache(self) -> ResultCache:
+        """The 2026-07-28 results kept by their ``ttlMs``."""
 
     def send_request(
         self,

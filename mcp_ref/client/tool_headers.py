@@ -5,7 +5,7 @@
 (:mod:`mcp_ref.http.headers`).  The client remembers the schemas of the tools it listed
 so that its transport can build those headers, leaves out of a listing the tools whose
 declarations are invalid, and lists the tools again when a server refuses a call to a tool it had
-not listed (-32020).  Only a modern connection over HTTP loads this module.
+not listed, or whose header parameters changed (-32020).  Only a modern connection over HTTP loads this module.
 """
 
 from __future__ import annotations
@@ -68,21 +68,28 @@ class KnownTools:
             return self._schemas.get(tool)
 
     def learn(self, method: str, params: dict | None) -> bool:
-        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
-        call now has header parameters to send (so a retry can succeed)."""
+        """After -32020 for a ``tools/call``: list the tools again, True when the tool's header
+        parameters are now other than the call sent (so a retry can succeed).
+
+        2026-07-28 streamable-http §Client Behavior: on ``HeaderMismatch`` the client "SHOULD call
+        ``tools/list`` to check for changes to the tool's ``inputSchema``, then retry the original
+        request with the appropriate headers": for a tool not listed yet, and for one listed before
+        whose schema the server has changed since.  The listing comes from the server, never from
+        the result cache: caching §Time-to-Live: "Clients MAY re-fetch before the TTL expires if
+        they have reason to believe the data has changed", and the cached pages are replaced.
+        """
         from ..feature_types import Page
         from ..http.headers import header_params
         from ..pagination import follow_cursors
         from ..types import Tool
 
         name = (params or {}).get("name")
-        if (
-            method != "tools/call"
-            or not isinstance(name, str)
-            or self.input_schema(name) is not None
-        ):
+        if method != "tools/call" or not isinstance(name, str):
             return False
+        sent = self.input_schema(name)
         connection = self.connection
+        # the cached pages may be what is stale: forgotten, so each page below is fetched anew
+        connection.cache.invalidate("notifications/tools/list_changed")
 
         def fetch(cursor: str | None) -> dict:
             result = connection.request(
@@ -104,4 +111,8 @@ class KnownTools:
         ):  # bounded as Client.list_tools
             pass
         schema = self.input_schema(name)
-        return schema is not None and bool(header_params(schema))
+        if schema is None:
+            return False
+        declared = header_params(schema)
+        # the same declarations as the call was sent with: the same headers again, no retry
+        return bool(declared) and (sent is None or declared != header_params(sent))

@@ -459,6 +459,86 @@ def test_http_requests_carry_the_headers_and_no_session(serve, http_client):
     assert read[-1]["mcp-name"] == "test://stable"
 
 
+@pytest.mark.parametrize("cache_size", [256, 0])
+def test_a_tool_whose_headers_change_is_listed_again_past_the_cache_and_retried_once(
+    cache_size, serve, http_client
+):
+    # streamable-http §Client Behavior: on HeaderMismatch the client "SHOULD call tools/list to
+    # check for changes to the tool's inputSchema, then retry" -- for a tool it listed before as
+    # for a new one, and not from a cached listing (caching §Time-to-Live: "MAY re-fetch before
+    # the TTL expires").  The server's listing is cached for a minute.
+    server = Server("changing", ttl_ms=60_000, cache_scope="public")
+
+    @server.tool()
+    def var(region: str) -> str:
+        """Its region, not yet a header."""
+        return "var " + region
+
+    @server.tool()
+    def change() -> str:
+        """From now on ``var`` and the new ``late`` send the region as a header."""
+        server.remove_tool("var")
+
+        @server.tool(name="var", headers={"region": "Region"})
+        def var2(region: str) -> str:
+            return "var2 " + region
+
+        @server.tool(name="late", headers={"region": "Region"})
+        def late(region: str) -> str:
+            return "late " + region
+
+        return "changed"
+
+    recorders = []
+    served = serve(server, wrap=lambda app: recorders.append(HeaderRecorder(app)) or recorders[0])
+    client = http_client(served.mcp, cache_size=cache_size)
+    assert [tool.name for tool in client.list_tools()] == ["var", "change"]
+    assert client.call_tool("var", {"region": "us"}).text == "var us"
+    assert client.call_tool("change").text == "changed"
+    assert client.call_tool("var", {"region": "us"}).text == "var2 us"  # a tool listed before
+    assert client.call_tool("late", {"region": "eu"}).text == "late eu"  # a new one
+    sent = [(h.get("mcp-method"), h.get("mcp-name")) for h in recorders[0].seen("POST")]
+    listings = [i for i, (method, _) in enumerate(sent) if method == "tools/list"]
+    assert sent[listings[1] - 1 : listings[1] + 2] == [
+        ("tools/call", "var"),  # refused: -32020
+        ("tools/list", None),
+        ("tools/call", "var"),  # the retry, with the header
+    ]
+    assert len(listings) == 2  # "late" was in the second listing: known, no third
+    retried = [h for h in recorders[0].seen("POST") if h.get("mcp-name") in ("var", "late")]
+    assert retried[-1]["mcp-param-region"] == "eu" and retried[-2]["mcp-param-region"] == "us"
+
+
+def test_a_header_mismatch_that_listing_again_does_not_change_is_not_retried(serve, http_client):
+    # The same declarations as the call was sent with: listing again changes nothing, so the
+    # client does not send the same call a second time (one retry at most, and only one that can
+    # differ); the error is the caller's.  A proxy on the way drops the header.
+    server = Server("strict")
+
+    @server.tool(headers={"region": "Region"})
+    def routed(region: str) -> str:
+        """Its region as a header."""
+        return region
+
+    def drop_region(app):
+        def dropping(environ, start_response):
+            environ.pop("HTTP_MCP_PARAM_REGION", None)
+            environ.pop("mcp_ref.headers", None)  # (the server's exact names: read from the keys)
+            return app(environ, start_response)
+
+        recorders.append(HeaderRecorder(dropping))
+        return recorders[0]
+
+    recorders: list[HeaderRecorder] = []
+    client = http_client(serve(server, wrap=drop_region).mcp)
+    client.list_tools()
+    with pytest.raises(McpError) as refused:
+        client.call_tool("routed", {"region": "us"})
+    assert refused.value.code == -32020
+    sent = [h.get("mcp-method") for h in recorders[0].seen("POST")]
+    assert sent == ["server/discover", "tools/list", "tools/call", "tools/list"]
+
+
 def test_http_cancel_closes_the_requests_stream(serve, http_client):
     started, stopped = threading.Event(), threading.Event()
     server = Server("slow")
