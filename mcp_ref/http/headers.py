@@ -225,6 +225,11 @@ def request_headers(
     if method == "tools/call" and input_schema is not None and isinstance(params, dict):
         for path, name in header_params(input_schema):
             value = _value_at(params.get("arguments"), path)
+            # A whole float (``42.0``: a JSON Schema integer) is the integer's text, which the
+            # server compares numerically (:func:`_same_integer`); §Client Behavior: a value given
+            # gets its header.  A fraction or one past the safe range gets none: the server's to refuse.
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
             # §Server Behavior: a null or absent value: "Client MUST omit the header".
             if isinstance(value, (str, bool)) or (
                 isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER

@@ -539,6 +539,32 @@ def test_a_header_mismatch_that_listing_again_does_not_change_is_not_retried(ser
     assert sent == ["server/discover", "tools/list", "tools/call", "tools/list"]
 
 
+def test_a_whole_float_for_an_integer_header_parameter_is_sent_as_the_integer(serve, http_client):
+    # streamable-http §Value Encoding: an integer is its decimal text; 42.0 is a JSON Schema
+    # integer, which the server accepts and compares numerically (§Server Validation: "42.0 and 42
+    # are considered equal").  A fraction is no integer: no header, the server's refusal.
+    server = Server("counted")
+
+    @server.tool(headers={"n": "N"})
+    def count(n: int) -> str:
+        """Its count as a header."""
+        return f"n={n}"
+
+    recorders = []
+    served = serve(server, wrap=lambda app: recorders.append(HeaderRecorder(app)) or recorders[0])
+    client = http_client(served.mcp)
+    client.list_tools()
+    assert client.call_tool("count", {"n": 42.0}).text == "n=42"
+    assert client.call_tool("count", {"n": -7.0}).text == "n=-7"
+    calls = [h for h in recorders[0].seen("POST") if h.get("mcp-method") == "tools/call"]
+    assert [h.get("mcp-param-n") for h in calls] == ["42", "-7"]
+    with pytest.raises(McpError) as refused:
+        client.call_tool("count", {"n": 42.5})
+    assert refused.value.code == -32020  # HeaderMismatch
+    calls = [h for h in recorders[0].seen("POST") if h.get("mcp-method") == "tools/call"]
+    assert len(calls) == 3 and "mcp-param-n" not in calls[-1]  # not retried: nothing changed
+
+
 def test_http_cancel_closes_the_requests_stream(serve, http_client):
     started, stopped = threading.Event(), threading.Event()
     server = Server("slow")
