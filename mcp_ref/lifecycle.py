@@ -94,7 +94,7 @@ SAMPLING_TOOLS = "2025-11-25"
 
 #: JSON-RPC batches: 2025-03-26 basic §Batching made them explicit ("MUST support receiving");
 #: 2024-11-05 requires plain JSON-RPC 2.0, of which §6 batches are part; 2025-06-18 removed them.
-BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
+BATCH_VERSIONS = ("2024-11-05", "2025-03-26")
 
 
 def at_least(version: str | None, feature_revision: str) -> bool:
@@ -142,6 +142,9 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 #: 2026-07-28 basic/index §ResultType.
 COMPLETE = "complete"
 INPUT_REQUIRED = "input_required"
+#: basic/patterns/mrtr §Supported Requests: the requests a server MAY answer ``input_required``;
+#: "Servers MUST NOT send InputRequiredResult responses on any other client requests."
+MRTR_METHODS = ("tools/call", "prompts/get", "resources/read")
 
 #: RFC 5424 severities, in increasing order (2025-11-25 server/utilities/logging §Log Levels): the
 #: values of ``logging/setLevel`` in the handshake era and of ``_meta`` logLevel at 2026-07-28.

@@ -55,7 +55,6 @@ from .. import lifecycle
 from ..errors import (
     CapabilityError,
     HeaderMismatchError,
-    LimitExceeded,
     McpError,
     MissingRequiredClientCapabilityError,
     RequestCancelled,
@@ -90,11 +89,13 @@ MAX_INPUT_ROUNDS = 16
 #: Times a request whose HTTP response stream broke is re-issued before the caller gets the error.
 MAX_REISSUES = 2
 
-#: Answers to the probe raised as they are, never taken for a legacy server's: the errors only a
-#: modern server sends (basic/versioning §Backward Compatibility: "a recognized modern JSON-RPC
-#: error ... identifies a modern server"; UnsupportedProtocolVersionError is handled first), and a
-#: refusal over a limit, which says nothing of the era.
-PROBE_REFUSALS = (HeaderMismatchError, MissingRequiredClientCapabilityError, LimitExceeded)
+#: Answers to the probe raised as they are, never taken for a legacy server's: the errors this
+#: revision defines for a modern server's refusal, -32020 and -32021 (basic/versioning §Backward
+#: Compatibility: "a recognized modern JSON-RPC error ... identifies a modern server";
+#: UnsupportedProtocolVersionError, -32022, is handled first).  Any other code means a legacy
+#: server (stdio §Backward Compatibility: "The fallback MUST NOT be keyed to one specific error
+#: code"), mcp_ref's own -31005 too.
+PROBE_REFUSALS = (HeaderMismatchError, MissingRequiredClientCapabilityError)
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset(
@@ -505,7 +506,11 @@ class ModernCall(Call):
             return self._headers_retried  # (retried once, if the tool's headers can be learnt)
         except BaseException:  # an error answer, a timeout: the call's outcome
             return True
-        if answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED:
+        # input_required for a request no server may ask for input in ends it: InvalidResult
+        if (
+            answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED
+            or self.method not in lifecycle.MRTR_METHODS
+        ):
             return True
         return self.rounds >= self.max_input_rounds  # the next round would be one too many
 
@@ -562,6 +567,7 @@ class ModernCall(Call):
                     return result
                 if kind != lifecycle.INPUT_REQUIRED:
                     return self.settle(kind, result)
+                self._check_cancelled()  # a cancel() that took effect wins, as over a result
                 from . import mrtr
 
                 params = mrtr.next_round(self, self._params, result)
@@ -589,19 +595,6 @@ class ModernCall(Call):
     def max_input_rounds(self) -> int:
         """Rounds of input requests the client answers for this call (``Client(max_input_rounds=)``)."""
         return self._connection.client.max_input_rounds
-
-    def too_many_rounds(self) -> LimitExceeded:
-        """The error of a call whose server still asks for input after :attr:`max_input_rounds` rounds."""
-        from .mrtr import too_many_rounds
-
-        return too_many_rounds(self)
-
-    def answer(self, requests: Any) -> dict:
-        """The ``inputResponses`` for an ``inputRequests`` map (of an ``input_required`` result, or of
-        a task), from the client's handlers (:func:`mcp_ref.client.mrtr.answer`)."""
-        from .mrtr import answer
-
-        return answer(self, requests)
 
     @contextmanager
     def input_handler(self, context: RequestContext) -> Iterator[None]:
@@ -700,8 +693,14 @@ def probe(
             version, retried = choice, True
             continue
         except McpError as exc:
-            if isinstance(exc, PROBE_REFUSALS):
-                raise  # a modern refusal; and a rate-limited probe says nothing of the era: try later
+            # Over HTTP a 429 Too Many Requests is raised as well: RFC 6585 §4, "the user has sent
+            # too many requests in a given amount of time", says nothing of the era (the HTTP
+            # fallback inspects a 400's body, streamable-http §Backward Compatibility), and an
+            # initialize sent at once would be one request too many.  Try again later.
+            if isinstance(exc, PROBE_REFUSALS) or (
+                isinstance(exc.data, dict) and exc.data.get("httpStatus") == 429
+            ):
+                raise
             raise LegacyServer(None) from exc
         except RequestTimeout:
             if bounded is not None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LimitExceeded, McpError
+from ..errors import InvalidResult, LimitExceeded, McpError
+from ..lifecycle import MRTR_METHODS
 from ..session import RequestContext
 from .answering import HANDLERS
 
@@ -27,7 +28,19 @@ MAX_INPUT_REQUESTS = 64
 
 
 def next_round(call: InputCall, params: dict | None, result: dict) -> dict:
-    """The params of the call's next round, given the ``input_required`` ``result`` of this one."""
+    """The params of the call's next round, given the ``input_required`` ``result`` of this one.
+
+    Only for the requests a server may ask for input in: 2026-07-28 mrtr §Supported Requests,
+    "Servers MUST NOT send InputRequiredResult responses on any other client requests"; and
+    basic/index §ResultType: a ``resultType`` the client does not recognize "MUST be considered
+    invalid".  Any other request's ``input_required`` raises InvalidResult, its input requests
+    unanswered (no handler runs, nothing is sent again).
+    """
+    if call.method not in MRTR_METHODS:
+        raise InvalidResult(
+            f"{call.method}: the server answered resultType 'input_required', which only "
+            f"{', '.join(sorted(MRTR_METHODS))} may have; its input requests are not answered"
+        )
     call.rounds += 1
     if call.rounds > call.max_input_rounds:
         raise too_many_rounds(call)

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..client.connection import ModernCall
+from ..client.mrtr import answer, too_many_rounds
 from ..errors import McpError, RequestCancelled, RequestTimeout
 from ..extension import Extension
 
@@ -168,9 +169,9 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                     # A server that asks again and again must not hold the caller (nor run its
                     # handlers) forever: the same bound as input_required rounds; the task ends.
                     _cancel(connection, task_id, options)
-                    raise call.too_many_rounds()
+                    raise too_many_rounds(call)
                 try:
-                    responses = call.answer(fresh)
+                    responses = answer(call, fresh)
                 except Exception:
                     # refused (approve, server_request_limit), unanswerable, or a handler's answer
                     # no ElicitResult the spec allows: the task could only wait in input_required

@@ -21,10 +21,10 @@ from ..errors import (
 )
 from ..extension import Extension
 from ..http.server.shares import ClientCounts, cap_of, check_share_setting, client_of_connection
+from ..lifecycle import MRTR_METHODS
 from ..server import Server
 from ..server.input_required import digest
 from ..server.resources import stateless_refusal
-from ..server.seams import MRTR_METHODS
 from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current

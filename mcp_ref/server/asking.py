@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .. import lifecycle
 from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
-from .seams import MRTR_METHODS, Caller
+from ..lifecycle import MRTR_METHODS
+from .seams import Caller
 
 if TYPE_CHECKING:
     from ..request import Default, RequestContext

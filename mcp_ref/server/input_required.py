@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
 from ..errors import InternalError, InvalidParams
+from ..lifecycle import MRTR_METHODS
 from ..signing import Keyring, b64url, unb64url
-from .seams import MRTR_METHODS, InputRequired, state_of
+from .seams import InputRequired, state_of
 
 if TYPE_CHECKING:
     from ..request import RequestContext

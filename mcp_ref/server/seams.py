@@ -204,11 +204,6 @@ def state_of(context: RequestContext) -> RequestState:
     return state
 
 
-#: basic/patterns/mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses
-#: on any other client requests."  (2026-07-28: the requests whose handler may ask the client.)
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-
-
 class InputRequired(BaseException):
     """Raised by an ask whose answer the request does not carry (modern era only): the dispatcher
     answers an ``InputRequiredResult`` (:mod:`mcp_ref.server.input_required`).

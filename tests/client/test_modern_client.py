@@ -23,6 +23,7 @@ from mcp_ref import (
     Client,
     Context,
     InvalidParams,
+    InvalidResult,
     LimitExceeded,
     McpError,
     RequestCancelled,
@@ -82,6 +83,27 @@ def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire):
     methods = [m["method"] for m in wire.sent() if "method" in m]
     assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
     assert "notifications/cancelled" not in methods  # the probe is not cancelled: nothing began
+
+
+@pytest.mark.parametrize("code", [-31005, -32000, -32002, -32601, -32602, -1])
+def test_a_probe_refused_with_any_code_but_a_modern_refusal_means_a_legacy_server(code, wire):
+    # stdio §Backward Compatibility: "any other error ... the server is legacy. Fall back to the
+    # initialize handshake"; "The fallback MUST NOT be keyed to one specific error code".  mcp_ref's
+    # own -31005 (a limit) is such a code: a handshake-era server may answer it before initialize.
+    with Client.stdio(
+        [*SCRIPTED, f"legacy-code:{code}"], trace=wire, timeout=WAIT, stderr="capture"
+    ) as client:
+        assert (client.era, client.protocol_version) == ("handshake", "2025-06-18")
+        assert client.call_tool("echo", {"text": "on"}).text == "on"
+
+
+@pytest.mark.parametrize("code", [-32020, -32021])
+def test_a_probe_refused_with_a_modern_refusal_is_raised_not_taken_for_a_legacy_server(code):
+    # basic/versioning §Backward Compatibility: "a recognized modern JSON-RPC error ... identifies a
+    # modern server": HeaderMismatch (-32020) and MissingRequiredClientCapability (-32021).
+    with pytest.raises(McpError) as refused:
+        Client.stdio([*SCRIPTED, f"legacy-code:{code}"], timeout=WAIT, stderr="capture")
+    assert refused.value.code == code
 
 
 def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
@@ -426,6 +448,33 @@ def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connec
 
 
 # -- Streamable HTTP ---------------------------------------------------------------------------------
+
+
+def test_input_required_for_a_request_that_may_not_have_it_is_invalid_and_not_answered(wire):
+    # mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses on any other
+    # client requests" than tools/call, prompts/get, resources/read; basic/index §ResultType: one
+    # the client does not recognize "MUST be considered invalid".  The sampling handler is not
+    # run, nothing is sent again, and the connection goes on.
+    asked = []
+    with Client.stdio(
+        [*SCRIPTED, "asks-in-listing"],
+        trace=wire,
+        timeout=WAIT,
+        stderr="capture",
+        sampling_handler=lambda params: asked.append(params) or {},
+    ) as client:
+        assert client.era == "modern"
+        with pytest.raises(InvalidResult, match="tools/list: .*input_required"):
+            client.list_tools()
+        call = client.connection.start("tools/list")
+        assert call.pending.result() is not None and call.done()  # its answer ends it
+        with pytest.raises(InvalidResult):
+            call.result()
+        assert client.call_tool("echo", {"text": "on"}).text == "ok"
+    assert asked == []
+    assert len(wire.sent("tools/list")) == 2  # one each, no retry carrying inputResponses
+    assert all("inputResponses" not in m["params"] for m in wire.sent("tools/list"))
+    wire.errors.clear()  # the server's input_required answers are what this test is about
 
 
 def test_http_requests_carry_the_headers_and_no_session(serve, http_client):

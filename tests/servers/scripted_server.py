@@ -8,7 +8,12 @@
 * ``modern-only``: a modern server that speaks a version the client does not (2099-01-01);
 * ``asks``: a modern server that, before it answers ``tools/call``, writes what a 2026-07-28 server
   never may (basic/transports/stdio: "The server MUST NOT write JSON-RPC requests to stdout"):
-  a line that is not JSON, a ``ping``, a ``sampling/createMessage`` and a ``roots/list``.
+  a line that is not JSON, a ``ping``, a ``sampling/createMessage`` and a ``roots/list``;
+* ``asks-in-listing``: a modern server that answers ``tools/list`` with ``input_required``
+  (which mrtr §Supported Requests forbids: only ``tools/call``, ``prompts/get``,
+  ``resources/read`` may have it), asking for sampling;
+* ``legacy-code:<code>``: a handshake-only server that refuses a request before ``initialize``
+  (the probe) with the JSON-RPC error ``<code>``.
 
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
@@ -58,6 +63,8 @@ def legacy(message, state):
     elif not state.get("ready"):
         if MODE == "legacy":
             error(request_id, -32600, "Invalid Request: not initialized")
+        elif MODE.startswith("legacy-code:"):
+            error(request_id, int(MODE.partition(":")[2]), "not initialized")
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [TOOL]}})
     elif method == "tools/call":
@@ -129,13 +136,28 @@ def modern(message, state):
                 "result": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]},
             }
         )
+    elif method == "tools/list" and MODE == "asks-in-listing":
+        sampling = {"messages": [], "maxTokens": 1}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {
+                        "s": {"method": "sampling/createMessage", "params": sampling}
+                    },
+                    "requestState": "listing",
+                },
+            }
+        )
     else:
         error(request_id, -32601, f"Method not found: {method}")
 
 
 def main():
     state = {}
-    handle = legacy if MODE in ("legacy", "silent") else modern
+    handle = legacy if MODE in ("legacy", "silent") or MODE.startswith("legacy-") else modern
     for line in sys.stdin:
         message = json.loads(line)
         print("got " + json.dumps(message), file=sys.stderr, flush=True)
