@@ -21,8 +21,9 @@ completed result"):
   cancelled (``tasks/cancel``) and the call raises LimitExceeded;
 * ``completed`` → the result (``isError`` results included); ``failed`` → the
   JSON-RPC error raised; ``cancelled`` → RequestCancelled;
-* ``ToolCall.cancel()`` sends ``tasks/cancel`` (never ``notifications/cancelled``,
-  which "MUST NOT be used for task cancellation");
+* ``ToolCall.cancel()`` sends ``tasks/cancel`` once the call's answer, the task handle, is in,
+  whether or not ``result()`` follows the task (never ``notifications/cancelled``, which "MUST
+  NOT be used for task cancellation"); before that answer it cancels the request itself;
 * bounded: the task's ``ttlMs`` (when not null) and ``max_total_timeout`` end
   the wait with RequestTimeout; every request it sends has the call's timeout.
 
@@ -93,6 +94,8 @@ class TaskCall(ModernCall):
 
     def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
         self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
+        self._task_lock = threading.Lock()
+        self._task_cancelled = False  # tasks/cancel was sent (once, by cancel() or the follower)
         super().__init__(connection, method, params, options, (EXTENSION,))
 
     def _finished(self) -> bool:
@@ -101,9 +104,36 @@ class TaskCall(ModernCall):
         return self._settled
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the request, or the task it became; False if it had finished."""
+        """Cancel the request, or the task it became; False if it had finished.
+
+        SEP-2663 §Task Cancellation: a task is cancelled with ``tasks/cancel`` ("The
+        ``notifications/cancelled`` notification MUST NOT be used for task cancellation").  The
+        task's id is learnt from the request's answer, the task handle, whether or not
+        ``result()`` is following it: once the handle is there, ``tasks/cancel`` is sent here.
+        Before it, the request itself is cancelled (as any is); and when the handle wins that
+        race (it was on its way), ``tasks/cancel`` goes as soon as it is in.
+        """
         self._stop.set()
-        return super().cancel(reason)
+        cancelled = super().cancel(reason)
+        if not cancelled:
+            return False
+        try:  # at once: answered, or cancelled just now (or its answer being settled as we speak)
+            answer = self.pending.result()
+        except BaseException:  # cancelled before any answer (or one that is an error): no task
+            return True
+        task_id = answer.get("taskId") if answer.get("resultType") == TASK else None
+        if isinstance(task_id, str) and task_id:
+            self.task_id = task_id
+            self.cancel_task(task_id)
+        return True
+
+    def cancel_task(self, task_id: str) -> None:
+        """``tasks/cancel`` for the call's task, once (cancel() and the follower may both get here)."""
+        with self._task_lock:
+            if self._task_cancelled:
+                return
+            self._task_cancelled = True
+        _cancel(self.connection, task_id, self.request_options())
 
     def settle(self, kind: str, result: dict) -> dict:
         """A task handle (``resultType: "task"``): follow the task to its end."""
@@ -196,7 +226,7 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                 )
             wait = min(wait, left)
         if stop.wait(wait):
-            _cancel(connection, task_id, options)
+            call.cancel_task(task_id)
             raise RequestCancelled(f"{call.method}: cancelled (task {task_id})")
         state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
 

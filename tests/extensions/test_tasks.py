@@ -419,6 +419,26 @@ def test_cancelling_a_task_sends_tasks_cancel(kind, serve):
     wire.assert_valid()
 
 
+@pytest.mark.slow
+def test_cancelling_a_task_no_one_follows_sends_tasks_cancel(kind, serve):
+    # docs/first-client.md: "cancel() sends tasks/cancel" -- whether or not result() is following
+    # the task: the id is the call's answer's, the task handle.  Sent once, and never
+    # notifications/cancelled (SEP-2663 §Task Cancellation).
+    wire = WireChecker()
+    with client_over(kind, TASKS, serve, trace=wire) as client:
+        call = client.start_tool_call("forever", task=True)
+        assert call.pending.result()["resultType"] == "task"  # the handle is in; no result() asked
+        assert call.cancel("enough") is True
+        cancels = wire.sent("tasks/cancel")
+        assert len(cancels) == 1 and cancels[0]["params"]["taskId"] == call.task_id
+        with pytest.raises(RequestCancelled):
+            call.result()
+        # (its status may stay working a while: "Cancellation processing is eventually consistent")
+        assert len(wire.sent("tasks/cancel")) == 1 and not wire.sent("notifications/cancelled")
+        assert call.cancel() is False  # settled
+    wire.assert_valid()
+
+
 def _outcome(call):
     try:
         return call.result()
