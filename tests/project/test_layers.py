@@ -210,13 +210,15 @@ NOT_PLAIN = (
 #: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
 PLAIN_MAX_MODULES = 16  # target 16 (met)
 # target 26_000 (not met).  What moved the figure, and why, is in CHANGELOG.md under "Back to
-# the card" and in each commit that changes this line; the last: what a plain call does not run
-# moved to its feature's module (-1,216), a tool result of more than text is picked out for its
-# field-by-field check (+104); then the requests that may be answered input_required, named once
-# for both sides in lifecycle, and the client's checks of them and of a probe answered 429, paid
-# for by the task extension reading its MRTR helpers from client.mrtr, not through ModernCall
-# (together -6; the server's share +3: the named requests).
-PLAIN_MAX_TOKENS = 31_178
+# the card" and in each commit that changes this line; the last: a malformed answer (+18) or one
+# over max_message_size (+6) fails its request at once, a stdio client watches its server's exit
+# (+97), a caller's Ctrl-C gives its request up (+53), a stdio server's writes to its stdout are
+# bounded like a client's (+85: poll() for room; stdio_pipe.write_bounded, off the plain path,
+# writes the rest), and the encoder is made without its check for a value that holds itself
+# (+4).  All in modules both sides load: each side's figure below grows as much.  Then the
+# methods an input_required answer may come to became one tuple in lifecycle (-6; +3 on the
+# server).
+PLAIN_MAX_TOKENS = 31_441
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -279,7 +281,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 24_975), ("server-modern", 13, 24_975), ("client", 20, 19_394)],
+    [("server-handshake", 13, 25_238), ("server-modern", 13, 25_238), ("client", 20, 19_657)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
