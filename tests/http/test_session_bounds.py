@@ -135,10 +135,10 @@ def test_a_session_ended_while_an_answer_is_on_its_way_still_delivers_it(serve, 
     put = Stream.put
     ended: list = []
 
-    def put_after_the_end(stream: Stream, data: bytes, *, end: bool = False) -> bool:
+    def put_after_the_end(stream: Stream, data: bytes, **how: bool) -> bool:
         if not ended and stream.id.startswith("p") and b'"result"' in data:
             ended.append(srv.app.end_session(session_id))  # in the window the race had
-        return put(stream, data, end=end)
+        return put(stream, data, **how)
 
     monkeypatch.setattr(Stream, "put", put_after_the_end)
     raw = client.post(request("tools/call", tool("echo", {"text": "kept"}), 5), session_id)
