@@ -18,7 +18,7 @@ from ..extension import Extension
 from ..lifecycle import MODERN_VERSIONS
 from ..request import RequestContext
 from ..server.input_required import Inputs
-from ..server.seams import RequestState, state_of
+from ..server.seams import RequestState, modern_error, state_of
 from .tasks import (
     CANCELLED,
     COMPLETED,
@@ -203,7 +203,15 @@ def begin(
     created = task.to_wire(
         detailed=False
     )  # as created (working): the work may end before the answer goes
-    store.start(task, lambda: run_task(store, task, lambda: run(task_context)))
+
+    def work() -> dict:
+        try:
+            return run(task_context)
+        except McpError as exc:
+            # the error tasks/get shows is a 2026-07-28 answer too: no -32002 (modern_error)
+            raise modern_error(exc) from None
+
+    store.start(task, lambda: run_task(store, task, work))
     return {**created, "resultType": TASK}
 
 

@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
 from ..errors import (
+    RESOURCE_NOT_FOUND,
     CapabilityError,
     InvalidParams,
     InvalidRequest,
+    McpError,
     MethodNotFound,
-    ResourceNotFound,
 )
 from ..lifecycle import Lifecycle, Phase
 from ..request import DEFAULT, Default
@@ -442,9 +443,13 @@ class ServerConnection:
             result = handler(self, context, params)
             if context.deferred:
                 return result  # a subscriptions/listen stream: its answer, if any, comes later
-        except ResourceNotFound as exc:
-            # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
-            raise InvalidParams(exc.message, data=exc.data) from None
+        except McpError as exc:
+            if exc.code != RESOURCE_NOT_FOUND:
+                raise
+            # -32002 is never a 2026-07-28 answer: the one mapping, a failed task's too
+            from .seams import modern_error
+
+            raise modern_error(exc) from None
         except BaseException as exc:
             # A handler's ask whose answer the request lacks raises InputRequired (a BaseException,
             # so that its own ``except Exception`` cannot swallow it); the ask loaded its module, so

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import RESOURCE_NOT_FOUND, InvalidParams, McpError
 from ..lifecycle import MODERN_VERSIONS
 from .principal import Principal
 
@@ -216,6 +217,22 @@ class InputRequired(BaseException):
     def __init__(self, requests: dict[str, dict]):
         super().__init__(", ".join(requests))
         self.requests = requests
+
+
+def modern_error(exc: McpError) -> McpError:
+    """``exc`` as a 2026-07-28 request is answered with it: a resource not found (-32002, whoever
+    raised it) becomes -32602 with the same message and data; any other error is ``exc``.
+
+    2026-07-28 basic/index §Error Codes: "Implementations of this protocol version MUST NOT emit
+    these codes: -32002 — resource not found (2025-11-25 and earlier; replaced by -32602)";
+    server/resources §Error Handling: "servers MUST return a JSON-RPC error with code -32602".
+    The one mapping for every way a 2026-07-28 request ends in an error: its answer
+    (:meth:`~mcp_ref.server.connection.ServerConnection.handle_modern`) and the error a task
+    records (:mod:`mcp_ref.extensions.tasks_2026`, shown by ``tasks/get``).
+    """
+    if exc.code == RESOURCE_NOT_FOUND:
+        return InvalidParams(exc.message, data=exc.data)
+    return exc
 
 
 # -- around dispatch ----------------------------------------------------------------------------------

@@ -279,6 +279,25 @@ def test_failures_are_failed_and_tool_errors_completed(raw):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("relayed", [False, True])
+def test_resource_not_found_is_32602_whether_the_call_is_a_task_or_not(raw, relayed):
+    # 2026-07-28 basic/index §Error Codes: "Implementations of this protocol version MUST NOT emit
+    # these codes: -32002"; server/resources §Error Handling: -32602.  A task's recorded error
+    # (tasks/get) is emitted too, and a bare -32002 (relayed from an older server) is mapped as well.
+    expected = {
+        "code": -32602,
+        "message": "Resource not found: notes://missing",
+        "data": {"uri": "notes://missing"},
+    }
+    arguments = {"relayed": relayed}
+    plain = raw.call("missing_resource", arguments, capabilities={})
+    assert plain["error"] == expected
+    task_id = created(raw.call("missing_resource", arguments))["taskId"]
+    state = poll(raw, task_id, lambda t: t["status"] != "working")
+    assert state["status"] == "failed" and state["error"] == expected
+
+
+@pytest.mark.slow
 def test_asks_before_the_task_are_input_required_rounds(raw):
     first = raw.call("ask_then_task")["result"]
     assert first["resultType"] == "input_required" and "taskId" not in first

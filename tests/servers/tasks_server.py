@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mcp_ref import Context, Elicit, McpError, Server, ToolError
+from mcp_ref import Context, Elicit, McpError, ResourceNotFound, Server, ToolError
 
 CONFIRM = {
     "type": "object",
@@ -63,6 +63,16 @@ def build() -> Server:
         """A task that fails with a JSON-RPC error."""
         ctx.start_task()
         raise McpError("the backend refused", code=-32603)
+
+    @server.tool(task="optional")
+    def missing_resource(ctx: Context, relayed: bool = False) -> str:
+        """Fails, as a task for a client that takes tasks, with "resource not found": raised as
+        ResourceNotFound, or (``relayed``) as the bare -32002 an older server answered."""
+        ctx.start_task()
+        message, data = "Resource not found: notes://missing", {"uri": "notes://missing"}
+        if relayed:
+            raise McpError(message, code=-32002, data=data)
+        raise ResourceNotFound(message, data=data)
 
     @server.tool(task="required")
     def confirm(filename: str, ctx: Context) -> str:
