@@ -169,7 +169,8 @@ class Subscription:
         pending.add_done_callback(self._finished)
 
     def deliver(self, method: str, params: dict) -> None:
-        """One notification of this stream (on the reader thread: quick, no user code)."""
+        """One notification of this stream (on the reader thread: quick, no user code): passed on
+        only if the acknowledged filter wants it (:func:`wants`), in either era."""
         if method == "notifications/cancelled":
             # The server tore the stream down (2026-07-28 cancellation); its result, if it sends
             # one, may follow: the stream has ended either way.
@@ -185,6 +186,16 @@ class Subscription:
         if self.acknowledged is None:
             log.debug(
                 "%s arrived on listen stream %r before its acknowledgment: dropped", method, self.id
+            )
+            return
+        if not wants(self.acknowledged, method, params):
+            # 2026-07-28 basic/patterns/subscriptions §Opening a Stream: "The server MUST NOT send
+            # notification types the client has not explicitly requested"; one outside what the
+            # acknowledgment agreed to (a type, or a resource URI) is not passed on.
+            log.debug(
+                "%s is outside the acknowledged filter of listen stream %r: dropped",
+                method,
+                self.id,
             )
             return
         if self.on_notification is not None:

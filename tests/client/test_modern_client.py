@@ -15,7 +15,7 @@ import threading
 import time
 
 import pytest
-from conftest import SERVERS, WAIT, InMemory, LoggedOnce, WireChecker
+from conftest import SERVERS, WAIT, Collector, InMemory, LoggedOnce, WireChecker
 from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fixtures
 
 from mcp_ref import (
@@ -939,3 +939,32 @@ def test_a_subscribe_made_while_one_of_the_same_resource_is_under_way_shares_its
         assert isinstance(outcomes["first"], refused)
         assert isinstance(outcomes["second"], refused)
         assert "refused://a" not in client.connection.streams.feed.uris
+
+
+# -- change notifications: only those a listen stream asked for -----------------------------------
+
+
+def test_a_listen_stream_passes_on_only_what_its_acknowledgment_agreed_to(caplog):
+    # 2026-07-28 basic/patterns/subscriptions §Opening a Stream: "The server MUST NOT send
+    # notification types the client has not explicitly requested"; §Acknowledgment: the filter
+    # acknowledged "reflects the subset the server agreed to honor".  The server acknowledges
+    # a://b only, then sends a tools list change (asked for, not agreed to), a prompts one (never
+    # asked for) and an update of other://x before the update of a://b.
+    seen = Collector()
+    with Client.stdio([*SCRIPTED, "listen-extra"], timeout=WAIT, stderr="capture") as client:
+        with caplog.at_level(logging.DEBUG, logger="mcp_ref.client.listening"):
+            stream = client.listen(
+                tools=True,
+                resource_uris=["a://b"],
+                on_notification=lambda method, params: seen((method, params.get("uri"))),
+            )
+            assert stream.acknowledged == {"resourceSubscriptions": ["a://b"]}
+            # the callback thread runs them in arrival order: what came before it was handled
+            seen.wait_until(lambda items: ("notifications/resources/updated", "a://b") in items)
+            stream.close()
+    assert seen.items == [("notifications/resources/updated", "a://b")]
+    dropped = [
+        r.getMessage() for r in caplog.records if "outside the acknowledged" in r.getMessage()
+    ]
+    assert len(dropped) == 3, dropped
+

@@ -13,7 +13,15 @@
   (which mrtr §Supported Requests forbids: only ``tools/call``, ``prompts/get``,
   ``resources/read`` may have it), asking for sampling;
 * ``legacy-code:<code>``: a handshake-only server that refuses a request before ``initialize``
-  (the probe) with the JSON-RPC error ``<code>``.
+  (the probe) with the JSON-RPC error ``<code>``;
+* ``listen-extra``: a modern server declaring list changes and subscriptions that acknowledges a
+  ``subscriptions/listen`` for its resource URIs only, then sends on that stream what the
+  acknowledgment left out (``tools`` and ``prompts`` list changes, an update of ``other://x``),
+  then an update of the first URI asked for;
+* ``unsolicited``: the same server, which before answering ``tools/call`` sends change
+  notifications on no listen stream and ``notifications/elicitation/complete`` (2025-11-25's,
+  gone at 2026-07-28), then a ``notifications/message``;
+* ``listen-silent``: the same server, which never answers ``subscriptions/listen``.
 
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
@@ -24,6 +32,13 @@ import sys
 
 MODE = sys.argv[1]
 MODERN = "2026-07-28"
+#: The modes whose server declares list changes and resource subscriptions.
+WITH_CHANGES = ("listen-extra", "unsolicited", "listen-silent")
+CHANGES = {
+    "tools": {"listChanged": True},
+    "prompts": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+}
 TOOL = {
     "name": "echo",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
@@ -55,7 +70,7 @@ def legacy(message, state):
                 "id": request_id,
                 "result": {
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {"tools": {}},
+                    "capabilities": CHANGES if MODE in WITH_CHANGES else {"tools": {}},
                     "serverInfo": {"name": "legacy", "version": "1"},
                 },
             }
@@ -106,7 +121,7 @@ def modern(message, state):
                 "result": {
                     "resultType": "complete",
                     "supportedVersions": supported,
-                    "capabilities": {"tools": {}},
+                    "capabilities": CHANGES if MODE in WITH_CHANGES else {"tools": {}},
                     "ttlMs": 0,
                     "cacheScope": "private",
                     "_meta": {
@@ -129,6 +144,24 @@ def modern(message, state):
                 }
             )
             send({"jsonrpc": "2.0", "id": "s-3", "method": "roots/list"})
+        if MODE == "unsolicited":
+            for method in (
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
+            ):
+                send({"jsonrpc": "2.0", "method": method})
+            updated = {"uri": "a://b"}
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": updated})
+            elicitation = {"elicitationId": "e-1"}
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/elicitation/complete",
+                    "params": elicitation,
+                }
+            )
+            logged = {"level": "info", "data": "after the unsolicited ones"}
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": logged})
         send(
             {
                 "jsonrpc": "2.0",
@@ -151,8 +184,43 @@ def modern(message, state):
                 },
             }
         )
+    elif method == "subscriptions/listen" and MODE == "listen-extra":
+        listen_extra(request_id, message["params"].get("notifications", {}))
+    elif method == "subscriptions/listen" and MODE == "listen-silent":
+        return
     else:
         error(request_id, -32601, f"Method not found: {method}")
+
+
+def listen_extra(request_id, wanted):
+    """Acknowledge the resource URIs of filter ``wanted`` only; then send what that leaves out,
+    then an update of the first URI."""
+    on_stream = {"io.modelcontextprotocol/subscriptionId": request_id}
+    uris = wanted.get("resourceSubscriptions", [])
+    acknowledged = {"_meta": on_stream, "notifications": {"resourceSubscriptions": uris}}
+    send(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": acknowledged,
+        }
+    )
+    for kind in ("tools", "prompts"):
+        send(
+            {
+                "jsonrpc": "2.0",
+                "method": f"notifications/{kind}/list_changed",
+                "params": {"_meta": on_stream},
+            }
+        )
+    for uri in ("other://x", uris[0]):
+        send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"_meta": on_stream, "uri": uri},
+            }
+        )
 
 
 def main():
