@@ -290,6 +290,18 @@ def answer_request(
     return proceed()
 
 
+#: What a 2026-07-28 server never sends but on a listen stream (the change notifications), or at all.
+UNASKED_AT_2026 = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/elicitation/complete",
+    }
+)
+
+
 def route_notification(
     connection: Connection,
     method: str,
@@ -301,11 +313,18 @@ def route_notification(
     ``subscriptionId``), the rest to the client's callbacks (on the callback thread).  ``cache``
     and ``streams``: the connection's, if made."""
     client = connection.client
+    meta = params.get("_meta")
+    subscription = meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+    if subscription is None and connection.modern and method in UNASKED_AT_2026:
+        # 2026-07-28 basic/patterns/subscriptions §Opening a Stream: change notifications come on
+        # a listen stream, and "The server MUST NOT send notification types the client has not
+        # explicitly requested"; changelog 11: "Remove the notifications/elicitation/complete
+        # notification".  So neither reaches a callback (nor the cache) off a listen stream.
+        log.debug("dropped %s: a 2026-07-28 server sends it on no listen stream", method)
+        return
     if cache is not None:
         # caching §Interaction with Notifications: a change notification "invalidates the cached response".
         cache.invalidate(method, params)
-    meta = params.get("_meta")
-    subscription = meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
     if subscription is not None:
         # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
         # notifications with their originating subscription".

@@ -968,3 +968,27 @@ def test_a_listen_stream_passes_on_only_what_its_acknowledgment_agreed_to(caplog
     ]
     assert len(dropped) == 3, dropped
 
+
+def test_a_modern_client_runs_no_callback_for_a_change_notification_on_no_listen_stream(caplog):
+    # 2026-07-28: change notifications come on a subscriptions/listen stream the client opened
+    # (basic/patterns/subscriptions §Opening a Stream: "The server MUST NOT send notification
+    # types the client has not explicitly requested"), and notifications/elicitation/complete is
+    # gone (changelog 11).  The server sends both kinds unasked, then a log message.
+    changed, completed, logged = Collector(), Collector(), Collector()
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.client"):
+        with Client.stdio(
+            [*SCRIPTED, "unsolicited"],
+            timeout=WAIT,
+            stderr="capture",
+            on_list_changed=changed,
+            on_elicitation_complete=completed,
+            on_log=logged,
+        ) as client:
+            assert client.era == "modern"
+            assert client.call_tool("anything", {}).text == "ok"
+            # sent after the others, and run on the same callback thread after them
+            logged.wait_until(lambda items: len(items) == 1)
+    assert changed.items == [] and completed.items == []
+    dropped = [r.getMessage() for r in caplog.records if "on no listen stream" in r.getMessage()]
+    assert len(dropped) == 4, dropped
+
