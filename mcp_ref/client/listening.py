@@ -32,7 +32,14 @@ from collections.abc import Callable, Collection
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CapabilityError, McpError, MCPRefError, RequestCancelled, RequestTimeout
+from ..errors import (
+    CapabilityError,
+    ConnectionClosed,
+    McpError,
+    MCPRefError,
+    RequestCancelled,
+    RequestTimeout,
+)
 from ..request import DEFAULT, Default
 from .callbacks import concerns, notify_callbacks
 
@@ -319,15 +326,17 @@ class CallbackFeed:
     def start(self, timeout: float | None) -> None:
         """Open the stream the callbacks need, when the client connects.  2026-07-28: change
         notifications come only on a stream the client opens.  A server that declares list changes
-        but refuses the stream still serves everything else: the refusal is logged, not raised."""
+        but refuses the stream, or does not acknowledge it within ``timeout``, still serves
+        everything else: that is logged, not raised (as is a connection that closed meanwhile:
+        the next request says so)."""
         if not self.wanted():
             return
         try:
             self.update(timeout)
-        except McpError as exc:
+        except (McpError, RequestTimeout, ConnectionClosed) as exc:
             log.warning(
-                "the server declares change notifications but refused subscriptions/listen (%s): "
-                "on_list_changed and on_resource_updated will not be called",
+                "the server declares change notifications but its subscriptions/listen stream did "
+                "not open (%s): on_list_changed and on_resource_updated will not be called",
                 exc,
             )
 

@@ -992,3 +992,19 @@ def test_a_modern_client_runs_no_callback_for_a_change_notification_on_no_listen
     dropped = [r.getMessage() for r in caplog.records if "on no listen stream" in r.getMessage()]
     assert len(dropped) == 4, dropped
 
+
+def test_a_server_that_never_acknowledges_the_callbacks_stream_still_serves_the_rest(caplog):
+    # Client(on_list_changed=) opens a listen stream as it connects; the server declares list
+    # changes but never acknowledges it.  As for a refusal, that is logged and the client is
+    # connected: it was raised as RequestTimeout from Client() before.
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.client.listening"):
+        with Client.stdio(
+            [*SCRIPTED, "listen-silent"],
+            timeout=WAIT,
+            initialize_timeout=2.0,
+            stderr="capture",
+            on_list_changed=lambda kind: None,
+        ) as client:
+            assert client.call_tool("anything", {}).text == "ok"
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("subscriptions/listen" in message for message in warned), warned
