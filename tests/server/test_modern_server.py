@@ -526,6 +526,35 @@ def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, header
         assert answer["id"] == peer.next_id
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [{"result": {}}, {"error": {"code": -32603, "message": "no"}}],
+    ids=["result", "error"],
+)
+def test_a_response_posted_by_a_2026_client_is_a_bad_request_and_the_server_goes_on(serve, answer):
+    # 2026-07-28 streamable-http §Sending Messages: "The body of the HTTP POST MUST be a single
+    # JSON-RPC request or notification. The client MUST NOT send JSON-RPC responses."  Refused
+    # with 400 and -32600, no id (none of the server's requests is answered); a notification is
+    # still taken (202), and the next request is served.
+    peer = HttpPeer(serve(MODERN.build()))
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": VERSION,
+    }
+    posted = requests.post(
+        peer.url, json={"jsonrpc": "2.0", "id": 5, **answer}, headers=headers, timeout=TIMEOUT
+    )
+    assert posted.status_code == 400
+    assert posted.json()["error"]["code"] == -32600 and "id" not in posted.json()
+    notification = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}
+    assert (
+        requests.post(peer.url, json=notification, headers=headers, timeout=TIMEOUT).status_code
+        == 202
+    )
+    assert "tools" in peer.ask("tools/list", {"_meta": meta()})["result"]
+
+
 def test_an_x_mcp_header_with_an_underscore_is_checked_by_its_exact_name(serve):
     """An ``x-mcp-header`` may hold ``_`` (a ``tchar``): ``Mcp-Param-Run_Mode`` is its header,
     and ``Mcp-Param-Run-Mode``, the same WSGI key, is another one (2026-07-28 streamable-http

@@ -9,7 +9,7 @@ from typing import cast
 
 from ... import lifecycle
 from ...errors import HeaderMismatchError, InvalidParams, McpError
-from ...jsonrpc import Request
+from ...jsonrpc import ErrorResponse, Request, Response
 from ...lifecycle import MODERN_VERSIONS
 from ...server.connection import OPEN
 from ...server.principal import Principal
@@ -19,7 +19,7 @@ from .host import Connection
 from .oneshot import one_shot
 from .replies import held, json_body
 from .shares import peer_of
-from .status import HttpError
+from .status import BadRequest, HttpError
 from .streamable import StreamableHttp
 
 
@@ -50,6 +50,11 @@ class ModernHttp:
         No session is made or named; the connection lives as long as the POST.
         """
         app = self.app
+        if isinstance(message, (Response, ErrorResponse)):
+            # 2026-07-28 streamable-http §Sending Messages: "The body of the HTTP POST MUST be a
+            # single JSON-RPC request or notification. The client MUST NOT send JSON-RPC
+            # responses" (no request of the server's awaits one: MRTR carries its asks).
+            raise BadRequest("Invalid Request: a 2026-07-28 client sends no JSON-RPC responses")
         if not isinstance(message, Request):
             # "This revision of the core protocol defines no client-to-server notifications over
             # Streamable HTTP": accepted, and there is nothing to do with them.
