@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle
 from ..errors import (
     RESOURCE_NOT_FOUND,
-    CapabilityError,
     InvalidParams,
     InvalidRequest,
     McpError,
@@ -577,13 +576,6 @@ class ServerConnection:
             self.session.notify(method, params, related_request_id=related_request_id)
         except ConnectionError:
             log.debug("notification %s dropped: connection closed", method)
-
-    def require_client_capability(self, name: str, method: str) -> dict:
-        """The client's capability ``name``, or CapabilityError if it did not declare it."""
-        caps = self.client_capabilities.get(name)
-        if caps is None:
-            raise CapabilityError(f"{method}: the client did not declare the {name} capability")
-        return caps
 
     def log(
         self,
