@@ -168,6 +168,7 @@ def test_the_sdk_sees_the_capability_and_each_tools_task_support(run):
         "protocol_error": "required",
         "confirm": "required",
         "ask_then_task": "optional",
+        "missing_resource": "optional",
     }
 
 

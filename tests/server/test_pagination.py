@@ -178,6 +178,7 @@ def test_tool_relisting_after_a_header_mismatch_follows_an_empty_cursor():
     class Connection:
         protocol_version = "2026-07-28"
         client = SimpleNamespace(max_pages=10)
+        cache = SimpleNamespace(invalidate=lambda notification: None)  # nothing cached here
 
         def request(self, method, params=None):
             sent.append((method, params))
