@@ -343,32 +343,6 @@ class ServerConnection:
 
         return self.lifecycle.advance(event, apply)
 
-    def negotiated(self) -> dict:
-        """What this connection negotiated (JSON-able): what another process needs to serve its
-        session too (:meth:`resume`; HTTP with a shared session table)."""
-        return {
-            "version": self.protocol_version,
-            "clientCapabilities": self.client_capabilities,
-            "clientInfo": self.client_info,
-            "logLevel": self.log_level,
-            "subscriptions": sorted(self.subscriptions),
-        }
-
-    def resume(self, negotiated: dict, *, initialized: bool) -> None:
-        """Serve a session another process negotiated (from its :meth:`negotiated`), or take up
-        what changed there (a log level, subscriptions); ``initialized``: the client has sent
-        ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
-        self.negotiate(
-            lifecycle.INITIALIZE_ANSWERED,
-            negotiated["version"],
-            dict(negotiated.get("clientCapabilities") or {}),
-            dict(negotiated.get("clientInfo") or {}),
-        )
-        if initialized:
-            self.lifecycle.advance(lifecycle.INITIALIZED_RECEIVED)
-        self.log_level = negotiated.get("logLevel")
-        self.subscriptions = set(negotiated.get("subscriptions") or ())
-
     def holds(self, request_id, *, ours: bool) -> bool:
         """See :meth:`Session.holds <mcp_ref.session.Session.holds>`."""
         return self.session.holds(request_id, ours=ours)

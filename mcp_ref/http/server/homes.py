@@ -168,7 +168,7 @@ class Homes:
         change cannot be ruled out costs the client a read, a lost one leaves it with stale content.
         """
         connection = cast("Connection", session.connection)
-        for uri in connection.negotiated().get("subscriptions") or ():
+        for uri in sorted(connection.subscriptions):
             connection.notify("notifications/resources/updated", {"uri": uri})
         for kind in ("tools", "prompts", "resources"):
             connection.list_changed(kind)

@@ -23,6 +23,14 @@ class Connection(Protocol):
     client: str | None
     #: True when it serves one request only (stateless mode): nothing it declares may outlast it.
     stateless: bool
+    #: What was negotiated (kept in a shared session table: ``shared.negotiated_by``, ``shared.resume``):
+    #: the client's capabilities and info, its log level, the URIs it subscribed to.
+    client_capabilities: dict
+    client_info: dict
+    log_level: str | None
+    subscriptions: set[str]
+    #: Where the connection stands (``mcp_ref.lifecycle.Lifecycle``).
+    lifecycle: Any
 
     @property
     def transport(self) -> Any:
@@ -59,11 +67,10 @@ class Connection(Protocol):
     def close(self) -> None:
         """End the connection."""
 
-    def negotiated(self) -> dict:
-        """What the connection negotiated, JSON-able (kept in a shared session table)."""
-
-    def resume(self, negotiated: dict, *, initialized: bool) -> None:
-        """Serve a session negotiated by another process, or take up what changed there."""
+    def negotiate(
+        self, event: str, version: str, client_capabilities: dict, client_info: dict
+    ) -> bool:
+        """Take the lifecycle's ``event``, recording what was negotiated as it moves (False: not now)."""
 
     def holds(self, request_id: Any, *, ours: bool) -> bool:
         """True while a request is open here: ours awaiting its answer, or the client's being served."""

@@ -5,7 +5,7 @@ A session is made where ``initialize`` ran, its *home*, and served by any worker
 the session table (:class:`~.sessions.SessionRecord`: the negotiated version, the client's
 capabilities and info, its principal, log level and subscriptions).  A worker that meets a session
 it does not hold builds a *replica* of it: an :class:`~.http_session.HttpSession` and a connection
-resumed from the record (``Connection.resume``).  What a request needs stays on the worker serving
+resumed from the record (:func:`resume`).  What a request needs stays on the worker serving
 it (its POST stream, its handler); what must reach another worker goes over the bus, channel
 :data:`SESSIONS`:
 
@@ -567,7 +567,7 @@ def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     if session.kind == "legacy":
         state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded
     else:
-        state.update(_recorded(cast("Connection", session.connection).negotiated()))
+        state.update(_recorded(negotiated_by(cast("Connection", session.connection))))
     return state
 
 
@@ -582,10 +582,8 @@ def take_up(session: HttpSession, record: SessionRecord, server: Host) -> None:
     state = record["state"]
     connection = cast("Connection", session.connection)
     negotiated = _negotiated(state)
-    dropped = set(connection.negotiated().get("subscriptions") or ()) - set(
-        negotiated["subscriptions"]
-    )
-    connection.resume(negotiated, initialized=record["established"])
+    dropped = connection.subscriptions - set(negotiated["subscriptions"])
+    resume(connection, negotiated, initialized=record["established"])
     if dropped:
         server.subscriptions.let_go(connection.principal.limit_id, server, dropped)
     session.generation = record.get("generation", 0)
@@ -600,6 +598,34 @@ def owned_by(state: dict, caller: Any) -> bool:
     return state.get("principal") == principal_id_of(caller)
 
 
+def negotiated_by(connection: Connection) -> dict:
+    """What ``connection`` negotiated (JSON-able): what another worker needs to serve its session
+    too (:func:`resume`, from the session table's record)."""
+    return {
+        "version": connection.protocol_version,
+        "clientCapabilities": connection.client_capabilities,
+        "clientInfo": connection.client_info,
+        "logLevel": connection.log_level,
+        "subscriptions": sorted(connection.subscriptions),
+    }
+
+
+def resume(connection: Connection, negotiated: dict, *, initialized: bool) -> None:
+    """Serve on ``connection`` a session another worker negotiated (from its :func:`negotiated_by`),
+    or take up what changed there (a log level, subscriptions); ``initialized``: the client has
+    sent ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
+    connection.negotiate(
+        lifecycle.INITIALIZE_ANSWERED,
+        negotiated["version"],
+        dict(negotiated.get("clientCapabilities") or {}),
+        dict(negotiated.get("clientInfo") or {}),
+    )
+    if initialized:
+        connection.lifecycle.advance(lifecycle.INITIALIZED_RECEIVED)
+    connection.log_level = negotiated.get("logLevel")
+    connection.subscriptions = set(negotiated.get("subscriptions") or ())
+
+
 def _recorded(negotiated: dict) -> dict:
     """A connection's negotiated state as the record keeps it: a key per subscribed URI (see
     :meth:`SharedSessions.change_of`)."""
@@ -609,7 +635,7 @@ def _recorded(negotiated: dict) -> dict:
 
 
 def _negotiated(state: dict) -> dict:
-    """A record's state as ``Connection.resume`` takes it."""
+    """A record's state as :func:`resume` takes it."""
     negotiated = {key: value for key, value in state.items() if not key.startswith(SUBSCRIBED)}
     negotiated["subscriptions"] = sorted(
         key[len(SUBSCRIBED) :]
