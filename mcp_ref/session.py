@@ -673,19 +673,11 @@ class Session:
         try:
             message = jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
-            log.warning("%s: %s", self.name, exc.message)
-            if isinstance(exc, InvalidRequest) and exc.answer:
-                # A malformed answer is never answered back (JSON-RPC §5); the request it
-                # answers fails with the reason at once, rather than waiting for its timeout.
-                self.fail_request(
-                    exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}")
-                )
-                return
-            self._reply(
-                self._unreadable_id_error(
-                    exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None
-                )
-            )
+            # a malformed answer fails its request at once; anything else is answered an error
+            from .unparsed import refuse_unparsed
+
+            if refusal := refuse_unparsed(exc, self):
+                self._reply(self._unreadable_id_error(*refusal))
             return
         self.dispatch(message)
 

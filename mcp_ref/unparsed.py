@@ -14,6 +14,9 @@ message has that many brackets.
 A message longer than the transport's limit is refused the same way
 (:func:`refuse_too_large`): its id is read from the top level of its first bytes, the part the
 transport read before it discarded the rest.  Loaded only when one comes.
+
+A message that could not be parsed at all, or is no valid JSON-RPC message, is refused by
+:func:`refuse_unparsed`.  Loaded only when one comes, too.
 """
 
 from __future__ import annotations
@@ -146,3 +149,24 @@ def refuse_too_large(too_large: MessageTooLarge, session) -> tuple[dict, str | i
         )
         return None
     return {"code": INVALID_REQUEST, "message": f"Invalid Request: {too_large}"}, request_id
+
+
+def refuse_unparsed(
+    exc: ParseError | InvalidRequest, session
+) -> tuple[dict, str | int | None] | None:
+    """Refuse a message ``session`` (a :class:`~mcp_ref.session.Session`) could not parse, or
+    parsed as no valid message (``exc``): the error to answer it with and the id to answer (None:
+    nothing is written).
+
+    * A malformed answer: its request fails at once with the reason (``session.fail_request``),
+      rather than waiting for its timeout, and nothing is written (JSON-RPC 2.0 §5: an answer is
+      never answered back).
+    * Anything else: ``exc``'s error, with the message's id when it could be read.
+    """
+    log.warning("%s: %s", session.name, exc.message)
+    if isinstance(exc, InvalidRequest) and exc.answer:
+        session.fail_request(
+            exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}")
+        )
+        return None
+    return exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None
