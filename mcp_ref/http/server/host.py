@@ -25,8 +25,8 @@ class Connection(Protocol):
     stateless: bool
     #: What was negotiated (kept in a shared session table: ``shared.negotiated_by``, ``shared.resume``):
     #: the client's capabilities and info, its log level, the URIs it subscribed to.
-    client_capabilities: dict
-    client_info: dict
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any]
     log_level: str | None
     subscriptions: set[str]
     #: Where the connection stands (``mcp_ref.lifecycle.Lifecycle``).
