@@ -45,16 +45,14 @@ def test_the_identity_is_a_string_that_survives_json_and_tells_callers_apart():
 
 def session_of(auth: AccessInfo | None, kind: str = "streamable"):
     """What ``record_state`` reads of a session: its principal, its kind, what it negotiated."""
-    negotiated = {
-        "version": "2025-11-25",
-        "clientCapabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-        "logLevel": None,
-        "subscriptions": ["memo://a"],
-    }
-    return SimpleNamespace(
-        principal=auth, kind=kind, connection=SimpleNamespace(negotiated=lambda: negotiated)
+    connection = SimpleNamespace(
+        protocol_version="2025-11-25",
+        client_capabilities={},
+        client_info={"name": "t", "version": "1"},
+        log_level=None,
+        subscriptions={"memo://a"},
     )
+    return SimpleNamespace(principal=auth, kind=kind, connection=connection)
 
 
 @pytest.mark.parametrize("auth", [ALICE, SERVICE, None], ids=["user", "client", "no token"])
