@@ -12,16 +12,30 @@ from .jsonrpc import ErrorResponse, Request
 
 
 def receive_batch(
-    items: list, route: Callable, error: Callable, write: Callable[[list], None]
+    items: list,
+    route: Callable,
+    error: Callable,
+    write: Callable[[list], None],
+    fail_request: Callable[[object, Exception], None],
 ) -> None:
     """Route each item of an incoming batch (``route(item, batch)``); their answers go together through ``write``.
 
     An unreadable item is answered with ``error(error_dict, request_id)`` (the session's error for a message
-    whose id may not have been readable); an ``initialize`` with an error of its own.
+    whose id may not have been readable); an ``initialize`` with an error of its own.  A malformed
+    answer is not answered: the request of ours it answers fails at once
+    (``fail_request(request_id, error)``), as :meth:`~mcp_ref.session.Session.receive` does for
+    one that comes alone.
     """
     batch = Batch(write)
     for item in items:
-        if isinstance(item, InvalidRequest):
+        if isinstance(item, InvalidRequest) and item.answer:
+            # JSON-RPC 2.0 §5: a Response is the reply to a request; nothing replies to one, however
+            # malformed (an error carrying its id would pass for the answer to the peer's request
+            # of that id).  Batches are allowed in 2025-03-26 only (basic §Batching).
+            fail_request(
+                item.request_id, InvalidRequest(f"the peer's answer is not valid: {item.message}")
+            )
+        elif isinstance(item, InvalidRequest):
             batch.expect()
             batch.add(error(item.to_error(), item.request_id))
         elif isinstance(item, Request) and item.method == "initialize":

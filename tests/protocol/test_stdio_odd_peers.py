@@ -17,7 +17,7 @@ import sys
 import threading
 
 import pytest
-from conftest import DEMO, SERVERS, WAIT
+from conftest import DEMO, SERVERS, WAIT, RawPeer
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, LimitExceeded
 
@@ -109,6 +109,33 @@ def test_malformed_answers_are_flagged_as_answers_by_the_parser():
         with pytest.raises(InvalidRequest) as info:
             parse(json.dumps(not_an_answer))
         assert not info.value.answer, not_an_answer
+
+
+def test_a_malformed_answer_in_a_batch_fails_its_request_at_once_and_is_not_answered_back():
+    """2025-03-26 basic §Batching (batches allowed): the client answers the server's
+    ``roots/list`` with a one-item batch holding a malformed answer (a result that is not an
+    object).  Nothing answers it (JSON-RPC 2.0 §5): the server's next line is its answer to the
+    tool call, which failed at once (the ``roots/list`` timeout is far past ``WAIT``)."""
+    peer = RawPeer()
+    try:
+        params = {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {"roots": {}},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }
+        peer.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+        assert peer.recv()["id"] == "init"
+        peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "show_roots", "arguments": {}}
+        peer.send_json({"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": call})
+        ask = peer.recv()
+        assert ask["method"] == "roots/list"
+        peer.send_json([{"jsonrpc": "2.0", "id": ask["id"], "result": "not an object"}])
+        answer = peer.recv()
+        assert isinstance(answer, dict) and answer.get("id") == "call", answer
+        assert "the peer's answer is not valid" in json.dumps(answer)
+    finally:
+        peer.close()
 
 
 # -- an answer larger than max_message_size --------------------------------------------------------
