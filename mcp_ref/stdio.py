@@ -100,10 +100,11 @@ class StreamTransport(Transport):
         """Write one message and its newline, and flush (``related`` does not matter here).
 
         POSIX: at once when it is at most ``PIPE_BUF`` bytes, poll() finds room for it and no other
-        thread is writing; otherwise a piece at a time, as poll() finds room, until the deadline of
-        ``message`` (:func:`mcp_ref.stdio_pipe.write_bounded`): a peer that stops reading its input
-        holds no writer (the reader, a handler) without bound.  The descriptor stays blocking (the
-        server's stdout may be shared with other processes)."""
+        thread is writing; otherwise a piece at a time, as poll() finds room
+        (:func:`mcp_ref.stdio_pipe.write_bounded`): as long as it takes while the session serves,
+        and once its input has ended or it closes until the deadline of ``message``, so a peer that
+        stops reading holds no writer (the reader, a handler) past the end.  The descriptor stays
+        blocking (the server's stdout may be shared with other processes)."""
         line = data + b"\n"
         with self.write_lock:
             # poll(): room for PIPE_BUF bytes (or the peer is gone: the write raises)

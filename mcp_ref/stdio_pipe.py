@@ -25,9 +25,11 @@ then reads a last line without its newline, cut short, and the end of its input:
 nothing of a line the end of input cuts, and writing nothing more (neither the rest, nor a newline
 that would make the half line a message) is the only way left not to write what is not a message.
 
-A stdio server writes to its own stdout the same way (:func:`write_bounded`), with the same
-deadlines, except that the descriptor stays blocking (other processes may share it): each piece, at
-most ``PIPE_BUF`` bytes, is written once poll() finds room for it.
+A stdio server writes to its own stdout in pieces too (:func:`write_bounded`), except that the
+descriptor stays blocking (other processes may share it): each piece, at most ``PIPE_BUF`` bytes,
+is written once poll() finds room for it.  While its session serves, it waits for room as long as
+it takes (a slow client loses nothing); only once its input has ended, or the session closes, are
+its waits bounded as above, so that it exits when its stdin closes even if its client never reads.
 """
 
 from __future__ import annotations
@@ -100,36 +102,95 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
     """Write ``line`` to a blocking descriptor (``transport``, a
     :class:`~mcp_ref.stdio.StreamTransport`: a stdio server's own stdout), a piece of at most
     ``PIPE_BUF`` bytes at a time, each once poll() finds room for it (so no write blocks), waiting
-    for the write lock and for room until the deadline of ``message`` (the object ``line``
-    encodes), as :func:`write_waiting` does for a client.
+    for the write lock and for room as long as the session serves: a client that reads slowly, or
+    is busy a while, loses no answer and gets no line cut.  Only a request of which nothing is
+    written yet has a deadline then, its own (its timeout, as :func:`write_waiting`).
 
     2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their standard
-    input is closed": a client that stops reading the server's stdout can no longer hold a handler
-    (whose answer the end of input waits for) or the reader (a ping's answer) in a write.  An
-    answer not written in time is dropped; one cut off part way closes the stdout (no half line
-    is followed by anything)."""
-    deadline = _deadline(transport, message)
+    input is closed": once the input has ended (:func:`_input_ended`) or the session closes, a wait
+    is bounded as a client's is (:meth:`~mcp_ref.session.OutgoingRequests.write_deadline`:
+    :data:`~mcp_ref.session.CLOSING_WRITES` without a byte going out; while closing, that long
+    after ``close()`` began), so a client that stops reading can no longer hold a handler (whose
+    answer the end of input waits for) or the reader (a ping's answer) in a write.  A wait looks
+    again every :data:`LOOK_AGAIN` seconds, so one that began while the session served notices.
+    An answer not written by then is dropped; one cut off part way closes the stdout (no half
+    line is followed by anything)."""
+    deadline = _own_deadline(transport, message)  # a request's timeout, while nothing is written
+    ending: float | None = None  # the bound since this write saw the input end (or the close)
     lock = transport.write_lock
-    if not lock.acquire(timeout=_seconds_left(deadline, forever=-1)):
-        _give_up(message, "another message is still being written")
+    while not lock.acquire(timeout=_look_again(deadline, ending)):
+        ending = ending or _ending_bound(transport)
+        if _passed(deadline) or _passed(ending):
+            _give_up(message, "another message is still being written")
     try:
         if transport.writer.closed:  # (its descriptor may be another file's by now)
             raise ValueError("the output is closed")
         sent = 0
         while sent < len(line):
-            left = _seconds_left(deadline, forever=None)
-            if left == 0 or not transport.room.poll(
-                None if left is None else max(1, int(left * 1000 + 0.5))
-            ):
+            if transport.room.poll(int(_look_again(deadline, ending) * 1000) + 1):
+                piece = memoryview(line)[sent : sent + select.PIPE_BUF]
+                sent += os.write(transport.writer.fileno(), piece)
+                deadline = None  # a line begun is finished while the session serves
+                if ending is not None:  # a stall's bound, asked again after each part written
+                    ending = _ending_bound(transport)
+                continue
+            ending = ending or _ending_bound(transport)
+            if _passed(deadline) or _passed(ending):
                 if sent:  # half a line: the stream cannot go on
                     transport.writer.close()
                 _give_up(message, "the peer is not reading its input")
-            piece = memoryview(line)[sent : sent + select.PIPE_BUF]
-            sent += os.write(transport.writer.fileno(), piece)
-            if not isinstance(message, Request):  # a stall's bound, asked again
-                deadline = _deadline(transport, message)
     finally:
         lock.release()
+
+
+#: Seconds between two looks of a stdio server's waiting write at whether its input has ended or
+#: its session closes (:func:`write_bounded`).
+LOOK_AGAIN = CLOSING_WRITES / 4
+
+
+def _own_deadline(transport: Any, message) -> float | None:
+    """A request's own deadline (:func:`_deadline`); None for any other message."""
+    return _deadline(transport, message) if isinstance(message, Request) else None
+
+
+def _ending_bound(transport: Any) -> float | None:
+    """None while a stdio server's session serves; once its input has ended or the session closes,
+    the deadline of a wait to write (``write_deadline``: :data:`CLOSING_WRITES` from now; while
+    closing, from when ``close()`` began)."""
+    requests = transport.requests
+    if requests is None or not (requests.is_closed or _input_ended(transport.reader)):
+        return None
+    return requests.write_deadline(None)
+
+
+#: poll() events of a pipe, or a socket (Linux: POLLRDHUP), whose writing end the peer has closed.
+HUNG_UP = getattr(select, "POLLHUP", 0) | getattr(select, "POLLRDHUP", 0)
+
+
+def _input_ended(reader: Any) -> bool:
+    """True when the client has closed the server's input (poll() on its stdin: a pipe's
+    ``POLLHUP``, a socket's ``POLLRDHUP``), though what is left in it is not read yet.
+
+    The session learns of the end of input only when its reader thread reads it; a reader thread
+    that is itself waiting to write (a ping's answer behind a long answer) cannot, so the writer
+    looks at the input itself.  A file or a terminal never says so: the reader's end of input
+    does (``Session.is_closed``)."""
+    poller = select.poll()
+    try:
+        poller.register(reader, HUNG_UP)
+    except (OSError, ValueError):  # not a file, or closed
+        return False
+    return any(events & HUNG_UP for _, events in poller.poll(0))
+
+
+def _look_again(deadline: float | None, ending: float | None) -> float:
+    """Seconds to wait before looking again: :data:`LOOK_AGAIN`, or less to a deadline."""
+    bounds = [LOOK_AGAIN] + [_seconds_left(d, 0.0) for d in (deadline, ending) if d is not None]
+    return min(bounds)
+
+
+def _passed(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _deadline(transport: Any, message) -> float | None:

@@ -1,6 +1,7 @@
 """Stdio peers that misbehave in ways that once left a request, or a whole server, waiting without
 end: answers that are malformed or too large, a server that exits while a process it started holds
-its stdout, a caller interrupted by Ctrl-C, and a client that stops reading the server's stdout.
+its stdout, a caller interrupted by Ctrl-C, and a client that stops reading the server's stdout,
+or reads it only after a while.
 
 Each side is a real process over real pipes: a hand-written raw server
 (``servers/stdio_odd_answers.py``, no mcp_ref) for the client's cases, the demo server for the
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from conftest import DEMO, SERVERS, WAIT, RawPeer
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, LimitExceeded
+from mcp_ref.session import CLOSING_WRITES
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="poll() on pipes (POSIX)")
 
@@ -298,3 +302,109 @@ def test_a_server_whose_client_stops_reading_exits_when_its_input_ends():
             server.kill()
             server.wait()
         server.stdout.close()
+
+
+BIG_ANSWERS = [sys.executable, str(SERVERS / "stdio_big_answers.py")]
+#: The length of an answer far larger than a pipe holds.
+BIG_ANSWER = 1_000_000
+
+
+class RawClient:
+    """A stdio client of a server process that writes and reads raw lines, and reads the server's
+    stdout only when the test says so (``read_until``)."""
+
+    def __init__(self, *arguments: str):
+        self.server = subprocess.Popen(
+            [*BIG_ANSWERS, *arguments],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.output = b""  # what was read of the server's stdout
+        self.ended = False  # its end was read
+
+    def send(self, message: dict) -> None:
+        self.server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.server.stdin.flush()
+
+    def start(self) -> None:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }
+        self.send({"id": "init", "method": "initialize", "params": params})
+        self.read_until(lambda: self.answers() != [])
+        self.send({"method": "notifications/initialized"})
+
+    def read_until(self, done) -> None:
+        """Read the server's stdout until ``done()`` or its end, within ``WAIT``."""
+        deadline = time.monotonic() + WAIT
+        fd = self.server.stdout.fileno()
+        while not done() and not self.ended:
+            left = deadline - time.monotonic()
+            assert left > 0, f"still waiting after {WAIT} s; read {len(self.output)} bytes"
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 1 << 20)
+                self.output += chunk
+                self.ended = not chunk
+
+    def answers(self) -> list[dict]:
+        """The whole lines read so far, decoded."""
+        return [json.loads(line) for line in self.output.split(b"\n")[:-1]]
+
+    def wait_pipe_full(self) -> None:
+        """Wait (bounded) until the server's stdout pipe is full: the bytes in it (Linux FIONREAD)
+        within a page of its size.  No event tells the reading side."""
+        import array
+        import fcntl
+        import termios
+
+        fd = self.server.stdout.fileno()
+        size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+        held = array.array("i", [0])
+        deadline = time.monotonic() + WAIT
+        while held[0] < size - 4096:
+            assert time.monotonic() < deadline, f"the pipe holds {held[0]} of {size} bytes"
+            time.sleep(0.02)
+            fcntl.ioctl(fd, termios.FIONREAD, held)
+
+    def end(self) -> None:
+        if self.server.poll() is None:
+            self.server.kill()
+        self.server.wait(WAIT)
+        for pipe in (self.server.stdin, self.server.stdout, self.server.stderr):
+            pipe.close()
+
+
+def big_call(request_id: int) -> dict:
+    return {
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "big", "arguments": {"n": BIG_ANSWER}},
+    }
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
+def test_a_server_waits_for_a_client_busy_a_while_before_it_reads():
+    """A client that reads its stdout, but is busy a while (an SDK client running a sampling
+    callback in its receive loop) longer than ``CLOSING_WRITES``, with the pipe full: while the
+    server's input is open it waits for room as long as it takes, so no answer is cut (the one
+    being written) or dropped (the one waiting for the write lock behind it)."""
+    client = RawClient()
+    try:
+        client.start()
+        client.send(big_call(1))
+        client.send(big_call(2))
+        client.wait_pipe_full()
+        time.sleep(1.5 * CLOSING_WRITES)  # the client is busy: not a wait for an event
+        client.send({"id": 3, "method": "ping"})
+        client.read_until(lambda: len(client.answers()) == 4)
+        answers = {answer["id"]: answer for answer in client.answers()}
+        assert sorted(answers, key=str) == [1, 2, 3, "init"]
+        for request_id in (1, 2):
+            assert answers[request_id]["result"]["content"][0]["text"] == "x" * BIG_ANSWER
+        client.server.stdin.close()
+        assert client.server.wait(WAIT) == 0
+    finally:
+        client.end()
