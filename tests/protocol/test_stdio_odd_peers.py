@@ -408,3 +408,29 @@ def test_a_server_waits_for_a_client_busy_a_while_before_it_reads():
         assert client.server.wait(WAIT) == 0
     finally:
         client.end()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
+def test_an_answer_cut_at_the_end_of_input_closes_the_servers_stdout():
+    """The client closes the server's stdin, never reading a long answer begun: the server cuts
+    it off (``CLOSING_WRITES`` after the end of its input) and closes its stdout, not the file
+    object alone (``sys.stdout.buffer`` does not own its descriptor), so the client sees the end of
+    its input although the server's process is still alive (``--linger``): nothing follows the
+    half line."""
+    client = RawClient("--linger")
+    try:
+        client.start()
+        client.send(big_call(1))
+        client.wait_pipe_full()
+        client.server.stdin.close()
+        # Not a byte read before the session has ended (its handlers too): "served" on stderr.
+        assert select.select([client.server.stderr], [], [], WAIT)[0], "the session goes on"
+        assert client.server.stderr.readline() == b"served\n"
+        client.read_until(lambda: False)  # to the end of the server's stdout
+        assert client.ended
+        assert client.server.poll() is None  # the process lives on: its stdout was closed
+        assert [answer["id"] for answer in client.answers()] == ["init"]
+        half_line = client.output.split(b"\n")[-1]
+        assert half_line.startswith(b'{"jsonrpc":"2.0","id":1,') and len(half_line) < BIG_ANSWER
+    finally:
+        client.end()
