@@ -712,7 +712,7 @@ class Session:
             return
         from .batch import receive_batch
 
-        receive_batch(items, self._route, self._unreadable_id_error, self._write)
+        receive_batch(items, self._route, self._unreadable_id_error, self._write, self.fail_request)
 
     def _route(self, message, batch: Batch | None, inline: bool = False) -> None:
         if isinstance(message, Request):
