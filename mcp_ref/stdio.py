@@ -385,12 +385,21 @@ def _carries(pid: int, token: bytes) -> bool:
 
 
 def server_streams() -> tuple[IO[bytes], IO[bytes]]:
-    """The real stdin/stdout of this process, with ``sys.stdout`` pointed at stderr.
+    """This process's stdin, and its stdout as a file that owns the descriptor, with ``sys.stdout``
+    and descriptor 1 pointed at stderr.
 
-    A stdio server must write nothing but protocol messages to stdout, so a
-    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.
+    A stdio server must write nothing but protocol messages to stdout, so a stray ``print()`` in a
+    tool (or a write to descriptor 1, or a child process's) goes to stderr instead of corrupting
+    the stream.  2025-11-25 basic/lifecycle §Shutdown: "The server MAY initiate shutdown by closing
+    its output stream to the client and exiting": closing the writer closes the pipe itself (a
+    copy of the descriptor, which no child process inherits), so the client sees the end of its
+    input.  The reader is its own file object over stdin: a server that closes its connection exits
+    with the reader thread still waiting on stdin (``Server.run_stdio``), holding this object's lock,
+    not that of ``sys.stdin``, which Python's shutdown takes.
     """
-    reader = sys.stdin.buffer
-    writer = sys.stdout.buffer
+    reader = open(0, "rb", closefd=False)
+    writer = open(os.dup(1), "wb")
+    with contextlib.suppress(OSError):  # (no stderr: descriptor 1 stays the pipe)
+        os.dup2(2, 1)
     sys.stdout = sys.stderr
     return reader, writer

@@ -434,3 +434,26 @@ def test_an_answer_cut_at_the_end_of_input_closes_the_servers_stdout():
         assert half_line.startswith(b'{"jsonrpc":"2.0","id":1,') and len(half_line) < BIG_ANSWER
     finally:
         client.end()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIONREAD on a pipe (Linux)")
+@pytest.mark.parametrize("answer_begun", [False, True])
+def test_a_server_that_closes_its_connection_closes_its_stdout_and_exits(answer_begun):
+    """2025-11-25 basic/lifecycle §Shutdown: "The server MAY initiate shutdown by closing its
+    output stream to the client and exiting".  A tool closes the connection (``quit``), with its
+    client's stdin still open, and, in one case, a long answer begun that the client does not read:
+    the client sees the end of the server's stdout (the descriptor closed, not the file object
+    alone) and the server exits, its reader not waiting on stdin."""
+    client = RawClient()
+    try:
+        client.start()
+        if answer_begun:
+            client.send(big_call(1))
+            client.wait_pipe_full()
+        client.send({"id": 2, "method": "tools/call", "params": {"name": "quit", "arguments": {}}})
+        client.read_until(lambda: False)  # to the end of the server's stdout
+        assert client.ended
+        assert client.server.wait(WAIT) == 0  # stdin still open
+        assert b"Fatal" not in client.server.stderr.read()
+    finally:
+        client.end()
