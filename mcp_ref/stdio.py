@@ -66,9 +66,12 @@ class StreamTransport(Transport):
             with contextlib.suppress(OSError, ValueError):  # (UnsupportedOperation: not a file)
                 room.register(writer, select.POLLOUT)
                 self.room = room
+                self.at_once = select.PIPE_BUF * os.get_blocking(writer.fileno())
 
     #: The session's requests (attach): their deadlines bound a wait to write.
     requests: OutgoingRequests | None = None
+    #: POSIX: the longest line written at once (write); 0: a non-blocking descriptor (a terminal).
+    at_once = 0
 
     def attach(self, requests: OutgoingRequests) -> None:
         """Keep the session's requests: their deadlines bound a wait to write (write)."""
@@ -99,16 +102,17 @@ class StreamTransport(Transport):
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline, and flush (``related`` does not matter here).
 
-        POSIX: at once when it is at most ``PIPE_BUF`` bytes, poll() finds room for it and no other
-        thread is writing; otherwise a piece at a time, as poll() finds room
+        POSIX: at once when it is at most ``PIPE_BUF`` bytes (:attr:`at_once`), poll() finds room
+        for it and no other thread is writing; otherwise a piece at a time, as poll() finds room
         (:func:`mcp_ref.stdio_pipe.write_bounded`): as long as it takes while the session serves,
         and once its input has ended or it closes until the deadline of ``message``, so a peer that
         stops reading holds no writer (the reader, a handler) past the end.  The descriptor stays
-        blocking (the server's stdout may be shared with other processes)."""
+        blocking (the server's stdout may be shared with other processes), but for a terminal's
+        own (:func:`mcp_ref.stdio_pipe.terminal_output`)."""
         line = data + b"\n"
         with self.write_lock:
             # poll(): room for PIPE_BUF bytes (or the peer is gone: the write raises)
-            if self.room is None or len(line) <= select.PIPE_BUF and self.room.poll(0):
+            if self.room is None or len(line) <= self.at_once and self.room.poll(0):
                 self.writer.write(line)
                 self.writer.flush()
                 return
@@ -398,7 +402,12 @@ def server_streams() -> tuple[IO[bytes], IO[bytes]]:
     not that of ``sys.stdin``, which Python's shutdown takes.
     """
     reader = open(0, "rb", closefd=False)
-    writer = open(os.dup(1), "wb")
+    output = os.dup(1)
+    if os.name == "posix" and os.isatty(1):  # a terminal: its own non-blocking descriptor
+        from .stdio_pipe import terminal_output
+
+        output = terminal_output(output)
+    writer = open(output, "wb")
     with contextlib.suppress(OSError):  # (no stderr: descriptor 1 stays the pipe)
         os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -27,7 +27,8 @@ that would make the half line a message) is the only way left not to write what 
 
 A stdio server writes to its own stdout in pieces too (:func:`write_bounded`), except that the
 descriptor stays blocking (other processes may share it): each piece, at most ``PIPE_BUF`` bytes,
-is written once poll() finds room for it.  While its session serves, it waits for room as long as
+is written once poll() finds room for it.  A terminal, which has room while one byte fits, is
+written to through a non-blocking descriptor of its own (:func:`terminal_output`).  While its session serves, it waits for room as long as
 it takes (a slow client loses nothing); only once its input has ended, or the session closes, are
 its waits bounded as above, so that it exits when its stdin closes even if its client never reads.
 """
@@ -131,11 +132,16 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
         while sent < len(line):
             if transport.room.poll(int(_look_again(deadline, ending) * 1000) + 1):
                 piece = memoryview(line)[sent : sent + select.PIPE_BUF]
-                sent += os.write(transport.writer.fileno(), piece)
-                deadline = None  # a line begun is finished while the session serves
-                if ending is not None:  # a stall's bound, asked again after each part written
-                    ending = _ending_bound(transport)
-                continue
+                try:
+                    written = os.write(transport.writer.fileno(), piece)
+                except BlockingIOError:  # a terminal (terminal_output): less room than a byte
+                    written = 0
+                sent += written
+                if written:
+                    deadline = None  # a line begun is finished while the session serves
+                    if ending is not None:  # a stall's bound, asked again after each part written
+                        ending = _ending_bound(transport)
+                    continue
             ending = ending or _ending_bound(transport)
             if _passed(deadline) or _passed(ending):
                 if sent:  # half a line: the stream cannot go on (its descriptor closed too)
@@ -143,6 +149,24 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
                 _give_up(message, "the peer is not reading its input")
     finally:
         lock.release()
+
+
+def terminal_output(descriptor: int) -> int:
+    """A descriptor of its own, non-blocking, for the terminal that is a stdio server's stdout
+    (``descriptor``, a copy of descriptor 1, closed then); ``descriptor`` if it cannot be opened.
+
+    poll() says a terminal has room while one byte fits, so a blocking write of a whole line could
+    wait in the kernel with no deadline, holding the write lock: the server would never exit after
+    its input ends (2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when
+    their standard input is closed").  Opened anew by its name, the terminal gets a file
+    description of its own, so ``O_NONBLOCK`` changes no flag other processes share; a short
+    write or none (``EAGAIN``) is a wait for room within :func:`write_bounded`'s deadlines."""
+    try:
+        terminal = os.open(os.ttyname(descriptor), os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:  # (its device is not reachable here: the blocking copy, as for a pipe)
+        return descriptor
+    os.close(descriptor)
+    return terminal
 
 
 #: Seconds between two looks of a stdio server's waiting write at whether its input has ended or

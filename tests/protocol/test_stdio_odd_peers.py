@@ -457,3 +457,54 @@ def test_a_server_that_closes_its_connection_closes_its_stdout_and_exits(answer_
         assert b"Fatal" not in client.server.stderr.read()
     finally:
         client.end()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty's room (Linux)")
+def test_a_server_writing_to_a_terminal_that_is_not_read_exits_when_its_input_ends():
+    """The server's stdout is a terminal (a pty) whose other end stops being read: poll() says a
+    terminal has room while a byte fits, so a blocking write of a whole line would wait in the
+    kernel without a deadline.  The server writes to its own non-blocking descriptor of the
+    terminal, so once its stdin ends it gives up the answers it cannot write and exits
+    (2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when their
+    standard input is closed")."""
+    import pty
+
+    master, terminal = pty.openpty()
+    server = subprocess.Popen(BIG_ANSWERS, stdin=subprocess.PIPE, stdout=terminal)
+    os.close(terminal)
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        messages = [
+            {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ]
+        server.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        server.stdin.flush()
+        read = b""
+        deadline = time.monotonic() + WAIT
+        while b"\n" not in read:  # the answer to initialize, over the terminal
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([master], [], [], left)[0], read
+            read += os.read(master, 65536)
+        # answers under PIPE_BUF each, more than the terminal holds, and none read
+        calls = [
+            {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "tools/call",
+                "params": {"name": "big", "arguments": {"n": 3000}},
+            }
+            for n in range(40)
+        ]
+        server.stdin.write(b"".join(json.dumps(c).encode() + b"\n" for c in calls))
+        server.stdin.close()
+        assert server.wait(WAIT) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(WAIT)
+        os.close(master)
