@@ -35,9 +35,12 @@ its waits bounded as above, so that it exits when its stdin closes even if its c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
+import socket
+import stat
 import time
 from typing import Any, cast
 
@@ -115,7 +118,7 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
     answer the end of input waits for) or the reader (a ping's answer) in a write.  A wait looks
     again every :data:`LOOK_AGAIN` seconds, so one that began while the session served notices.
     An answer not written by then is dropped; one cut off part way closes the stdout
-    (:meth:`~mcp_ref.stdio.StreamTransport.close`: the writer owns its copy of descriptor 1,
+    (:func:`_cut_output`, :meth:`~mcp_ref.stdio.StreamTransport.close`: the writer owns its copy of descriptor 1,
     :func:`~mcp_ref.stdio.server_streams`): no half line is followed by anything, and the client
     sees the end of its input."""
     deadline = _own_deadline(transport, message)  # a request's timeout, while nothing is written
@@ -144,8 +147,8 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
                     continue
             ending = ending or _ending_bound(transport)
             if _passed(deadline) or _passed(ending):
-                if sent:  # half a line: the stream cannot go on (its descriptor closed too)
-                    transport.close()
+                if sent:  # half a line: the stream cannot go on
+                    _cut_output(transport)
                 _give_up(message, "the peer is not reading its input")
     finally:
         lock.release()
@@ -167,6 +170,18 @@ def terminal_output(descriptor: int) -> int:
         return descriptor
     os.close(descriptor)
     return terminal
+
+
+def _cut_output(transport: Any) -> None:
+    """Close a stdio server's stdout after half a line (nothing may follow it), so the client sees
+    the end of its input.  One socket as both stdin and stdout (inetd, ``socat EXEC:``) stays open
+    while stdin holds it: its writing side is shut down first."""
+    with contextlib.suppress(OSError, ValueError):  # closed already, or not a file
+        descriptor = transport.writer.fileno()
+        if stat.S_ISSOCK(os.fstat(descriptor).st_mode):
+            with socket.socket(fileno=os.dup(descriptor)) as output:
+                output.shutdown(socket.SHUT_WR)
+    transport.close()
 
 
 #: Seconds between two looks of a stdio server's waiting write at whether its input has ended or

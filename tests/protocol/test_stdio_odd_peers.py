@@ -508,3 +508,51 @@ def test_a_server_writing_to_a_terminal_that_is_not_read_exits_when_its_input_en
             server.kill()
             server.wait(WAIT)
         os.close(master)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POLLRDHUP of a socket (Linux)")
+def test_an_answer_cut_on_one_socket_as_stdin_and_stdout_ends_the_clients_input():
+    """One socket is the server's stdin and stdout (inetd, ``socat EXEC:``).  The client shuts
+    down its writing side, never reading a long answer begun: the server cuts it off and shuts
+    down the socket's writing side, since closing its stdout alone leaves the socket open (stdin
+    holds it), so the client sees the end of its input while the server's process lives on."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    server = subprocess.Popen(
+        [*BIG_ANSWERS, "--linger"], stdin=theirs, stdout=theirs, stderr=subprocess.PIPE
+    )
+    theirs.close()
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        messages = [
+            {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "big", "arguments": {"n": 3 * BIG_ANSWER}},
+            },
+        ]
+        ours.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        ours.shutdown(socket.SHUT_WR)
+        # Not a byte read before the session has ended: "served" on stderr.
+        assert select.select([server.stderr], [], [], WAIT)[0], "the session goes on"
+        assert server.stderr.readline() == b"served\n"
+        read = b""
+        ours.settimeout(WAIT)
+        while chunk := ours.recv(1 << 20):  # to the end of the server's stdout
+            read += chunk
+        assert server.poll() is None  # the process lives on
+        half_line = read.split(b"\n")[-1]
+        assert half_line.startswith(b'{"jsonrpc":"2.0","id":1,')
+    finally:
+        server.kill()
+        server.wait(WAIT)
+        server.stderr.close()
+        ours.close()
