@@ -296,8 +296,7 @@ class Session:
     _receiving = 0
     _reader: threading.Thread | None = None  # made by start()
     _closing = False  # close() called, or the connection is fully finished
-    #: When close() was called (time.monotonic()); 0.0 while it is not.
-    close_began = 0.0
+    _close_began = 0.0  # when close() was called (time.monotonic())
     _input_ended = False  # the peer can no longer answer requests
     _closed_event: threading.Event | None = None  # made when someone waits for the end
     _ended = False
@@ -331,7 +330,7 @@ class Session:
             if self._closing:
                 return
             self._closing = True
-            self.close_began = time.monotonic()
+            self._close_began = time.monotonic()
             pending_ids = (
                 []
                 if self._input_ended
@@ -557,7 +556,7 @@ class Session:
         request's first deadline (its timeout, never reset: no progress comes before it is sent); any other message (a cancellation, an answer) :data:`CLOSING_WRITES`
         from now; once closing, what close() still sends, CLOSING_WRITES in all."""
         if self._closing:
-            return self.close_began + CLOSING_WRITES
+            return self._close_began + CLOSING_WRITES
         if isinstance(message, Request):  # no progress moves the timeout of one not yet sent
             request = self._pending.get(message.id)
             return None if request is None else request.first_deadline

@@ -66,12 +66,9 @@ class StreamTransport(Transport):
             with contextlib.suppress(OSError, ValueError):  # (UnsupportedOperation: not a file)
                 room.register(writer, select.POLLOUT)
                 self.room = room
-                self.at_once = select.PIPE_BUF * os.get_blocking(writer.fileno())
 
     #: The session's requests (attach): their deadlines bound a wait to write.
     requests: OutgoingRequests | None = None
-    #: POSIX: the longest line written at once (write); 0: a non-blocking descriptor (a terminal).
-    at_once = 0
 
     def attach(self, requests: OutgoingRequests) -> None:
         """Keep the session's requests: their deadlines bound a wait to write (write)."""
@@ -102,17 +99,16 @@ class StreamTransport(Transport):
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline, and flush (``related`` does not matter here).
 
-        POSIX: at once when it is at most ``PIPE_BUF`` bytes (:attr:`at_once`), poll() finds room
-        for it and no other thread is writing; otherwise a piece at a time, as poll() finds room
+        POSIX: at once when it is at most ``PIPE_BUF`` bytes, poll() finds room for it and no other
+        thread is writing; otherwise a piece at a time, as poll() finds room
         (:func:`mcp_ref.stdio_pipe.write_bounded`): as long as it takes while the session serves,
         and once its input has ended or it closes until the deadline of ``message``, so a peer that
         stops reading holds no writer (the reader, a handler) past the end.  The descriptor stays
-        blocking (the server's stdout may be shared with other processes), but for a terminal's
-        own (:func:`mcp_ref.stdio_pipe.terminal_output`)."""
+        blocking (the server's stdout may be shared with other processes)."""
         line = data + b"\n"
         with self.write_lock:
             # poll(): room for PIPE_BUF bytes (or the peer is gone: the write raises)
-            if self.room is None or len(line) <= self.at_once and self.room.poll(0):
+            if self.room is None or len(line) <= select.PIPE_BUF and self.room.poll(0):
                 self.writer.write(line)
                 self.writer.flush()
                 return
@@ -389,26 +385,12 @@ def _carries(pid: int, token: bytes) -> bool:
 
 
 def server_streams() -> tuple[IO[bytes], IO[bytes]]:
-    """This process's stdin, and its stdout as a file that owns the descriptor, with ``sys.stdout``
-    and descriptor 1 pointed at stderr.
+    """The real stdin/stdout of this process, with ``sys.stdout`` pointed at stderr.
 
-    A stdio server must write nothing but protocol messages to stdout, so a stray ``print()`` in a
-    tool (or a write to descriptor 1, or a child process's) goes to stderr instead of corrupting
-    the stream.  2025-11-25 basic/lifecycle §Shutdown: "The server MAY initiate shutdown by closing
-    its output stream to the client and exiting": closing the writer closes the pipe itself (a
-    copy of the descriptor, which no child process inherits), so the client sees the end of its
-    input.  The reader is its own file object over stdin: a server that closes its connection exits
-    with the reader thread still waiting on stdin (``Server.run_stdio``), holding this object's lock,
-    not that of ``sys.stdin``, which Python's shutdown takes.
+    A stdio server must write nothing but protocol messages to stdout, so a
+    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.
     """
-    reader = open(0, "rb", closefd=False)
-    output = os.dup(1)
-    if os.name == "posix" and os.isatty(1):  # a terminal: its own non-blocking descriptor
-        from .stdio_pipe import terminal_output
-
-        output = terminal_output(output)
-    writer = open(output, "wb")
-    with contextlib.suppress(OSError):  # (no stderr: descriptor 1 stays the pipe)
-        os.dup2(2, 1)
+    reader = sys.stdin.buffer
+    writer = sys.stdout.buffer
     sys.stdout = sys.stderr
     return reader, writer

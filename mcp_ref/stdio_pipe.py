@@ -27,20 +27,16 @@ that would make the half line a message) is the only way left not to write what 
 
 A stdio server writes to its own stdout in pieces too (:func:`write_bounded`), except that the
 descriptor stays blocking (other processes may share it): each piece, at most ``PIPE_BUF`` bytes,
-is written once poll() finds room for it.  A terminal, which has room while one byte fits, is
-written to through a non-blocking descriptor of its own (:func:`terminal_output`).  While its session serves, it waits for room as long as
+is written once poll() finds room for it.  While its session serves, it waits for room as long as
 it takes (a slow client loses nothing); only once its input has ended, or the session closes, are
 its waits bounded as above, so that it exits when its stdin closes even if its client never reads.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import select
-import socket
-import stat
 import time
 from typing import Any, cast
 
@@ -118,9 +114,8 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
     answer the end of input waits for) or the reader (a ping's answer) in a write.  A wait looks
     again every :data:`LOOK_AGAIN` seconds, so one that began while the session served notices.
     An answer not written by then is dropped; one cut off part way closes the stdout
-    (:func:`_cut_output`, :meth:`~mcp_ref.stdio.StreamTransport.close`: the writer owns its copy of descriptor 1,
-    :func:`~mcp_ref.stdio.server_streams`): no half line is followed by anything, and the client
-    sees the end of its input."""
+    (:func:`_close_output`): no half line is followed by anything, and the client sees the end of
+    its input."""
     deadline = _own_deadline(transport, message)  # a request's timeout, while nothing is written
     ending: float | None = None  # the bound since this write saw the input end (or the close)
     lock = transport.write_lock
@@ -129,59 +124,24 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
         if _passed(deadline) or _passed(ending):
             _give_up(message, "another message is still being written")
     try:
-        if transport.writer.closed:  # (after a cut)
+        if transport.writer.closed:  # (after a cut: its descriptor is /dev/null's)
             raise ValueError("the output is closed")
         sent = 0
         while sent < len(line):
             if transport.room.poll(int(_look_again(deadline, ending) * 1000) + 1):
                 piece = memoryview(line)[sent : sent + select.PIPE_BUF]
-                try:
-                    written = os.write(transport.writer.fileno(), piece)
-                except BlockingIOError:  # a terminal (terminal_output): less room than a byte
-                    written = 0
-                sent += written
-                if written:
-                    deadline = None  # a line begun is finished while the session serves
-                    if ending is not None:  # a stall's bound, asked again after each part written
-                        ending = _ending_bound(transport)
-                    continue
+                sent += os.write(transport.writer.fileno(), piece)
+                deadline = None  # a line begun is finished while the session serves
+                if ending is not None:  # a stall's bound, asked again after each part written
+                    ending = _ending_bound(transport)
+                continue
             ending = ending or _ending_bound(transport)
             if _passed(deadline) or _passed(ending):
                 if sent:  # half a line: the stream cannot go on
-                    _cut_output(transport)
+                    _close_output(transport)
                 _give_up(message, "the peer is not reading its input")
     finally:
         lock.release()
-
-
-def terminal_output(descriptor: int) -> int:
-    """A descriptor of its own, non-blocking, for the terminal that is a stdio server's stdout
-    (``descriptor``, a copy of descriptor 1, closed then); ``descriptor`` if it cannot be opened.
-
-    poll() says a terminal has room while one byte fits, so a blocking write of a whole line could
-    wait in the kernel with no deadline, holding the write lock: the server would never exit after
-    its input ends (2026-07-28 basic/transports/stdio §Shutdown: "Servers SHOULD exit promptly when
-    their standard input is closed").  Opened anew by its name, the terminal gets a file
-    description of its own, so ``O_NONBLOCK`` changes no flag other processes share; a short
-    write or none (``EAGAIN``) is a wait for room within :func:`write_bounded`'s deadlines."""
-    try:
-        terminal = os.open(os.ttyname(descriptor), os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:  # (its device is not reachable here: the blocking copy, as for a pipe)
-        return descriptor
-    os.close(descriptor)
-    return terminal
-
-
-def _cut_output(transport: Any) -> None:
-    """Close a stdio server's stdout after half a line (nothing may follow it), so the client sees
-    the end of its input.  One socket as both stdin and stdout (inetd, ``socat EXEC:``) stays open
-    while stdin holds it: its writing side is shut down first."""
-    with contextlib.suppress(OSError, ValueError):  # closed already, or not a file
-        descriptor = transport.writer.fileno()
-        if stat.S_ISSOCK(os.fstat(descriptor).st_mode):
-            with socket.socket(fileno=os.dup(descriptor)) as output:
-                output.shutdown(socket.SHUT_WR)
-    transport.close()
 
 
 #: Seconds between two looks of a stdio server's waiting write at whether its input has ended or
@@ -222,6 +182,24 @@ def _input_ended(reader: Any) -> bool:
     except (OSError, ValueError):  # not a file, or closed
         return False
     return any(events & HUNG_UP for _, events in poller.poll(0))
+
+
+def _close_output(transport: Any) -> None:
+    """Close a stdio server's stdout after half a line (nothing may follow it).
+
+    The file object alone is not enough: ``sys.stdout.buffer`` does not own its descriptor
+    (``closefd=False``), which would stay open, and the client would never see the end of its
+    input.  ``/dev/null`` takes the descriptor's place (``dup2``), which closes the pipe and keeps
+    the number from being reused for another file while other threads may still poll it."""
+    descriptor = transport.writer.fileno()
+    transport.writer.close()  # every later write fails (ValueError)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no /dev/null (a bare chroot): the descriptor is closed outright
+        os.close(descriptor)
+        return
+    os.dup2(null, descriptor)
+    os.close(null)
 
 
 def _look_again(deadline: float | None, ending: float | None) -> float:

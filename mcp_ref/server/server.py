@@ -824,9 +824,7 @@ class Server:
             run_configured(self, transport, host, port, options)
 
     def run_stdio(self, *, max_message_size: int | None = None) -> None:
-        """Serve one client on this process's stdin/stdout until stdin ends, or until the
-        connection is closed here (``ctx.connection.close()``: its stdout is closed, and this
-        returns without waiting for stdin).
+        """Serve one client on this process's stdin/stdout until stdin ends.
 
         Logs go to stderr; ``print()`` in a handler is redirected to stderr so
         stdout carries only protocol messages.  On end of input, the requests
@@ -840,12 +838,9 @@ class Server:
         transport = StreamTransport(
             reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE
         )
-        session = self.connect(transport, name=f"{self.name}-stdio", peer="stdio").session
+        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
         try:  # connect entered the lifespan
-            # 2025-11-25 basic/lifecycle §Shutdown: "The server MAY initiate shutdown by closing its
-            # output stream to the client and exiting": closed here (close() closed the stdout), it
-            # ends at once, its reader left waiting on stdin.
-            while not session.wait_closed(1.0) and not session.close_began:
+            while not connection.session.wait_closed(1.0):
                 pass
         finally:
             self.exit_lifespan()

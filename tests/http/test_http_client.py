@@ -656,8 +656,6 @@ BELOW_REQUESTS_ALLOWED = {
     "workbench/demo_auth_server.py": {"socket", "urllib3"},  # fetches client metadata documents
     # the loopback listener the login redirect comes to: a server socket, no client
     "oauth/browser.py": {"socket"},
-    # a stdio server on one socket as stdin and stdout shuts its write side down: no HTTP
-    "stdio_pipe.py": {"socket"},
 }
 
 

@@ -2,13 +2,13 @@
 
 With ``--linger`` it writes ``served`` to stderr once ``run_stdio`` has returned, then stays
 alive (at most 60 s: the test ends it), so a test can see what its stdout does after the session
-has ended and before the process exits.  Its tool ``quit`` closes the connection from the server.
+has ended and before the process exits.
 """
 
 import sys
 import threading
 
-from mcp_ref import Context, Server
+from mcp_ref import Server
 
 server = Server("big-answers")
 
@@ -17,13 +17,6 @@ server = Server("big-answers")
 def big(n: int) -> str:
     """``n`` bytes of text."""
     return "x" * n
-
-
-@server.tool
-def quit(ctx: Context) -> str:
-    """Close this connection (from another thread, as an application would): the server ends it."""
-    threading.Thread(target=ctx.connection.close).start()
-    return "bye"
 
 
 server.run_stdio()
