@@ -59,6 +59,52 @@ if (
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+class Seen(logging.Handler):
+    """A log handler: ``came`` is set once a record whose message holds ``words`` is logged."""
+
+    def __init__(self, words: str):
+        super().__init__(logging.DEBUG)
+        self.words = words
+        self.came = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.words in record.getMessage():
+            self.came.set()
+
+
+def outcome_within(job: Callable[[], Any], seconds: float = WAIT) -> Any:
+    """Run ``job()`` on a thread: its result, or the exception it raised, within ``seconds``."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = job()
+        except BaseException as exc:  # handed to the test
+            outcome["value"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert "value" in outcome, f"still waiting after {seconds} s"
+    return outcome["value"]
+
+
+def wait_pipe_full(fd: int) -> None:
+    """Wait (bounded) until the pipe of ``fd`` is full: the bytes in it (Linux FIONREAD, which
+    counts both ends of a pipe) within a page of its size.  No event tells either end."""
+    import array
+    import fcntl
+    import termios
+
+    size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
+    held = array.array("i", [0])
+    deadline = time.monotonic() + WAIT
+    while held[0] < size - 4096:
+        assert time.monotonic() < deadline, f"the pipe holds {held[0]} of {size} bytes"
+        time.sleep(0.02)
+        fcntl.ioctl(fd, termios.FIONREAD, held)
+
+
 class InMemory:
     """A test server to run in the test's own process: ``connect(InMemory("feature_client"))``.
 

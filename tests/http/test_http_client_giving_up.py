@@ -23,9 +23,8 @@ import logging
 import threading
 
 import pytest
-from conftest import WAIT
+from conftest import WAIT, outcome_within
 from http_fixtures import serve  # noqa: F401 - a fixture
-from test_hardening_framing import in_thread
 from test_http_client import tools_server
 
 from mcp_ref import Client, RequestTimeout
@@ -129,7 +128,7 @@ def test_a_server_slow_to_take_a_cancellation_holds_no_caller(holding, transport
     server.hold = method_is("notifications/cancelled")
     url = served.mcp if transport == "streamable" else served.sse
     with Client.http(url, transport=transport, era="handshake", timeout=WAIT) as client:
-        outcome = in_thread(lambda: client.call_tool("slow", {}, timeout=SHORT))
+        outcome = outcome_within(lambda: client.call_tool("slow", {}, timeout=SHORT), 3 * WAIT)
         assert isinstance(outcome, RequestTimeout), outcome
         cancel = server.wait_for(method_is("notifications/cancelled"), "the cancellation")
         assert cancel["params"]["requestId"] == server.wait_for(call_of("slow"), "the call")["id"]
@@ -144,7 +143,7 @@ def test_a_held_post_over_the_2024_transport_holds_no_caller(holding):
     served, server, _tools = holding()
     server.hold = call_of("slow")
     with Client.http(served.sse, transport="sse", timeout=WAIT) as client:
-        outcome = in_thread(lambda: client.call_tool("slow", {}, timeout=SHORT))
+        outcome = outcome_within(lambda: client.call_tool("slow", {}, timeout=SHORT), 3 * WAIT)
         assert isinstance(outcome, RequestTimeout), outcome
         assert server.holding() == 1  # the call returned while its POST is still held
         assert client.call_tool("echo", {"text": "after"}).text == "after"
@@ -183,7 +182,9 @@ def test_a_new_session_started_by_a_call_given_up_on_is_kept(holding):
     with Client.http(served.mcp, era="handshake", timeout=WAIT) as client:
         transport = client.session.transport
         transport.session_id = "forgotten"  # the server answers 404 to a session it does not know
-        call = in_thread(lambda: client.call_tool("echo", {"text": "given up"}, timeout=SHORT))
+        call = outcome_within(
+            lambda: client.call_tool("echo", {"text": "given up"}, timeout=SHORT), 3 * WAIT
+        )
         assert isinstance(call, RequestTimeout), call
         assert server.holding() == 1, "the new session's notice is held"
         server.release()
@@ -199,7 +200,7 @@ def test_closing_gives_up_on_every_call_and_tells_the_server(holding):
     transport = client.session.transport
     calls = [client.start_tool_call("slow", {}) for _ in range(3)]
     server.wait_for(call_of("slow"), "the three calls", 3)
-    in_thread(client.close)
+    outcome_within(client.close, 3 * WAIT)
     told = server.wait_for(method_is("notifications/cancelled"), "three cancellations", 3)
     assert told  # each call's, sent before the session ended
     for worker in list(transport._pool._threads):  # none is left reading a held answer
@@ -217,7 +218,9 @@ def test_closing_ends_a_cancellation_the_server_is_slow_to_take(holding):
     with pytest.raises(RequestTimeout):
         client.call_tool("slow", {}, timeout=SHORT)
     assert server.held.wait(WAIT)
-    in_thread(client.close)  # waits NOTICES_AT_CLOSE for the notice, then shuts its socket down
+    outcome_within(
+        client.close, 3 * WAIT
+    )  # waits NOTICES_AT_CLOSE for the notice, then shuts its socket down
     for sender in list(transport._notices._threads):
         sender.join(WAIT)
         assert not sender.is_alive(), "the notice's POST outlives close()"

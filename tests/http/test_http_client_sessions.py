@@ -20,7 +20,7 @@ import socket
 import threading
 
 import pytest
-from conftest import WAIT, Collector
+from conftest import WAIT, Collector, Seen
 from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
@@ -399,19 +399,6 @@ def test_a_subscription_the_old_session_took_during_the_renewal_is_asked_of_the_
         )
         renewal_over(client.session.transport)
         assert client.connection.streams.subscribed_uris() == {"res://x"}
-
-
-class Seen(logging.Handler):
-    """A log handler: ``came`` is set once a record whose message holds ``words`` is logged."""
-
-    def __init__(self, words: str):
-        super().__init__(logging.DEBUG)
-        self.words = words
-        self.came = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.words in record.getMessage():
-            self.came.set()
 
 
 def test_an_unsubscribe_during_the_renewal_reaches_the_new_session_after_its_subscribe_again(

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 
 import pytest
-from conftest import WAIT
+from conftest import WAIT, Seen
 from http_fixtures import serve, serving  # noqa: F401 - serve is a fixture
 from test_http_client import scripted
 from test_http_client_sessions import scripted as scripted_server  # noqa: F401 - a fixture
@@ -121,19 +120,6 @@ def test_a_server_gone_mid_session_is_named_without_the_urls_credentials(caplog,
     finally:
         client.close()
     assert "SECRET" not in caplog.text
-
-
-class Seen(logging.Handler):
-    """A log handler that sets ``came`` once a record holding ``words`` is emitted."""
-
-    def __init__(self, words: str):
-        super().__init__(logging.DEBUG)
-        self.words = words
-        self.came = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.words in record.getMessage():
-            self.came.set()
 
 
 def test_an_event_dropped_from_the_get_stream_is_logged_without_the_urls_credentials(

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import WAIT
+from conftest import WAIT, outcome_within
 from proxies import route_through
 from test_hardening_client_bounds import RawHttp, answer, still_serves
 
@@ -96,23 +96,6 @@ def sent_by_requests(monkeypatch):
     return methods
 
 
-def in_thread(job):
-    """Run ``job()`` on a thread; its result or exception once it returned (a generous bound)."""
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = job()
-        except BaseException as exc:  # handed to the test
-            outcome["value"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(3 * WAIT)
-    assert not thread.is_alive(), "the call never returned"
-    return outcome["value"]
-
-
 def sent_by_requests_session(methods: list) -> None:
     """The tool call went through ``requests.Session.send`` (the client's one HTTP stack)."""
     assert "tools/call" in methods, methods
@@ -127,7 +110,7 @@ def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, lie)
     """``call_tool(timeout=2)`` returns with RequestTimeout (the removed thin path never returned),
     the client lets go of the lying connection, and its next call is served."""
     server, client = raw(lambda message: LIES[lie])
-    outcome = in_thread(lambda: client.call_tool("lie", {}, timeout=2))
+    outcome = outcome_within(lambda: client.call_tool("lie", {}, timeout=2), 3 * WAIT)
     assert isinstance(outcome, RequestTimeout), outcome
     sent_by_requests_session(sent_by_requests)
     assert server.dropped.wait(WAIT), "the client still reads the lying connection"
@@ -141,7 +124,7 @@ def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw,
     a call started and never waited for lets go of the lying connection past its timeout, and fails
     with RequestTimeout."""
     server, client = raw(lambda message: LIES[lie])
-    call = in_thread(lambda: client.start_tool_call("lie", {}, timeout=1))
+    call = outcome_within(lambda: client.start_tool_call("lie", {}, timeout=1), 3 * WAIT)
     assert server.dropped.wait(WAIT), (
         "a read of the lying answer is not bounded by the request's timeout"
     )
@@ -195,7 +178,7 @@ def test_endless_interim_answers_fail_the_call_at_once(raw):
     """Past MAX_INTERIM interim answers the call fails with a clear error (a server sending 103
     after 103 cannot keep the client reading), and the client serves on."""
     server, client = raw(lambda message: EARLY_HINTS * (MAX_INTERIM + 1))
-    outcome = in_thread(lambda: client.call_tool("hinted", {}, timeout=LONG))
+    outcome = outcome_within(lambda: client.call_tool("hinted", {}, timeout=LONG), 3 * WAIT)
     assert isinstance(outcome, MCPRefError) and "interim (1xx) responses" in str(outcome), outcome
     still_serves(client)
 
@@ -218,7 +201,9 @@ def test_an_answer_nested_too_deep_over_stdio_fails_its_call_at_once(order):
     (LONG, past the bound the call is waited for); the connection serves on."""
     command = [sys.executable, str(SERVERS / "deep_answer_server.py"), order]
     with Client.stdio(command, era="handshake", timeout=WAIT) as client:
-        refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=LONG)))
+        refused_as_too_deep(
+            outcome_within(lambda: client.call_tool("deep", {}, timeout=LONG), 3 * WAIT)
+        )
         still_serves(client)
 
 
@@ -234,7 +219,9 @@ def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, framing
         )
 
     server, client = raw(call, hold=framing == "sse")
-    refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=LONG)))
+    refused_as_too_deep(
+        outcome_within(lambda: client.call_tool("deep", {}, timeout=LONG), 3 * WAIT)
+    )
     if framing == "sse":
         assert server.dropped.wait(WAIT), (
             "the client still reads the stream of a request that failed"
@@ -302,7 +289,7 @@ def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, en
         )
 
     server, client = raw(call)
-    outcome = in_thread(lambda: client.call_tool("framed", {}, timeout=LONG))
+    outcome = outcome_within(lambda: client.call_tool("framed", {}, timeout=LONG), 3 * WAIT)
     assert isinstance(outcome, MCPRefError) and "Transfer-Encoding" in str(outcome), outcome
     still_serves(client)
 
@@ -336,7 +323,7 @@ def test_a_json_answer_whose_id_cannot_be_read_fails_its_call_at_once(raw):
         return json_answer(b'{"jsonrpc":"2.0","result":{"content":%s}}' % DEEP)  # no id at all
 
     server, client = raw(call, hold=False)
-    outcome = in_thread(lambda: client.call_tool("deep", {}, timeout=LONG))
+    outcome = outcome_within(lambda: client.call_tool("deep", {}, timeout=LONG), 3 * WAIT)
     assert isinstance(outcome, InvalidRequest), outcome
     assert "could not be read as the answer" in str(outcome), outcome
     still_serves(client)
@@ -354,7 +341,7 @@ def test_a_header_section_trickled_a_byte_at_a_time_is_dropped_at_the_calls_time
 
     server, client = raw(call)
     try:
-        outcome = in_thread(lambda: client.call_tool("trickle", {}, timeout=1))
+        outcome = outcome_within(lambda: client.call_tool("trickle", {}, timeout=1), 3 * WAIT)
         assert isinstance(outcome, RequestTimeout), outcome
         assert server.dropped.wait(WAIT), "the client still reads the trickled header section"
     finally:

@@ -16,7 +16,16 @@ import sys
 import time
 
 import pytest
-from conftest import DEMO, SERVERS, WAIT, Collector, Workers, live_group_members, run_threads
+from conftest import (
+    DEMO,
+    SERVERS,
+    WAIT,
+    Collector,
+    Workers,
+    live_group_members,
+    run_threads,
+    wait_pipe_full,
+)
 
 from mcp_ref import Client, ConnectionClosed, RequestTimeout
 
@@ -128,23 +137,6 @@ DEAF = [sys.executable, str(SERVERS / "stdio_deaf.py")]
 BIG = "a" * 2_000_000  # an argument far larger than a pipe holds
 
 
-def _wait_pipe_full(transport) -> None:
-    """Wait (bounded) until the server's stdin pipe is full: the bytes in it (Linux FIONREAD, which
-    counts both ends of a pipe) within a page of its size.  No event tells the writer's side."""
-    import array
-    import fcntl
-    import termios
-
-    fd = transport.process.stdin.fileno()
-    size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
-    held = array.array("i", [0])
-    deadline = time.monotonic() + WAIT
-    while held[0] < size - 4096:
-        assert time.monotonic() < deadline, f"the pipe holds {held[0]} of {size} bytes"
-        time.sleep(0.02)
-        fcntl.ioctl(fd, termios.FIONREAD, held)
-
-
 @pytest.mark.slow
 def test_a_request_the_server_never_reads_times_out():
     # 2025-11-25 basic/lifecycle §Timeouts: "implementations SHOULD establish timeouts for all sent
@@ -191,7 +183,7 @@ def test_close_ends_a_server_that_stopped_reading_while_a_write_waits():
     transport = client.session.transport
     pending = [client.session.send_request("tools/list") for _ in range(3)]
     writers = Workers(lambda _: client.call_tool("echo", {"text": BIG}), 1).start()
-    _wait_pipe_full(transport)
+    wait_pipe_full(transport.process.stdin.fileno())
     run_threads(lambda _: client.close(), 1)
     assert transport.returncode is not None
     with pytest.raises(AssertionError, match="ConnectionClosed"):
@@ -247,7 +239,7 @@ def test_close_finishes_a_line_begun_while_the_server_reads(tmp_path):
     client = Client.stdio(server, era="handshake", timeout=None, stderr="discard")
     transport = client.session.transport
     writers = Workers(lambda _: client.call_tool("echo", {"text": BIG}), 1).start()
-    _wait_pipe_full(transport)
+    wait_pipe_full(transport.process.stdin.fileno())
     closer = Workers(lambda _: client.close(), 1).start()
     deadline = time.monotonic() + WAIT
     while not transport.closing:  # no event tells it: close() has begun on its thread

@@ -16,11 +16,10 @@ import os
 import select
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
-from conftest import DEMO, SERVERS, WAIT, RawPeer
+from conftest import DEMO, SERVERS, WAIT, RawPeer, outcome_within, wait_pipe_full
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, LimitExceeded
 from mcp_ref.session import CLOSING_WRITES
@@ -30,23 +29,6 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="poll() on pipes (POS
 ODD = [sys.executable, str(SERVERS / "stdio_odd_answers.py")]
 #: The timeout of a call that must fail at once: far past the bound its outcome is waited for.
 LONG = 10 * WAIT
-
-
-def within_wait(job):
-    """Run ``job()`` on a thread: its result, or the exception it raised, within ``WAIT``."""
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = job()
-        except BaseException as exc:  # handed to the test
-            outcome["value"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(WAIT)
-    assert "value" in outcome, f"still waiting after {WAIT} s"
-    return outcome["value"]
 
 
 def odd_client(**options) -> Client:
@@ -76,7 +58,7 @@ def still_serves(client: Client) -> None:
 def test_a_malformed_answer_fails_its_call_at_once_and_is_not_answered_back(name):
     client = odd_client()
     try:
-        outcome = within_wait(lambda: client.call_tool(name, {}, timeout=LONG))
+        outcome = outcome_within(lambda: client.call_tool(name, {}, timeout=LONG))
         assert isinstance(outcome, InvalidRequest), outcome
         assert "the peer's answer is not valid" in str(outcome)
         still_serves(client)
@@ -148,7 +130,7 @@ def test_a_malformed_answer_in_a_batch_fails_its_request_at_once_and_is_not_answ
 def test_an_answer_past_max_message_size_fails_its_call_at_once_and_is_not_answered_back():
     client = odd_client(max_message_size=10_000)
     try:
-        outcome = within_wait(lambda: client.call_tool("big", {"size": 20_000}, timeout=LONG))
+        outcome = outcome_within(lambda: client.call_tool("big", {"size": 20_000}, timeout=LONG))
         assert isinstance(outcome, LimitExceeded), outcome
         assert "limit of 10000 bytes (max_message_size)" in str(outcome)
         assert outcome.data == {"limit": 10_000}
@@ -168,7 +150,7 @@ def test_a_server_that_exits_while_its_child_holds_its_stdout_fails_the_call_at_
     client = odd_client()
     try:
         call = {"seconds": 10 * LONG}
-        outcome = within_wait(lambda: client.call_tool("exit", call, timeout=LONG))
+        outcome = outcome_within(lambda: client.call_tool("exit", call, timeout=LONG))
         assert isinstance(outcome, ConnectionClosed), outcome
         assert "the server exited with status 3" in str(outcome)
         assert client.session.wait_closed(WAIT)
@@ -354,20 +336,8 @@ class RawClient:
         return [json.loads(line) for line in self.output.split(b"\n")[:-1]]
 
     def wait_pipe_full(self) -> None:
-        """Wait (bounded) until the server's stdout pipe is full: the bytes in it (Linux FIONREAD)
-        within a page of its size.  No event tells the reading side."""
-        import array
-        import fcntl
-        import termios
-
-        fd = self.server.stdout.fileno()
-        size = fcntl.fcntl(fd, 1032)  # F_GETPIPE_SZ
-        held = array.array("i", [0])
-        deadline = time.monotonic() + WAIT
-        while held[0] < size - 4096:
-            assert time.monotonic() < deadline, f"the pipe holds {held[0]} of {size} bytes"
-            time.sleep(0.02)
-            fcntl.ioctl(fd, termios.FIONREAD, held)
+        """Wait (bounded) until the server's stdout pipe is full."""
+        wait_pipe_full(self.server.stdout.fileno())
 
     def end(self) -> None:
         if self.server.poll() is None:
