@@ -54,13 +54,7 @@ class Login:
         it (each read waited for at most WAIT; the test fails if it is never closed)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=WAIT) as connection:
             connection.sendall(request)
-            answer = b""
-            try:
-                while chunk := connection.recv(4096):
-                    answer += chunk
-            except ConnectionResetError:
-                pass  # closed with bytes unread: the end too
-            return answer
+            return read_to_the_end(connection)
 
     def redirect(self, target: str | None = None) -> bytes:
         """The user's browser following the redirect (``target``: the request target to send)."""
@@ -192,3 +186,16 @@ def test_a_redirect_for_another_request_in_absolute_form_is_refused(login):
     assert not flow.ended.is_set()
     assert status_of(flow.redirect()) == 200
     assert flow.ended.wait(WAIT)
+
+
+def read_to_the_end(connection: socket.socket) -> bytes:
+    """What the listener answered on ``connection`` before closing it (waiting at most WAIT a
+    read)."""
+    connection.settimeout(WAIT)
+    answer = b""
+    try:
+        while chunk := connection.recv(4096):
+            answer += chunk
+    except ConnectionResetError:
+        pass  # closed with bytes unread: the end too
+    return answer

@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 from conftest import WAIT
+from test_loopback_listener import read_to_the_end
 
 from mcp_ref import Client, Server
 from mcp_ref.http.wsgi_server import WsgiServer
@@ -937,18 +938,6 @@ def _trickle_while(thread: threading.Thread, stray: socket.socket) -> None:
             return
 
 
-def _read_to_the_end(stray: socket.socket) -> bytes:
-    """What the listener answered on ``stray`` before closing it (waiting at most WAIT a read)."""
-    stray.settimeout(WAIT)
-    answer = b""
-    try:
-        while chunk := stray.recv(4096):
-            answer += chunk
-    except ConnectionResetError:
-        pass  # closed with our bytes unread: the end too
-    return answer
-
-
 def test_a_stray_trickling_its_request_does_not_hold_the_login_past_its_timeout(app, caplog):
     """The login waits for the user ``login_timeout`` and no longer, whatever other connections to
     the loopback listener do: one that sends its request a byte at a time (each byte well within
@@ -967,7 +956,7 @@ def test_a_stray_trickling_its_request_does_not_hold_the_login_past_its_timeout(
         thread.join(WAIT)
         assert not thread.is_alive(), "the login outlived its timeout while a stray trickled"
         assert isinstance(outcome[0], AuthorizationTimeout), outcome
-        assert _read_to_the_end(stray) == b""  # closed, never answered
+        assert read_to_the_end(stray) == b""  # closed, never answered
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", strays.port), timeout=WAIT).close()
     finally:
@@ -994,7 +983,7 @@ def test_a_stray_being_read_does_not_keep_the_redirect_waiting(app, caplog):
         _trickle_while(thread, stray)
         thread.join(WAIT)
         assert not thread.is_alive() and outcome == ["works"], outcome
-        assert _read_to_the_end(stray) == b""
+        assert read_to_the_end(stray) == b""
     finally:
         strays.close()
     assert_clean(app, caplog)
@@ -1023,11 +1012,11 @@ def test_a_stray_gets_a_bounded_time_and_size_for_its_request(app, caplog):
         [slow] = strays.sockets
         _trickle_while(thread, slow)  # until the listener closes it (0.2 s)
         assert thread.is_alive()  # the login waits on
-        assert _read_to_the_end(slow) == b""
+        assert read_to_the_end(slow) == b""
         with socket.create_connection(("127.0.0.1", strays.port), timeout=WAIT) as large:
             # one byte too many, all of them read before the answer (none left unread: no reset)
             large.sendall((b"GET /callback?" + b"x" * MAX_REQUEST_BYTES)[: MAX_REQUEST_BYTES + 1])
-            assert _read_to_the_end(large).startswith(b"HTTP/1.1 431 ")
+            assert read_to_the_end(large).startswith(b"HTTP/1.1 431 ")
         approved.set()
         thread.join(WAIT)
         assert not thread.is_alive() and outcome == ["works"], outcome
