@@ -192,7 +192,8 @@ class RequestContext:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> bool:
         """Send ``notifications/progress`` for this request; False when no progress was asked for,
-        or the request has ended (:meth:`end`) or was cancelled: the report is dropped.
+        the request has ended (:meth:`end`) or was cancelled, or the connection has closed: the
+        report is dropped.
 
         2025-11-25 basic/utilities/progress: "The progress value MUST increase
         with each notification, even if the total is unknown."  2026-07-28 basic/transports/stdio
@@ -211,9 +212,12 @@ class RequestContext:
                 params["total"] = total
             if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
                 params["message"] = message
-            self.session.notify(
-                "notifications/progress", params, related_request_id=self.request_id
-            )
+            try:
+                self.session.notify(
+                    "notifications/progress", params, related_request_id=self.request_id
+                )
+            except ConnectionError:  # the connection has closed: nobody is left to hear it
+                return False
         return True
 
 

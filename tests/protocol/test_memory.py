@@ -125,6 +125,37 @@ def test_closing_the_client_ends_the_servers_side_of_the_connection():
         client.call_tool("add", {"a": 1, "b": 1})
 
 
+def test_progress_after_the_client_has_gone_is_dropped_not_raised():
+    server = Server("memory-progress")
+    started, go_on, finished = threading.Event(), threading.Event(), threading.Event()
+    reported = []
+
+    @server.tool()
+    def slow(ctx: Context) -> str:
+        """Report progress once the client has gone."""
+        started.set()
+        go_on.wait(WAIT)
+        try:
+            reported.append(ctx.report_progress(1, 2))
+        finally:
+            finished.set()
+        return "done"
+
+    client = Client.in_memory(server, timeout=WAIT, era="handshake")
+    [connection] = server.connections()
+    call = client.start_tool_call("slow", on_progress=lambda *progress: None)
+    assert started.wait(WAIT)
+    # the client goes as a dead process does: no cancellation, its end of the channel closes
+    client.session.transport.close()
+    with pytest.raises(ConnectionClosed):
+        call.result()
+    go_on.set()
+    assert finished.wait(WAIT)
+    assert reported == [False]  # dropped, not raised: the tool goes on to its end
+    assert connection.session.wait_closed(WAIT)
+    client.close()
+
+
 def test_a_client_that_fails_to_start_leaves_no_server_connection_running():
     server, _ = build_server()
     with pytest.raises(ValueError):
