@@ -51,6 +51,14 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 MAX_MESSAGE = 1024
 
 
+def concise(message: str) -> str:
+    """``message`` as sent to the peer: whole, or its first :data:`MAX_MESSAGE` characters ending
+    in "…", so the peer can tell that it was cut."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return message[: MAX_MESSAGE - 1] + "…"
+
+
 class MCPRefError(Exception):
     """The root of every error mcp_ref raises: ``except mcp_ref.MCPRefError`` catches them all.
 
@@ -77,7 +85,7 @@ class McpError(MCPRefError):
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object for this exception."""
-        error = {"code": self.code, "message": self.message[:MAX_MESSAGE]}
+        error = {"code": self.code, "message": concise(self.message)}
         if self.data is not None:
             error["data"] = self.data
         return error

@@ -509,6 +509,7 @@ def test_an_unknown_methods_long_name_is_not_echoed_whole(serve, legacy_raw):
     assert answer["id"] == 5 and answer["error"]["code"] == -32601
     message = answer["error"]["message"]
     assert message.startswith("Method not found: xxx") and len(message) == 1024
+    assert message.endswith("x…")  # the peer can tell it was cut
     assert session.post(request("ping", {}, 6)).status_code == 202
     assert session.next_message() == {"jsonrpc": "2.0", "id": 6, "result": {}}
 

@@ -198,6 +198,10 @@ def test_an_error_answered_before_dispatch_does_not_echo_a_peers_string_whole(se
     assert reply.status_code == 400, reply.text[:200]
     error = answered(reply)["error"]
     assert error["code"] == -32020 and error["message"].startswith("Header mismatch: ")
+    message = error["message"]
+    assert len(message) <= 1024
+    if echoed != "body tool name":  # the name is not echoed at all
+        assert len(message) == 1024 and message.endswith("v…")  # the peer can tell it was cut
     assert len(error["message"]) <= 1024 and len(reply.content) < 2048
     if echoed != "body tool name":  # this one names the header, not the value
         assert "v" * 900 in error["message"]  # echoed, and cut

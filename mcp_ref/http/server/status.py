@@ -16,12 +16,12 @@ from ...errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    MAX_MESSAGE,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     LimitExceeded,
     McpError,
+    concise,
 )
 
 
@@ -168,13 +168,13 @@ def refusal(exc: LimitExceeded, request_id) -> HttpError:
 def error_answer(start_response, exc: HttpError) -> list[bytes]:
     """The WSGI answer of refusal ``exc``: its status, its headers, a JSON-RPC error body.
 
-    Every HTTP refusal is answered here, so its message is cut here, at ``errors.MAX_MESSAGE``
-    characters as ``McpError.to_error`` cuts a handler's: a peer's string echoed in it (a
-    ``_meta`` protocol version, a body's method or name a header does not match) cannot make the
-    answer grow with it.  JSON-RPC 2.0 §5.1: "The message SHOULD be limited to a concise single
+    Every HTTP refusal is answered here, so its message is cut here as ``McpError.to_error`` cuts
+    a handler's (``errors.concise``: at ``errors.MAX_MESSAGE`` characters, the last one "…"): a
+    peer's string echoed in it (a ``_meta`` protocol version, a body's method or name a header
+    does not match) cannot make the answer grow with it.  JSON-RPC 2.0 §5.1: "The message SHOULD be limited to a concise single
     sentence."
     """
-    error = {"code": exc.code, "message": exc.message[:MAX_MESSAGE]}
+    error = {"code": exc.code, "message": concise(exc.message)}
     if exc.data is not None:
         error["data"] = exc.data
     answer = {"jsonrpc": "2.0", "error": error}
