@@ -7,6 +7,9 @@ whoever sets the Event: the session, when the peer sends ``notifications/cancell
 basic/utilities/cancellation §Behavior Requirements: the receiver "SHOULD: Stop processing the
 cancelled request"), or a task that holds it (tasks/cancel, expiry).  Loaded with the first
 request whose cancellation is asked for.
+
+And the other way: an answer to a request of ours that is no longer waited for
+(:func:`unclaimed_answer`), as a cancellation crossing it leaves.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import logging
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from .jsonrpc import ErrorResponse, Response
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
@@ -86,3 +91,29 @@ def cancel_at_end_of_input(pool: Any, contexts: list[Any]) -> None:
     for context in contexts:
         context.cancelled.set(ours=True)
     pool.executor.shutdown()
+
+
+def unclaimed_answer(
+    name: str,
+    answer: Response | ErrorResponse,
+    given_up: dict[Any, Callable[[dict], None] | None],
+    call_soon: Callable[..., bool],
+) -> None:
+    """What the session ``name`` does with an ``answer`` no request of its own waits for:
+    ``given_up`` holds the ids of those it stopped waiting for, each with its ``late_answer``.
+
+    2025-11-25 basic/utilities/cancellation: "The sender of the cancellation notification SHOULD
+    ignore any response to the request that arrives afterward": ignored, but a result is given to
+    the request's ``late_answer`` (on the callback thread, ``call_soon``), so that what it started
+    on the peer (a task) can be stopped.  An answer to an id never sent, or long given up on, is a
+    warning.
+    """
+    if isinstance(answer, ErrorResponse) and answer.id is None:  # (no request has the id None)
+        log.warning("%s: the peer reported an error: %s", name, answer.error.get("message"))
+    elif answer.id in given_up:
+        late_answer = given_up.pop(answer.id)
+        if late_answer is not None and isinstance(answer, Response):
+            call_soon(late_answer, answer.result, keep=True)
+        log.debug("%s: ignored the answer to request %r, given up", name, answer.id)
+    else:
+        log.warning("%s: dropped an answer to unknown request id %r", name, answer.id)

@@ -235,6 +235,9 @@ class PendingRequest(Future):
     #: its own cancellation travels with that one's messages.
     related_request_id: Any = None
     outlives_related = False
+    #: Given the result of an answer that comes after the session gave up on this request
+    #: (``Session.send_request``'s ``late_answer``), or None.
+    late_answer: Callable[[dict[str, Any]], None] | None = None
 
     def __init__(
         self,

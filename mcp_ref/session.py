@@ -27,7 +27,6 @@ it asks of the connection is :class:`Transport`, the transport contract (below).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import itertools
 import logging
@@ -227,7 +226,8 @@ DEFAULT_MAX_TOTAL_FACTOR = 10
 
 #: The ids of our last requests we stopped waiting for (cancelled, timed out, failed on this side),
 #: whose answer may still come (the peer sent it before it read the cancellation): such an answer
-#: is ignored quietly.  Older ones fall out (then an answer to one is logged as unknown).
+#: is ignored quietly, or given to the request's ``late_answer``.  Older ones fall out (then an
+#: answer to one is logged as unknown).
 GIVEN_UP_IDS_KEPT = 64
 
 
@@ -274,7 +274,8 @@ class Session:
         # requests whose progress outlives their answer (end_progress)
         self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
-        self._given_up: collections.deque = collections.deque(maxlen=GIVEN_UP_IDS_KEPT)
+        # id -> the request's late_answer (or None), oldest first
+        self._given_up: dict[jsonrpc.RequestId, Callable[[dict], None] | None] = {}
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
@@ -410,6 +411,7 @@ class Session:
         before_write: Callable[[jsonrpc.RequestId], None] | None = None,
         progress_outlives_answer: bool = False,
         outlives_related: bool = False,
+        late_answer: Callable[[dict], None] | None = None,
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
@@ -425,6 +427,9 @@ class Session:
         caller can route what the peer sends about it (a listen stream's notifications) from the start.
         ``progress_outlives_answer`` keeps calling ``on_progress`` after the answer, until
         :meth:`end_progress` (the answer only starts the work the progress is about).
+        ``late_answer(result)`` runs on the callback thread when the result comes after the request
+        was given up on (cancelled, timed out) and is still remembered (:data:`GIVEN_UP_IDS_KEPT`):
+        what such a result started on the peer (a task) can be stopped.
         """
         timeout = self.default_timeout if timeout is DEFAULT else timeout
         if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
@@ -446,6 +451,7 @@ class Session:
             )
             pending.related_request_id = related_request_id
             pending.outlives_related = outlives_related
+            pending.late_answer = late_answer
             if on_progress is not None:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
@@ -523,7 +529,9 @@ class Session:
                 self._progress.pop(request_id, None)
             pending = self._pending.pop(request_id, None)
             if pending is not None and not answered:
-                self._given_up.append(request_id)
+                self._given_up[request_id] = pending.late_answer
+                if len(self._given_up) > GIVEN_UP_IDS_KEPT:
+                    del self._given_up[next(iter(self._given_up))]
             return pending
 
     def _send_cancel(
@@ -946,16 +954,9 @@ class Session:
     def _receive_answer(self, answer) -> None:
         # (no request of ours has the id None)
         if (pending := self._forget(answer.id, answered=True)) is None:
-            if isinstance(answer, ErrorResponse) and answer.id is None:
-                log.warning(
-                    "%s: the peer reported an error: %s", self.name, answer.error.get("message")
-                )
-            elif answer.id in self._given_up:
-                # 2025-11-25 basic/utilities/cancellation: "The sender of the cancellation
-                # notification SHOULD ignore any response to the request that arrives afterward"
-                log.debug("%s: ignored the answer to request %r, given up", self.name, answer.id)
-            else:
-                log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
+            from .cancellation import unclaimed_answer  # loaded with the first such answer
+
+            unclaimed_answer(self.name, answer, self._given_up, self.call_soon)
             return
         result, error = (
             (answer.result, None)

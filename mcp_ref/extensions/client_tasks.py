@@ -96,6 +96,7 @@ class TaskCall(ModernCall):
         self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
         self._task_lock = threading.Lock()
         self._task_cancelled = False  # tasks/cancel was sent (once, by cancel() or the follower)
+        options = dict(options, late_answer=self._late_answer)
         super().__init__(connection, method, params, options, (EXTENSION,))
 
     def _finished(self) -> bool:
@@ -126,6 +127,25 @@ class TaskCall(ModernCall):
             self.task_id = task_id
             self.cancel_task(task_id)
         return True
+
+    def _late_answer(self, result: dict) -> None:
+        """The answer to a round that came after it was cancelled (or timed out): a task handle
+        that crossed the cancellation.  Nobody follows that task: ``tasks/cancel``, not waited for
+        (on the callback thread)."""
+        task_id = result.get("taskId") if result.get("resultType") == TASK else None
+        if not isinstance(task_id, str) or not task_id:
+            return
+        with self._task_lock:
+            if self._task_cancelled:
+                return
+            self._task_cancelled = True
+        self.task_id = task_id
+        try:
+            self.connection.send_request(
+                "tasks/cancel", {"taskId": task_id}, declares=(EXTENSION,), **self.request_options()
+            )
+        except ConnectionError:
+            log.debug("tasks/cancel of %s not sent: the connection is closed", task_id)
 
     def cancel_task(self, task_id: str) -> None:
         """``tasks/cancel`` for the call's task, once (cancel() and the follower may both get here)."""

@@ -458,6 +458,35 @@ def test_cancelling_a_task_no_one_follows_sends_tasks_cancel(kind, serve):
     wire.assert_valid()
 
 
+def test_a_task_handle_that_crossed_the_cancellation_gets_tasks_cancel():
+    """cancel() before the handle is in cancels the ``tools/call``; when the handle was already on
+    its way (the server made the task before it read the cancellation), no one follows that task:
+    the late handle gets ``tasks/cancel`` (SEP-2663 §Task Cancellation), not dropped unnoticed."""
+    wire = WireChecker()
+    calls: list = []
+    task_cancelled = threading.Event()
+
+    def trace(direction, data):
+        wire(direction, data)
+        handle = direction == "<--" and b'"resultType":"task"' in data.replace(b" ", b"")
+        if handle and calls and not calls[0].done():
+            calls[0].cancel("enough")  # the handle has come, but not yet been read: the race
+        if direction == "-->" and b'"tasks/cancel"' in data:
+            task_cancelled.set()
+
+    with Client.in_memory(TASKS.build(), trace=trace, timeout=WAIT) as client:
+        call = client.start_tool_call("forever", task=True)
+        calls.append(call)
+        with pytest.raises(RequestCancelled):
+            call.result()
+        assert task_cancelled.wait(WAIT)
+        (handle,) = [m for m in wire.received() if m.get("result", {}).get("resultType") == "task"]
+        (cancel,) = wire.sent("tasks/cancel")
+        assert cancel["params"]["taskId"] == handle["result"]["taskId"] == call.task_id
+        assert wire.sent("notifications/cancelled")  # for the tools/call: its handle was not in
+    wire.assert_valid()
+
+
 def _outcome(call):
     try:
         return call.result()
