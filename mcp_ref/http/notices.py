@@ -87,6 +87,8 @@ class Notices:
         _notices: ThreadPoolExecutor
         _resends: ThreadPoolExecutor
         _notice_places: threading.BoundedSemaphore
+        _resends_lock: threading.Lock
+        _resends_waiting: int
 
         def _post(
             self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False
@@ -106,6 +108,8 @@ class Notices:
         self._notices = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-notice")
         self._resends = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-http-resend")
         self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
+        self._resends_lock = threading.Lock()
+        self._resends_waiting = 0  # notices queued to be sent again, not yet sent or dropped
 
     def _send_due_notices(self) -> None:
         """At close: the notices due (the cancellations the session's close queued) are sent
@@ -148,7 +152,15 @@ class Notices:
         the reply says only "Accepted".  Within its deadline (:attr:`notice_timeouts`), watched
         under a key of its own, ``(kind, number)``: ``kind`` says what it is (``"notifications/
         cancelled"``: a cancellation, for which an auth hook starts no login).  Refused 503 with
-        ``Retry-After``, it is sent again after that pause (:meth:`_send_later`)."""
+        ``Retry-After``, it is sent again after that pause (:meth:`_send_later`).
+
+        While notices wait to be sent again, one that is not a cancellation is queued behind them
+        (sent there at once, its caller not waiting): it must not reach the server before a
+        progress notice refused earlier (basic/utilities/progress, "The progress value MUST
+        increase with each notification")."""
+        if kind != "notifications/cancelled" and self._resends_waiting:
+            self._send_later(0.0, data, legacy, message, kind)
+            return
         pause = self._post_notice(data, legacy, message, kind, resends=0)
         if pause is not None:
             self._send_later(pause, data, legacy, message, kind)
@@ -245,7 +257,8 @@ class Notices:
                 "%d notices wait to be sent: a refused %s is dropped", MAX_WAITING_NOTICES, kind
             )
             return
-
+        with self._resends_lock:
+            self._resends_waiting += 1
         due = time.monotonic() + pause
 
         def send_again() -> None:
@@ -261,12 +274,18 @@ class Notices:
             except OSError as exc:
                 log.debug("%s could not be sent again: %s", kind, failed_because(exc))
             finally:
-                self._notice_places.release()
+                self._resend_over()
 
         try:
             self._resends.submit(send_again)
         except RuntimeError:  # shut down: the transport closed
-            self._notice_places.release()
+            self._resend_over()
+
+    def _resend_over(self) -> None:
+        """One notice queued to be sent again was sent, or dropped: its place is free."""
+        with self._resends_lock:
+            self._resends_waiting -= 1
+        self._notice_places.release()
 
     def _renewed(self, generation: int) -> bool:
         """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):

@@ -954,6 +954,35 @@ def test_a_notice_refused_again_on_its_resend_stays_before_the_ones_refused_afte
         assert server.count(posted("notifications/progress")) == 5  # 1 three times, 2 twice
 
 
+def test_a_notice_sent_while_an_earlier_one_waits_to_be_sent_again_goes_after_it(scripted):
+    # 2025-11-25 basic/utilities/progress: "The progress value MUST increase with each
+    # notification".  The server refuses progress 1 once, 503 with Retry-After: 1; progress 2,
+    # sent meanwhile, used to go at once, so the server took 2, then 1.  It waits behind 1.
+    accepted: list[int] = []
+    both = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") != "notifications/progress":
+            return None
+        progress = message["params"]["progress"]
+        if progress == 1 and server.count(posted("notifications/progress")) == 1:
+            return answer("503 Service Unavailable", b"", "Retry-After: 1\r\n")
+        accepted.append(progress)
+        if len(accepted) == 2:
+            both.set()
+        return answer("202 Accepted")
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        for progress in (1, 2):
+            params = {"progressToken": "the-task", "progress": progress}
+            client.connection.notify("notifications/progress", params)
+        assert both.wait(WAIT), f"the server took only {accepted}"
+        assert accepted == [1, 2]
+        assert server.count(posted("notifications/progress")) == 3  # 1 twice, 2 once
+
+
 def test_a_notice_refused_every_time_is_sent_again_max_resends_times_then_dropped(scripted):
     # Refused 503 with Retry-After each time, a notice is sent again notices.MAX_RESENDS times
     # (each after its pause), then dropped (logged); a notice sent after it still gets through.
