@@ -401,7 +401,11 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         _handler.linger = True
 
     def _respond(self, body: _Body) -> None:
-        state: dict = {"sent": False, "chunked": False, "body": body}
+        # RFC 9110 §9.3.2: the server "MUST NOT send content in the response" to HEAD: its head
+        # (with the Content-Length a GET would have) and nothing after it, lest a kept-alive
+        # connection's next response be read from the body's bytes.
+        head_only = self.command == "HEAD"
+        state: dict = {"sent": False, "chunked": False, "body": body, "head_only": head_only}
 
         def start_response(status: str, headers: list, exc_info=None):
             if exc_info and state["sent"]:
@@ -416,9 +420,11 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             else:
                 for chunk in result:
                     self._write(state, chunk)
+                    if head_only and state["sent"]:
+                        break  # the head is out; a stream's events are never waited for
                 if not state["sent"]:
                     self._send_head(state)
-                if state["chunked"]:
+                if state["chunked"] and not head_only:
                     self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
         finally:
@@ -463,14 +469,18 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     def _send_sized(self, state: dict, chunks: list) -> None:
         """A complete body: headers and body leave in one flush."""
         self._send_head(state, sum(len(c) for c in chunks))
-        for chunk in chunks:
-            self.wfile.write(chunk)
+        if not state["head_only"]:
+            for chunk in chunks:
+                self.wfile.write(chunk)
         self.wfile.flush()
 
     def _write(self, state: dict, data: bytes) -> None:
         """Send part of a body of unknown length (the WSGI ``write`` callable, and streamed iterables)."""
         if not state["sent"]:
             self._send_head(state)
+        if state["head_only"]:
+            self.wfile.flush()  # the head alone (RFC 9110 §9.3.2)
+            return
         if not data:
             return
         if state["chunked"]:

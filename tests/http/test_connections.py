@@ -763,3 +763,67 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
         httpd.shutdown()
         httpd.server_close()
         thread.join(WAIT)
+
+
+def sized_or_streamed_app(environ, start_response):
+    """A WSGI app: ``/sized`` answers a body it gives whole (a list), anything else one it streams
+    (a generator, of unknown length: chunked)."""
+    if environ["PATH_INFO"] == "/sized":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello, ", b"world"]
+
+    def stream():
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        yield b"streamed"
+
+    return stream()
+
+
+def test_a_head_request_is_answered_without_content_and_the_connection_goes_on():
+    """RFC 9110 §9.3.2: the server "MUST NOT send content in the response" to HEAD.  Its head
+    (Content-Length as a GET would have it, or chunked framing) and nothing else: the next
+    request's answer on the same kept-alive connection starts right after it.  Exact bytes."""
+    from mcp_ref.http.wsgi_server import WsgiServer
+
+    httpd = WsgiServer(("127.0.0.1", 0), sized_or_streamed_app)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        with connect(httpd.port) as sock:
+            sock.sendall(
+                b"HEAD /sized HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"HEAD /streamed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+        assert received == (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+            b"Connection: close\r\n\r\nhello, world"
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+
+
+def test_a_head_request_to_the_mcp_endpoint_gets_its_error_answer_without_content(serve):
+    """The MCP application's answer to HEAD (an error) leaves no body on the connection: the next
+    request on it is answered in turn (a HEAD's body would be read as the next status line)."""
+    served = serve()
+    with connect(served.httpd.port) as sock:
+        sock.sendall(
+            b"HEAD /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            b"GET /nothing-here HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    first_head, _, rest = received.partition(b"\r\n\r\n")
+    assert first_head.startswith(b"HTTP/1.1 4")
+    assert rest.startswith(b"HTTP/1.1 404 "), rest[:80]
