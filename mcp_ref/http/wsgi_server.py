@@ -276,7 +276,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         for a field name that is not a token or is followed by whitespace ("No whitespace is
         allowed between the field name and colon", §5.1), for obsolete line folding (§5.2: a
         server "MUST either reject" it), for a bare CR (§2.2: two readers of the same bytes
-        could disagree on the fields: request smuggling), and for Content-Length fields that
+        could disagree on the fields: request smuggling), for an HTTP/1.1 request without a
+        ``Host`` field and any request with more than one (§3.2), and for Content-Length fields that
         disagree (§6.3).  Then ``Connection`` (keep-alive) and ``Expect: 100-continue``.
         """
         self.command = None  # type: ignore[assignment]  # as the base class's parse_request does: no request line yet
@@ -304,6 +305,13 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             if headers is None:
                 return False
         self.headers = headers
+        hosts = len(headers.get_all("Host"))
+        if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):
+            # RFC 9112 §3.2: a server "MUST respond with a 400 (Bad Request) status code to any
+            # HTTP/1.1 request message that lacks a Host header field and to any request message
+            # that contains more than one Host header field line".
+            self.send_error(400, "A request needs one Host field (HTTP/1.1), never two")
+            return False
         if len(set(headers.get_all("Content-Length"))) > 1:
             self.send_error(400, "Conflicting Content-Length fields")
             return False

@@ -662,6 +662,40 @@ def test_a_bad_request_line_is_refused(serve, line, status):
         assert status_of(sock).split()[1] == status
 
 
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n"], ids=["crlf-whole-head", "lf-line-by-line"])
+@pytest.mark.parametrize(
+    "version, hosts",
+    [
+        (b"HTTP/1.1", []),
+        (b"HTTP/1.1", [b"127.0.0.1", b"evil.example"]),
+        (b"HTTP/1.1", [b"evil.example", b"127.0.0.1"]),
+        (b"HTTP/1.0", [b"127.0.0.1", b"127.0.0.1"]),
+    ],
+    ids=["none", "two-allowed-first", "two-evil-first", "two-http-1.0"],
+)
+def test_a_request_without_one_host_field_gets_400(serve, ending, version, hosts):
+    """RFC 9112 §3.2: a server "MUST respond with a 400 (Bad Request) status code to any HTTP/1.1
+    request message that lacks a Host header field and to any request message that contains more
+    than one Host header field line" (it was 403, from the rebinding guard).  Both head parsers;
+    the same request with one Host is served."""
+    served = serve()
+    lines = [b"POST /mcp " + version]
+    lines += [b"Host: " + host for host in hosts]
+    lines += [
+        b"Content-Type: application/json",
+        b"Accept: " + ACCEPT_BOTH.encode(),
+        b"Content-Length: %d" % len(INITIALIZE),
+        b"Connection: close",
+    ]
+    with connect(served.httpd.port) as sock:
+        sock.sendall(ending.join([*lines, b"", b""]) + INITIALIZE)
+        assert status_of(sock).split()[1] == b"400"
+    good = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1", *lines[-4:]]
+    with connect(served.httpd.port) as sock:
+        sock.sendall(ending.join([*good, b"", b""]) + INITIALIZE)
+        assert status_of(sock).split()[1] == b"200"
+
+
 def test_keep_alive_follows_the_version_and_connection_and_expect_continue_is_answered(serve):
     served = serve()
     port = served.httpd.port

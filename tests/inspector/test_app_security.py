@@ -102,14 +102,23 @@ def test_without_the_token_nothing_is_served(inspector, path):
 
 
 @pytest.mark.parametrize(
-    "host", ["evil.example:{port}", "127.0.0.1:{other}", "127.0.0.1", "[::1]:{port}", ""]
+    "host", ["evil.example:{port}", "127.0.0.1:{other}", "127.0.0.1", "[::1]:{port}"]
 )
 def test_another_host_is_refused(inspector, host):
     host = host.format(port=inspector.port, other=inspector.port + 1)
-    headers = {"Host": host} if host else {}
-    status, answered, body = raw(inspector, "GET", page_path(inspector, "api/state"), headers)
+    status, answered, body = raw(
+        inspector, "GET", page_path(inspector, "api/state"), {"Host": host}
+    )
     assert (status, body) == (421, b"Misdirected Request")
     assert_guarded(answered)
+
+
+def test_a_request_without_host_is_refused_before_the_page(inspector):
+    """RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400 from the HTTP server itself,
+    before the inspector's application sees it (it was the application's 421)."""
+    status, _, body = raw(inspector, "GET", page_path(inspector, "api/state"), {})
+    assert status == 400 and b"Host" in body
+    assert inspector.served.app.token.encode() not in body
 
 
 @pytest.mark.parametrize(
