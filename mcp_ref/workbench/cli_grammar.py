@@ -25,6 +25,7 @@ import collections
 import difflib
 import math
 import os
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -699,7 +700,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     after_verb = argv[argv.index(args.verb) + 1 :] if args.verb in argv else argv
     words = _in_order(after_verb, [*args.words, *extra])
     verb = VERB_NAMES[args.verb]
+    before_verb = collections.Counter([*args.words, *extra]) - collections.Counter(words)
     try:
+        if before_verb:  # left by argparse before the verb: never dropped silently
+            raise UsageError(_before_verb(parser, verb.name, next(iter(before_verb))))
         _unknown_options(verb, words, unquoted_command=tail is None and _unquoted(verb, words))
         _read_words(args, verb, words, tail)
     except UsageError as exc:
@@ -747,6 +751,24 @@ def _unknown_options(verb: Verb, words: Sequence[str], unquoted_command: bool) -
     unknown = [word for word in words if _is_option(word)]
     if unknown and not unquoted_command:
         raise UsageError(_unknown_option(verb.name, unknown[0]))
+
+
+def _before_verb(parser: argparse.ArgumentParser, verb: str, word: str) -> str:
+    """The message for ``word``, an option argparse left before the verb: the verb's own (which
+    goes after it), or one no part of mcp-ref knows."""
+    option = word.partition("=")[0]
+    try:
+        _, left = parser.parse_known_args([verb, option])
+        the_verbs = option not in left
+    except UsageError:  # taken, and wanting a value: the verb's
+        the_verbs = True
+    if the_verbs:
+        return (
+            f"{option} is an option of {verb}: put it after the verb: mcp-ref {verb} {option} ..."
+        )
+    known = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", parser.format_help())))
+    close = difflib.get_close_matches(option, known, n=1)
+    return f"unknown option {option}" + (f" (did you mean {close[0]}?)" if close else "")
 
 
 def _reworded(message: str) -> str:

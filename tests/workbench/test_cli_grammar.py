@@ -184,6 +184,13 @@ def test_an_unquoted_command_with_spaces_in_a_word_is_quoted_back():
         ([], "name a verb: info, tools,", None),
         (["--timeout", "5"], "name a verb: info, tools,", None),  # options, no verb
         (["--bogus"], "unknown option --bogus", None),
+        # before the verb: never dropped silently (a typo, or a verb's own option put first)
+        (["--quite", "tools", "python", "server.py"], "unknown option --quite (did you", "tools"),
+        (
+            ["--call-tools", "check", "python", "server.py"],
+            "--call-tools is an option of check: put it after the verb",
+            "check",
+        ),
         (["tools", "--bogus", "x"], "unknown option --bogus; if it is the server's, put", "tools"),
         # "info" the value of --log-level, "tools" the verb
         (["--log-level", "info", "tools", "--bogus", "x"], "unknown option --bogus", "tools"),
@@ -212,6 +219,21 @@ def test_misuse_is_one_line_naming_the_help_to_read(args, said, verb):
     assert line.startswith("mcp-ref: error: ") and said in line, line
     see = f"mcp-ref {verb} --help" if verb else "mcp-ref --help"
     assert line.endswith(f"(see `{see}`)"), line
+
+
+def test_a_verbs_option_before_the_verb_is_refused_and_nothing_is_done(tmp_path):
+    """``mcp-ref --print install ...``: install's own --print, put before the verb, was dropped
+    and the configuration written.  It is a usage error now (docs/command-line.md: an option
+    mcp-ref does not take there is one), and no file is written."""
+    config = tmp_path / "claude.json"
+    argv = ["--print", "install", "--name", "notes", "--config", str(config), "python", "s.py"]
+    proc = run_cli(*argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert one_line(proc) == (
+        "mcp-ref: error: --print is an option of install: put it after the verb: "
+        "mcp-ref install --print ... (see `mcp-ref install --help`)"
+    )
+    assert not config.exists() and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("verb", [verb.name for verb in VERBS])
