@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import (
+    INVALID_PARAMS,
     ConnectionClosed,
     McpError,
     MissingRequiredClientCapabilityError,
@@ -234,8 +236,12 @@ class Checker:
                 self._call(tool)
 
     def _call(self, tool) -> None:
-        arguments = example_arguments(tool.input_schema)
         check = f"tools/call {tool.name} with example arguments"
+        unmatched = unexampled(tool.input_schema)
+        if unmatched:
+            self.add(check, WARN, "server/tools §Calling Tools", f"not called: {unmatched}")
+            return
+        arguments = example_arguments(tool.input_schema)
         try:
             result = self.client.call_tool(tool.name, arguments, timeout=self.call_timeout)
         except RequestTimeout:
@@ -255,13 +261,26 @@ class Checker:
                 f"needs client capabilities this check does not declare: {exc.required_capabilities}",
             )
             return
-        except (McpError, ConnectionClosed) as exc:
+        except McpError as exc:
+            # 2025-06-18 server/tools §Error Handling lists "Invalid arguments" among the protocol
+            # errors: a server may refuse arguments built from its schema alone (a rule the schema
+            # does not state): the server is not at fault, the example is.
+            status = WARN if exc.code == INVALID_PARAMS else FAIL
+            detail = f"{type(exc).__name__}: {exc}"
+            if status == WARN:
+                detail = f"the example arguments were refused: {arguments}: {exc}"
+            self.add(check, status, "server/tools §Error Handling", detail)
+            return
+        except ConnectionClosed as exc:
             self.add(check, FAIL, "server/tools §Calling Tools", f"{type(exc).__name__}: {exc}")
             return
         if result.is_error:
             text = " ".join(getattr(b, "text", "") for b in result.content)[:200]
             self.add(
-                check, WARN, "server/tools §Error Handling", f"isError with {arguments}: {text}"
+                check,
+                WARN,
+                "server/tools §Error Handling",
+                f"the example arguments were refused (isError): {arguments}: {text}",
             )
         elif tool.output_schema is not None and result.structured_content is None:
             self.add(
@@ -461,27 +480,71 @@ def _request_method(body: bytes | None) -> str | None:
     return None
 
 
-def example_arguments(schema: dict) -> dict:
+#: Example values for the string formats an example can meet (JSON Schema 2020-12 §7.3).
+FORMAT_EXAMPLES = {
+    "email": "user@example.com",
+    "uri": "https://example.com/",
+    "date": "2025-01-01",
+    "date-time": "2025-01-01T00:00:00Z",
+    "time": "00:00:00Z",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+}
+#: The longest example string, and the most items of an example array (a schema's minLength or
+#: minItems past them is not honoured: the server may refuse the example, a warning).
+MAX_EXAMPLE_LENGTH = 1024
+MAX_EXAMPLE_ITEMS = 16
+
+
+def unexampled(schema: Any) -> str | None:
+    """Why no example can be made for ``schema`` (an ``inputSchema``), or None: a required string
+    with a ``pattern`` (never run here: a server's regular expression can take exponential time)
+    or a ``format`` with no example in :data:`FORMAT_EXAMPLES`."""
+    properties, required = _object_parts(schema)
+    for name in required:
+        prop = properties.get(name)
+        if not isinstance(prop, dict) or prop.get("type") != "string":
+            continue
+        if "enum" in prop or "const" in prop or "default" in prop:
+            continue
+        if "pattern" in prop:
+            return f"the required argument {name!r} must match a pattern"
+        if "format" in prop and prop["format"] not in FORMAT_EXAMPLES:
+            return f"the required argument {name!r} has the format {str(prop['format'])[:40]!r}"
+    return None
+
+
+def _object_parts(schema: Any) -> tuple[dict, list]:
+    """An object schema's ``properties`` and ``required`` names, each empty when malformed."""
+    if not isinstance(schema, dict):
+        return {}, []
+    properties = schema.get("properties")
+    required = schema.get("required")
+    properties = properties if isinstance(properties, dict) else {}
+    required = (
+        [name for name in required if isinstance(name, str)] if isinstance(required, list) else []
+    )
+    return properties, required
+
+
+def example_arguments(schema: Any) -> dict:
     """Arguments that satisfy ``schema`` (an ``inputSchema``): each required property, simply filled."""
-    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    return {
-        name: example_value(properties.get(name, {}))
-        for name in schema.get("required", [])
-        if name in properties
-    }
+    properties, required = _object_parts(schema)
+    return {name: example_value(properties[name]) for name in required if name in properties}
 
 
 def example_value(prop: Any, depth: int = 0) -> Any:
-    """A value for one property schema: its default, its first enum or const value, else a plain one of its type."""
+    """A value for one property schema: its default, its first enum or const value, else a plain
+    one of its type within its bounds (minimum, maximum and their exclusive forms; minLength,
+    maxLength and a known format; minItems)."""
     if not isinstance(prop, dict) or depth > 5:
         return "example"
     for key in ("default", "const"):
         if key in prop:
             return prop[key]
-    if prop.get("enum"):
+    if isinstance(prop.get("enum"), list) and prop["enum"]:
         return prop["enum"][0]
     for key in ("anyOf", "oneOf"):
-        if prop.get(key):
+        if isinstance(prop.get(key), list) and prop[key]:
             return example_value(prop[key][0], depth + 1)
     kind = prop.get("type", "string")
     if isinstance(kind, list):
@@ -490,19 +553,58 @@ def example_value(prop: Any, depth: int = 0) -> Any:
         return example_arguments(prop)
     if kind == "array":
         items = prop.get("items")
-        return (
-            [example_value(items, depth + 1)] * prop.get("minItems", 0)
-            if isinstance(items, dict)
-            else []
-        )
+        count = _bound(prop, "minItems")
+        count = min(int(count), MAX_EXAMPLE_ITEMS) if count is not None else 0
+        return [example_value(items, depth + 1)] * count if isinstance(items, dict) else []
     if kind in ("integer", "number"):
-        low = prop.get("minimum", prop["exclusiveMinimum"] + 1 if "exclusiveMinimum" in prop else 1)
-        return int(low) if kind == "integer" else float(low)
+        return example_number(prop, integer=kind == "integer")
     if kind == "boolean":
         return True
     if kind == "null":
         return None
-    return "x" * max(prop.get("minLength", 1), 1)
+    if prop.get("format") in FORMAT_EXAMPLES:
+        return FORMAT_EXAMPLES[prop["format"]]
+    shortest = _bound(prop, "minLength")
+    longest = _bound(prop, "maxLength")
+    length = max(int(shortest), 1) if shortest is not None else 1
+    if longest is not None:
+        length = min(length, int(longest))
+    return "x" * min(length, MAX_EXAMPLE_LENGTH)
+
+
+def example_number(prop: dict, integer: bool) -> int | float:
+    """A number within ``prop``'s minimum, maximum, exclusiveMinimum and exclusiveMaximum
+    (JSON Schema 2020-12 §6.2): 1 when it fits, else the first of the bounds (or one step inside
+    an exclusive one, or the middle of the two) that does; else 1, which the server may refuse."""
+    low, high = _bound(prop, "minimum"), _bound(prop, "maximum")
+    above, below = _bound(prop, "exclusiveMinimum"), _bound(prop, "exclusiveMaximum")
+
+    def allowed(value: float) -> bool:
+        return (
+            (low is None or value >= low)
+            and (high is None or value <= high)
+            and (above is None or value > above)
+            and (below is None or value < below)
+            and (not integer or value == int(value))
+        )
+
+    lowers = [bound for bound in (low, above) if bound is not None]
+    uppers = [bound for bound in (high, below) if bound is not None]
+    candidates = [1, *lowers, *uppers, *(b + 1 for b in lowers), *(b - 1 for b in uppers)]
+    candidates += [math.floor(b) + 1 for b in lowers] + [math.ceil(b) - 1 for b in uppers]
+    if lowers and uppers:
+        middle = (max(lowers) + min(uppers)) / 2
+        candidates += [middle, math.floor(middle), math.ceil(middle)]
+    value = next((candidate for candidate in candidates if allowed(candidate)), 1)
+    return int(value) if integer else float(value)
+
+
+def _bound(prop: dict, key: str) -> int | float | None:
+    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None."""
+    value = prop.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
 
 
 def report(findings: list[Finding]) -> dict:

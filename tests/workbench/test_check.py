@@ -270,3 +270,26 @@ def test_a_bad_call_timeout_is_one_usage_line_and_nothing_runs(value):
     assert line.startswith("mcp-ref: error: argument --call-timeout: ")
     assert line.endswith("(see `mcp-ref check --help`)")
     assert proc.stdout == ""  # no server was started, nothing was checked
+
+
+STRICT = f'"{sys.executable}" "{SERVERS / "strict_arguments_server.py"}"'
+
+
+def test_call_tools_warns_when_a_conforming_server_refuses_the_example_arguments():
+    """2025-06-18 server/tools §Error Handling: invalid arguments are a protocol error (-32602), or
+    an isError result.  A tool that refuses the examples (built from its schema, which cannot say
+    every rule) is a warning, not the server's failure; the examples meet enum, minimum, maximum,
+    their exclusive forms, minLength, maxLength and a date format; a required string with a
+    pattern is not tried (a warning).  A wrong error code (-32603) still fails."""
+    code, report = check(STRICT, "--era", "handshake", "--call-tools")
+    failed, warned, passed = (by_status(report, s) for s in ("fail", "warn", "pass"))
+    assert list(failed) == ["tools/call crash with example arguments"], failed
+    assert code == 5
+    assert (
+        "the example arguments were refused: {'order': 'x'}"
+        in warned["tools/call find with example arguments"]
+    )
+    assert "no such order" in warned["tools/call find with example arguments"]
+    assert "refused (isError)" in warned["tools/call ship with example arguments"]
+    assert "must match a pattern" in warned["tools/call lookup with example arguments"]
+    assert "tools/call bounded with example arguments" in passed, warned

@@ -1,0 +1,148 @@
+"""A raw stdio server (2025-06-18) whose tools check their arguments beyond their schemas, as a
+conforming server may: invalid arguments get the protocol error -32602 (2025-06-18 server/tools
+§Error Handling: "Protocol Errors: ... Invalid arguments"), or an isError result.  Run by
+``mcp-ref check --call-tools``, whose examples these tools refuse or accept:
+
+- ``lookup``: ``order`` must match a pattern (the example is not tried);
+- ``find``: ``order`` is a plain string, but only known orders are found (-32602 for the example);
+- ``ship``: answers isError for every order;
+- ``bounded``: a number within minimum/maximum, an exclusive range, a bounded string, an enum and
+  a date: refused (-32602) unless every value is within its schema;
+- ``crash``: answers -32603, a wrong error for arguments (still a failure).
+"""
+
+import json
+import sys
+
+STRING = {"type": "string"}
+TOOLS = [
+    {
+        "name": "lookup",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"order": {"type": "string", "pattern": "^[0-9]{6}$"}},
+            "required": ["order"],
+        },
+    },
+    {
+        "name": "find",
+        "inputSchema": {"type": "object", "properties": {"order": STRING}, "required": ["order"]},
+    },
+    {
+        "name": "ship",
+        "inputSchema": {"type": "object", "properties": {"order": STRING}, "required": ["order"]},
+    },
+    {
+        "name": "bounded",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 5, "maximum": 9},
+                "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                "below": {"type": "integer", "maximum": -3},
+                "code": {"type": "string", "minLength": 2, "maxLength": 3},
+                "size": {"type": "string", "enum": ["S", "M"]},
+                "day": {"type": "string", "format": "date"},
+            },
+            "required": ["count", "ratio", "below", "code", "size", "day"],
+        },
+    },
+    {"name": "crash", "inputSchema": {"type": "object"}},
+]
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def within_bounds(arguments: dict) -> bool:
+    """True when ``bounded``'s arguments meet its schema."""
+    day = str(arguments.get("day", ""))
+    return (
+        arguments.get("count") in range(5, 10)
+        and 0 < arguments.get("ratio", 0) < 1
+        and isinstance(arguments.get("below"), int)
+        and arguments["below"] <= -3
+        and 2 <= len(str(arguments.get("code", ""))) <= 3
+        and arguments.get("size") in ("S", "M")
+        and len(day) == 10
+        and day[4] == day[7] == "-"
+    )
+
+
+def call(request_id, params: dict) -> None:
+    name = params.get("name")
+    arguments = params.get("arguments") or {}
+    text = {"content": [{"type": "text", "text": "done"}]}
+    if name == "find":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32602, "message": "Invalid arguments: no such order"},
+            }
+        )
+    elif name == "ship":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"content": [{"type": "text", "text": "not shippable"}], "isError": True},
+            }
+        )
+    elif name == "bounded" and within_bounds(arguments):
+        send({"jsonrpc": "2.0", "id": request_id, "result": text})
+    elif name == "crash":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32603, "message": "Internal error"},
+            }
+        )
+    else:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32602, "message": f"Invalid arguments for {name}"},
+            }
+        )
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method, request_id, params = message["method"], message["id"], message.get("params") or {}
+    if method == "initialize":
+        info = {"name": "strict", "version": "1"}
+        result = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": info,
+        }
+        send({"jsonrpc": "2.0", "id": request_id, "result": result})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+    elif method == "tools/list" and "cursor" in params:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32602, "message": "Invalid cursor"},
+            }
+        )
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS}})
+    elif method == "tools/call":
+        call(request_id, params)
+    else:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": -32601, "message": "Method not found"},
+            }
+        )
