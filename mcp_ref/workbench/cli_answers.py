@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
 from .cli_output import describe_content, one_line, to_stderr
@@ -297,7 +297,6 @@ class SamplingCommand:
     def __call__(self, params):
         import subprocess
 
-        from ..errors import InternalError
         from ..types import TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
@@ -312,16 +311,27 @@ class SamplingCommand:
                 text=True,
                 timeout=self.timeout,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise InternalError(f"the sampling command could not answer: {exc}") from None
+        except OSError as exc:
+            self._failed(f"could not be started ({exc.strerror or type(exc).__name__})")
+        except subprocess.TimeoutExpired:
+            self._failed(f"did not answer within {self.timeout:g} s")
         if done.returncode != 0:
-            raise InternalError(f"the sampling command exited with status {done.returncode}")
+            self._failed(f"exited with status {done.returncode}")
         return CreateMessageResult(
             role="assistant",
             content=TextContent(text=done.stdout.strip()),
             model=self.command[0],
             stop_reason="endTurn",
         )
+
+    def _failed(self, why: str) -> NoReturn:
+        """Say on stderr why the command failed, naming its program but not its arguments (an API
+        key is often one); the server is told only that it failed: the details are the user's
+        (a local path, the command line), no business of the peer's."""
+        from ..errors import InternalError
+
+        to_stderr(f"mcp-ref: the sampling command {one_line(self.command[0])} {why}")
+        raise InternalError("the sampling command failed")
 
 
 #: What :meth:`AskTheUser._ask_field` returns for an answer that does not do: the field is asked again.

@@ -362,3 +362,58 @@ def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
     assert (
         lines.read(since=since) == "n\n"
     )  # the next question takes only what is typed after it is asked
+
+
+# -- the sampling command's failures --------------------------------------------------------------
+
+SECRET = "--api-key=sk-live-SECRET123"
+
+
+@pytest.mark.parametrize("failure", ["missing", "status"])
+def test_a_failed_sampling_command_tells_the_server_only_that_it_failed(tmp_path, failure):
+    """The server hears "the sampling command failed", never the error's text (a local path, the
+    command's arguments: an API key as often as not).  The user reads why on stderr, the program
+    named but not its arguments."""
+    script = tmp_path / "model.py"
+    script.write_text("import sys\nsys.exit(3)\n")
+    program = {
+        "missing": str(tmp_path / "private" / "llm-wrapper"),
+        "status": f'"{sys.executable}" "{script}"',
+    }[failure]
+    proc = cli(
+        "--era",
+        "handshake",
+        "call",
+        "--yes",
+        "--sampling-command",
+        f"{program} {SECRET}",
+        "ask",
+        "--",
+        sys.executable,
+        str(Path(__file__).parent.parent / "servers" / "sampling_report_server.py"),
+    )
+    assert proc.stdout.strip() == "the client's error: the sampling command failed", proc
+    assert "SECRET" not in proc.stdout + proc.stderr and str(tmp_path) not in proc.stdout
+    why, shown = {
+        "missing": ("could not be started (No such file or directory)", program),
+        "status": ("exited with status 3", sys.executable),
+    }[failure]
+    assert f"mcp-ref: the sampling command {shown} {why}\n" in proc.stderr, proc.stderr
+
+
+def test_a_sampling_command_past_its_timeout_fails_without_its_command_line(tmp_path, capsys):
+    """Past the timeout, the error the server is sent is the fixed one (it was the whole command
+    line, arguments and all); stderr says how long it waited."""
+    from types import SimpleNamespace
+
+    from mcp_ref.errors import InternalError
+    from mcp_ref.workbench.cli_answers import SamplingCommand
+
+    script = tmp_path / "model.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    command = SamplingCommand(f'"{sys.executable}" "{script}" {SECRET}', timeout=0.5)
+    with pytest.raises(InternalError) as raised:
+        command(SimpleNamespace(system_prompt=None, messages=[]))
+    assert raised.value.to_error() == {"code": -32603, "message": "the sampling command failed"}
+    stderr = capsys.readouterr().err
+    assert stderr == f"mcp-ref: the sampling command {sys.executable} did not answer within 0.5 s\n"
