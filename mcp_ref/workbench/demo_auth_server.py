@@ -349,7 +349,7 @@ class DemoAuthorizationServer:
                 scope,
                 resource,
                 self.clock() + self.code_lifetime,
-                redirect_uri=redirect_uri,
+                redirect_uri=query.get("redirect_uri"),  # None: not in the request
                 challenge=query["code_challenge"],
             ),
             ttl=self.code_lifetime,
@@ -367,10 +367,14 @@ class DemoAuthorizationServer:
                 raise OAuthError(
                     "invalid_grant", "the code is unknown, used, expired or not this client's"
                 )
-            if form.get("redirect_uri", grant.redirect_uri) != grant.redirect_uri:
-                raise OAuthError(
-                    "invalid_grant", "redirect_uri differs from the authorization request's"
-                )
+            # OAuth 2.1 §4.1.3: redirect_uri is "REQUIRED, if the redirect_uri parameter was
+            # included in the authorization request", and the values "MUST be identical".  (Left
+            # out there, it is the client's one registered URI, and may be sent or not.)
+            sent = form.get("redirect_uri")
+            if sent != grant.redirect_uri and (
+                grant.redirect_uri is not None or sent not in client.redirect_uris
+            ):
+                raise OAuthError("invalid_grant", "redirect_uri is not the authorization request's")
             # a code always has a challenge
             if not pkce.verifies(form.get("code_verifier"), grant.challenge or ""):
                 raise OAuthError(

@@ -258,6 +258,7 @@ def test_two_authorization_servers_on_one_redis_are_one(redis_url):
         "grant_type": "authorization_code",
         "code": code,
         "client_id": client,
+        "redirect_uri": "http://127.0.0.1/callback",  # as in the authorization request
         "code_verifier": verifier,
     }
     tokens = one.token(form, None)

@@ -71,7 +71,7 @@ def authorize(
     )
     assert answer.status_code == 302, answer.text
     location = answer.headers["Location"]
-    assert location.startswith(redirect_uri + "?")
+    assert redirect_uri is None or location.startswith(redirect_uri + "?")  # None: left out
     return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
 
 
@@ -526,3 +526,55 @@ def test_an_https_document_is_fetched_from_the_checked_address_naming_its_host(t
         assert named == ["localhost"] and served_paths == []
     finally:
         served.stop()
+
+
+@pytest.mark.parametrize(
+    "sent", [None, "http://127.0.0.1:53683/callback"], ids=["left-out", "another"]
+)
+def test_the_token_request_must_repeat_the_authorization_requests_redirect_uri(auth_server, sent):
+    """OAuth 2.1 (draft-ietf-oauth-v2-1) §4.1.3: redirect_uri is "REQUIRED, if the redirect_uri
+    parameter was included in the authorization request", and the two "MUST be identical": a
+    token request without it (or with another) gets 400 invalid_grant, no token, the code used up."""
+    verifier = pkce.new_verifier()
+    query = authorize(auth_server.url, verifier=verifier)
+    form = {
+        "grant_type": "authorization_code",
+        "code": query["code"],
+        "client_id": DEMO_CLIENT_ID,
+        "code_verifier": verifier,
+    }
+    if sent is not None:
+        form["redirect_uri"] = sent
+    refused = token(auth_server.url, **form)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
+    assert "access_token" not in refused.json()
+    assert "redirect_uri" in refused.json()["error_description"]
+
+
+def test_a_redirect_uri_left_out_of_both_requests_is_the_registered_one(auth_server):
+    """Left out of the authorization request, redirect_uri is the client's one registered URI;
+    the token request may then leave it out too, or send that URI."""
+    url = auth_server.url
+    registered = requests.post(
+        url + "/register",
+        json={"redirect_uris": ["http://127.0.0.1:4000/cb"], "token_endpoint_auth_method": "none"},
+        timeout=WAIT,
+    ).json()
+    for sent in (None, "http://127.0.0.1:4000/cb"):
+        verifier = pkce.new_verifier()
+        query = authorize(
+            url,
+            client_id=registered["client_id"],
+            redirect_uri=None,
+            verifier=verifier,
+        )
+        form = {
+            "grant_type": "authorization_code",
+            "code": query["code"],
+            "client_id": registered["client_id"],
+            "code_verifier": verifier,
+        }
+        if sent is not None:
+            form["redirect_uri"] = sent
+        answer = token(url, **form)
+        assert answer.status_code == 200, answer.text
