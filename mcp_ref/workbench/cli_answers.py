@@ -12,6 +12,7 @@ shared between two runs of :func:`mcp_ref.workbench.cli.main` in one process.
 from __future__ import annotations
 
 import json
+import math
 import queue
 import shlex
 import sys
@@ -254,11 +255,22 @@ def describe_request(request, server: str | None = None) -> str:
 
 
 def _choices(prop: dict) -> list:
-    """The values a requested field allows: its ``enum``, or the ``const`` of each ``oneOf`` option
-    (empty: any value of its type)."""
-    return prop.get("enum") or [
-        c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)
-    ]
+    """The values a requested field allows: its ``enum``, or the ``const`` of each ``oneOf`` option;
+    a multi-select field's (``type: array``), those of its ``items`` (``enum``, or the ``const``
+    of each ``anyOf`` option).  Empty: any value of its type."""
+    if prop.get("type") == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict):
+            return []
+        listed = items.get("enum")
+        options = items.get("anyOf")
+    else:
+        listed = prop.get("enum")
+        options = prop.get("oneOf")
+    if isinstance(listed, list) and listed:
+        return listed
+    options = options if isinstance(options, list) else []
+    return [option.get("const") for option in options if isinstance(option, dict)]
 
 
 def _content_text(content) -> str:
@@ -340,22 +352,31 @@ _INVALID = object()
 
 class AskTheUser:
     """The command's elicitation handler: a form-mode request, each requested field asked for and
-    checked (end of input: cancel).
+    checked against its schema (end of input: cancel).
 
     On a terminal once the user allowed the request (:class:`Approval`); with ``--yes`` and no
     terminal the answers are read from stdin, one line a field (an empty line: the default, or
-    left out)."""
+    left out; a multi-select field's choices separated by commas).  A requested schema the
+    command cannot ask (a field of no type it knows) is declined, said in one line on stderr."""
 
     def __init__(self, user: User):
         self.user = user
 
     def __call__(self, params, context=None):
-        schema = params.requested_schema or {}
-        required = set(schema.get("required", ()))
+        schema = params.requested_schema
+        properties = schema.get("properties", {}) if isinstance(schema, dict) else None
+        required = schema.get("required", ()) if isinstance(schema, dict) else ()
+        why = unaskable(properties)
+        if why is None and not isinstance(required, (list, tuple)):
+            why = "its required list is not a list"
+        if why is not None:
+            to_stderr(f"mcp-ref: declined the server's request: cannot ask for {why}")
+            return ElicitResult(action="decline")
+        assert isinstance(properties, dict)  # unaskable() said so
         with self.user.terminal:
             to_stderr(f"mcp-ref: the server asks: {_shown(params.message)}")
             answers: dict[str, Any] = {}
-            for name, prop in schema.get("properties", {}).items():
+            for name, prop in properties.items():
                 value = _INVALID
                 while value is _INVALID:
                     value = self._ask_field(name, prop, name in required, context)
@@ -372,6 +393,8 @@ class AskTheUser:
         kind = prop.get("type", "string")
         choices = _choices(prop)
         hint = "/".join(map(str, choices)) if choices else kind
+        if kind == "array":
+            hint = f"{hint}, separated by commas"
         default = prop.get("default")
         suffix = (
             f" [{json.dumps(default)}]"
@@ -389,23 +412,158 @@ class AskTheUser:
         text = line.strip()
         if text == "!decline":
             return ElicitResult(action="decline")
-        if not text:
-            if default is not None or not required:
-                return default  # None: left out
-            to_stderr("    a value is required")
-            return _INVALID
-        booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
-        readers: dict[str, Any] = {
-            "integer": int,
-            "number": float,
-            "boolean": lambda t: booleans[t.lower()],
-        }
+        if not text and default is None:
+            if required:
+                to_stderr("    a value is required")
+                return _INVALID
+            return None  # left out
         try:
-            value = readers.get(kind, str)(text)
-        except (ValueError, KeyError):
-            to_stderr(f"    not a {one_line(kind)}: {json.dumps(text)}")
-            return _INVALID
-        if choices and value not in choices:
-            to_stderr(f"    must be one of {', '.join(json.dumps(c) for c in choices)}")
+            value = default if not text else _read_value(kind, text)
+            _check_value(prop, value)
+        except ValueError as exc:
+            to_stderr(f"    {exc}")
             return _INVALID
         return value
+
+
+#: Values of a requested field of each type, read from the text typed for it.
+_BOOLEANS = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
+#: The types a requested field may have (2025-11-25 client/elicitation §Requested Schema).
+_ASKABLE = ("string", "number", "integer", "boolean", "array")
+
+
+def unaskable(properties: Any) -> str | None:
+    """What of a requested schema's ``properties`` the command cannot ask for, or None: each field
+    must have one of the types of 2025-11-25 client/elicitation §Requested Schema ("flat objects
+    with primitive properties only"; ``string`` when it names none), an array being a
+    multi-select enum (``items`` with ``enum`` or ``anyOf`` choices)."""
+    if not isinstance(properties, dict):
+        return "its fields (properties is not an object)"
+    for name, prop in properties.items():
+        kind = prop.get("type", "string") if isinstance(prop, dict) else None
+        if kind not in _ASKABLE:
+            return f"the field {one_line(name)} (of type {one_line(json.dumps(kind))[:60]})"
+        if kind == "array" and not _choices(prop):
+            return f"the field {one_line(name)} (an array that is not a multi-select enum)"
+    return None
+
+
+def _read_value(kind: str, text: str) -> Any:
+    """The value of a field of type ``kind`` typed as ``text``; ValueError, saying why, if none."""
+    if kind == "array":  # a multi-select enum: its choices separated by commas
+        chosen = [word.strip() for word in text.split(",") if word.strip()]
+        return list(dict.fromkeys(chosen))  # each once, in the order typed
+    try:
+        if kind == "boolean":
+            return _BOOLEANS[text.lower()]
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            number = float(text)
+            if not math.isfinite(number):  # JSON has no NaN or Infinity (RFC 8259 §6)
+                raise ValueError
+            return number
+    except (ValueError, KeyError):
+        article = "an" if kind == "integer" else "a"
+        raise ValueError(f"not {article} {kind}: {one_line(json.dumps(text))}") from None
+    return text
+
+
+def _check_value(prop: dict, value: Any) -> None:
+    """ValueError, saying why in one line, when ``value`` breaks ``prop``, a requested field's
+    schema (2025-11-25 client/elicitation §Security: "Clients SHOULD validate all responses
+    against the provided schema"): its choices, minimum/maximum, minLength/maxLength, format
+    (email, uri, date, date-time) and minItems/maxItems.  A ``pattern`` is not run: it is not a
+    keyword of the spec's PrimitiveSchemaDefinition, and a server's regular expression can take
+    exponential time."""
+    choices = _choices(prop)
+    quoted = ", ".join(json.dumps(choice) for choice in choices)
+    chosen = value if isinstance(value, list) else [value]
+    if choices and any(choice not in choices for choice in chosen):
+        raise ValueError(
+            one_line(f"must be {'among' if isinstance(value, list) else 'one of'} {quoted}")
+        )
+    if isinstance(value, list):
+        _within(len(value), _number(prop, "minItems"), _number(prop, "maxItems"), "choices")
+    elif isinstance(value, str):
+        _within(len(value), _number(prop, "minLength"), _number(prop, "maxLength"), "characters")
+        form = prop.get("format")
+        if form in _FORMATS and not _FORMATS[form](value):
+            raise ValueError(f"not {'an' if form == 'email' else 'a'} {form}")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        _within(value, _number(prop, "minimum"), _number(prop, "maximum"), "")
+
+
+def _within(size: float, low: float | None, high: float | None, unit: str) -> None:
+    """ValueError unless ``low <= size <= high`` (either bound None: none); ``unit``: what
+    ``size`` counts ("characters", "choices"; "": a number)."""
+    if low is not None and size < low:
+        raise ValueError(f"must be at least {_counted(low, unit)}")
+    if high is not None and size > high:
+        raise ValueError(f"must be at most {_counted(high, unit)}")
+
+
+def _counted(bound: float, unit: str) -> str:
+    """``bound`` and its ``unit`` ("1 choice", "2 choices", "10")."""
+    if not unit:
+        return f"{bound:g}"
+    return f"{bound:g} {unit.removesuffix('s') if bound == 1 else unit}"
+
+
+def _number(prop: dict, key: str) -> float | None:
+    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None."""
+    value = prop.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _is_date(text: str) -> bool:
+    """RFC 3339 full-date: YYYY-MM-DD, a real day."""
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
+
+
+def _is_date_time(text: str) -> bool:
+    """RFC 3339 date-time: a full-date, ``T``, a time and its offset (``Z`` or ``+hh:mm``)."""
+    import datetime
+    import re
+
+    shape = r"\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)"
+    if not re.fullmatch(shape, text):
+        return False
+    try:
+        datetime.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_email(text: str) -> bool:
+    """An address of RFC 5321's shape: a local part, ``@``, a domain with a dot; no spaces."""
+    local, at, domain = text.rpartition("@")
+    return bool(at and local and "." in domain.strip(".")) and not any(c.isspace() for c in text)
+
+
+def _is_uri(text: str) -> bool:
+    """An absolute URI (RFC 3986 §4.3): a scheme, ``:``, and more; no spaces."""
+    scheme, colon, rest = text.partition(":")
+    return (
+        bool(colon and rest and scheme[:1].isascii() and scheme[:1].isalpha())
+        and all(c.isascii() and (c.isalnum() or c in "+-.") for c in scheme)
+        and not any(c.isspace() for c in text)
+    )
+
+
+#: The string formats of 2025-11-25 client/elicitation §Requested Schema, and their checks.
+_FORMATS: dict[str, Callable[[str], bool]] = {
+    "email": _is_email,
+    "uri": _is_uri,
+    "date": _is_date,
+    "date-time": _is_date_time,
+}

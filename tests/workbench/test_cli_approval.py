@@ -9,6 +9,7 @@ pseudo-terminal here, the test typing the answers) it shows what the server aske
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -417,3 +418,152 @@ def test_a_sampling_command_past_its_timeout_fails_without_its_command_line(tmp_
     assert raised.value.to_error() == {"code": -32603, "message": "the sampling command failed"}
     stderr = capsys.readouterr().err
     assert stderr == f"mcp-ref: the sampling command {sys.executable} did not answer within 0.5 s\n"
+
+
+# -- elicitation answers checked against the requested schema ------------------------------------
+
+ELICIT_SERVER = Path(__file__).parent.parent / "servers" / "elicit_schema_server.py"
+
+
+def elicited(schema: dict, typed: list[str]) -> tuple[dict, str]:
+    """Run ``call --yes`` on a server asking for ``schema``, the lines ``typed`` on stdin: what the
+    server received (the answer's JSON), and stderr."""
+    proc = cli(
+        "--era",
+        "handshake",
+        "call",
+        "--yes",
+        "ask",
+        "--",
+        sys.executable,
+        str(ELICIT_SERVER),
+        json.dumps(schema),
+        stdin="".join(line + "\n" for line in typed),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+def form(name: str, prop: dict) -> dict:
+    return {"type": "object", "properties": {name: prop}, "required": [name]}
+
+
+@pytest.mark.parametrize(
+    "items, many, typed, chosen",
+    [
+        (
+            {"type": "string", "enum": ["Red", "Green", "Blue"]},
+            "Red, Green, Blue",
+            "Red, Blue",
+            ["Red", "Blue"],
+        ),
+        (
+            {
+                "anyOf": [
+                    {"const": "#F00", "title": "Red"},
+                    {"const": "#0F0", "title": "Green"},
+                    {"const": "#00F", "title": "Blue"},
+                ]
+            },
+            "#F00, #0F0, #00F",
+            "#00F, #00F",
+            ["#00F"],
+        ),
+    ],
+    ids=["enum", "anyOf-with-titles"],
+)
+def test_a_multi_select_field_takes_choices_separated_by_commas(items, many, typed, chosen):
+    """2025-11-25 client/elicitation §Requested Schema, "Multi-select enum": ``type: array`` with
+    ``items`` of enum (or anyOf) choices, minItems and maxItems.  Typed as choices separated by
+    commas (each taken once); a choice not offered, or too many or too few, is asked again,
+    saying why.  (It was sent as one string, or failed with -32603.)"""
+    schema = form(
+        "colors", {"type": "array", "title": "Colors", "minItems": 1, "maxItems": 2, "items": items}
+    )
+    answer, stderr = elicited(schema, [" , ", "Purple", many, typed])
+    assert answer == {"result": {"action": "accept", "content": {"colors": chosen}}}
+    assert "must be at least 1 choice\n" in stderr  # nothing chosen
+    assert "must be among" in stderr
+    assert "must be at most 2 choices" in stderr
+
+
+@pytest.mark.parametrize(
+    "prop, typed, said, value",
+    [
+        (
+            {"type": "number", "minimum": 0, "maximum": 10},
+            ["inf", "nan", "99", "-1", "7"],
+            ['not a number: "inf"', 'not a number: "nan"', "at most 10", "at least 0"],
+            7.0,
+        ),
+        (
+            {"type": "integer", "minimum": 1},
+            ["1.5", "0", "3"],
+            ['not an integer: "1.5"', "at least 1"],
+            3,
+        ),
+        (
+            {"type": "string", "minLength": 2, "maxLength": 8, "format": "email"},
+            ["a", "abcdefghij", "abcdef", "a@b.co"],
+            ["at least 2 characters", "at most 8 characters", "not an email"],
+            "a@b.co",
+        ),
+        (
+            {"type": "string", "format": "uri"},
+            ["not a uri", "https://example.com/x"],
+            ["not a uri"],
+            "https://example.com/x",
+        ),
+        (
+            {"type": "string", "format": "date"},
+            ["2025-02-30", "25-01-01", "2025-02-28"],
+            ["not a date"],
+            "2025-02-28",
+        ),
+        (
+            {"type": "string", "format": "date-time"},
+            ["2025-02-28", "2025-02-28T25:00:00Z", "2025-02-28T12:00:00+01:00"],
+            ["not a date-time"],
+            "2025-02-28T12:00:00+01:00",
+        ),
+        (
+            # a pattern is not run (not a keyword of the spec's schema; a server's regular
+            # expression could take exponential time): this one would, on this answer
+            {"type": "string", "pattern": "^(a+)+$"},
+            ["a" * 40 + "!"],
+            [],
+            "a" * 40 + "!",
+        ),
+    ],
+    ids=["number", "integer", "string-email", "uri", "date", "date-time", "pattern-not-run"],
+)
+def test_a_typed_answer_is_checked_against_its_field_and_asked_again(prop, typed, said, value):
+    """2025-11-25 client/elicitation §Security: "Clients SHOULD validate all responses against the
+    provided schema": non-finite numbers (RFC 8259 §6: JSON has none), minimum and maximum,
+    minLength and maxLength, and the formats email, uri, date and date-time.  Each refusal is one
+    line, then the field is asked again; what the server receives is valid."""
+    answer, stderr = elicited(form("x", prop), typed)
+    assert answer == {"result": {"action": "accept", "content": {"x": value}}}
+    for reason in said:
+        assert reason in stderr, stderr
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": ["string", "null"]},
+        {"type": "object"},
+        {"type": "array", "items": {"type": "string"}},
+    ],
+    ids=["a-list-of-types", "object", "array-without-choices"],
+)
+def test_a_requested_schema_the_command_cannot_ask_is_declined_in_one_line(prop):
+    """A field the command cannot ask for (not one of the spec's primitive types): the request is
+    declined, said in one line on stderr; never a traceback, never -32603 to the server."""
+    answer, stderr = elicited(form("x", prop), ["hi"])
+    assert answer == {"result": {"action": "decline"}}
+    lines = [line for line in stderr.splitlines() if "declined" in line]
+    assert lines == [lines[0]] and lines[0].startswith(
+        "mcp-ref: declined the server's request: cannot ask for the field x"
+    ), stderr
