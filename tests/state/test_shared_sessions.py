@@ -640,6 +640,88 @@ def test_2024_11_05_messages_posted_to_another_worker_keep_to_the_clients_share_
     stream.close()
 
 
+def open_legacy_session(home: Worker) -> tuple[SseReader, str]:
+    """A 2024-11-05 session whose stream ``home`` holds, initialized there: its stream's reader, and
+    the path its messages are POSTed to (on any worker)."""
+    import requests
+
+    listen = {"Accept": "text/event-stream", **home.headers}
+    stream = SseReader(
+        requests.get(home.served.sse, headers=listen, stream=True, timeout=(WAIT, WAIT))
+    )
+    endpoint = stream.next()
+    assert endpoint["event"] == "endpoint"
+    path = endpoint["data"]
+    init = request("initialize", INITIALIZE["params"] | {"protocolVersion": "2024-11-05"}, "i")
+    posted = requests.post(home.served.url + path, json=init, headers=home.headers, timeout=WAIT)
+    assert posted.status_code == 202
+    assert json.loads(next_within(stream)["data"])["id"] == "i"
+    initialized = notification("notifications/initialized")
+    posted = requests.post(
+        home.served.url + path, json=initialized, headers=home.headers, timeout=WAIT
+    )
+    assert posted.status_code == 202
+    return stream, path
+
+
+def answer_on(stream: SseReader, request_id) -> dict:
+    """The answer to ``request_id`` on a 2024-11-05 stream (the notifications before it skipped:
+    the lists re-announced after the bus reconnects)."""
+    while "id" not in (message := json.loads(next_within(stream)["data"])):
+        pass
+    assert message["id"] == request_id, message
+    return message
+
+
+def test_a_2024_11_05_message_its_streams_worker_cannot_hear_is_refused_503_not_lost(redis_server):
+    """A 2024-11-05 POST to B for a session whose stream A holds goes to A over the bus; while A's
+    pub/sub connection is reconnecting no process hears it, and pub/sub keeps nothing.  B answered
+    202 and the request was lost: no answer ever came on the stream.  Now it goes as a Streamable
+    HTTP client's answer does (shared.DELIVERY_WINDOW): published again for a while, then refused 503
+    with Retry-After; sent again once A hears, it is answered on the stream."""
+    import redis
+    import requests
+
+    from mcp_ref.http.server.shared import DELIVERY_WINDOW
+
+    namespace = f"{redis_server.url}?namespace=legacy-unheard-{threading.get_ident()}"
+    admin = redis.Redis.from_url(redis_server.url)
+    # worker a reaches Redis as a user of its own, which the test can shut out of new connections
+    user = f"legacy-home-{threading.get_ident()}"
+    admin.acl_setuser(
+        user, enabled=True, passwords=["+a-pass"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+    a = Worker("a", namespace.replace("redis://", f"redis://{user}:a-pass@"))
+    b = Worker("b", namespace)
+    try:
+        stream, path = open_legacy_session(a)
+        bus = a.server.bus
+        assert bus.wait_for(lambda: bus.connected, WAIT)  # a pub/sub connection to end
+        admin.acl_setuser(user, enabled=False)  # its pub/sub connection cannot come back
+        assert admin.client_kill_filter(_type="pubsub", user=user) >= 1
+        assert bus.wait_for(lambda: not bus.connected, WAIT)
+        call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
+        refused = requests.post(b.served.url + path, json=call, timeout=WAIT + DELIVERY_WINDOW)
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+        admin.acl_setuser(user, enabled=True)
+        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
+        # connected: its channels' subscriptions may still be on their way (503 again meanwhile)
+        deadline = time.monotonic() + WAIT
+        while (
+            status := requests.post(b.served.url + path, json=call, timeout=WAIT).status_code
+        ) == 503:
+            assert time.monotonic() < deadline, "the message was never heard"
+        assert status == 202
+        answer = answer_on(stream, 2)
+        assert answer["result"]["content"][0]["text"] == "a"
+        stream.response.close()
+    finally:
+        a.stop()
+        b.stop()
+        admin.acl_deluser(user)
+        admin.close()
+
+
 def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_notifications(workers):
     """Change notifications of a session are sent by one worker, its home (where it was made): when
     that worker exits, it lets go, and the next worker serving the session becomes its home."""

@@ -171,6 +171,8 @@ class SharedSessions:
         session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
             self.homes.hold_new(session)
+        else:  # among the live workers: a POST forwarded to its stream waits for it (_deliver)
+            self.homes.store()
 
     def replica(self, session_id: str, environ: dict) -> HttpSession:
         """The session ``session_id`` made by another worker, served here from its record: 404 when
@@ -237,19 +239,31 @@ class SharedSessions:
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
         (the stream is the session: its answers can only go there).  404 when there is no such
-        session, or another principal asks."""
+        session, another principal asks, or its worker has gone.  The POST's 202 says its answer
+        will come on the stream, so it is given only once that worker heard the message; else 503
+        with ``Retry-After`` (RFC 9110 §15.6.4, §10.2.3: the client sends it again), as a Streamable
+        HTTP client's answer for another worker is (:meth:`_deliver`)."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
-        if not state.get("legacy") or not owned_by(state, environ.get("mcp_ref.oauth")):
+        home = state.get("home")  # where its stream is
+        if (
+            not state.get("legacy")
+            or not isinstance(home, str)
+            or not owned_by(state, environ.get("mcp_ref.oauth"))
+        ):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
-        self._publish(
+        # heard by its home, or 503 for the client to send it again (_deliver): a 202 promises the
+        # answer on the stream, and pub/sub keeps nothing for a home that is reconnecting
+        heard = self._deliver(
             session_id,
-            "legacy",
-            to=state.get("home"),
-            data=jsonrpc.serialize(message).decode(),
+            home,
+            jsonrpc.serialize(message).decode(),
+            kind="legacy",
             principal=state.get("principal"),
         )
+        if not heard:  # its home has gone, and the stream, which is the session, with it
+            raise NotFound("Session not found")
 
     @staticmethod
     def change_of(request: Any) -> dict | None:
@@ -338,8 +352,11 @@ class SharedSessions:
                     self._deliver(session_id, to, data)
         return here
 
-    def _deliver(self, session_id: str, to: str, data: str) -> None:
-        """Publish a client's message for worker ``to``, and make sure a process heard it.
+    def _deliver(
+        self, session_id: str, to: str, data: str, *, kind: str = "message", **fields: Any
+    ) -> bool:
+        """Publish a client's message for worker ``to``, and make sure a process heard it: True once
+        one did, False when ``to`` is known to have gone (the message is dropped).
 
         PUBLISH answers how many processes heard it: 0 while ``to``'s pub/sub connection is
         reconnecting, and pub/sub keeps nothing, so the answer would be lost and the request left
@@ -350,9 +367,10 @@ class SharedSessions:
         """
         deadline = time.monotonic() + DELIVERY_WINDOW
         pause = DELIVERY_PAUSE
-        while not self._publish(session_id, "message", to=to, data=data):
+        while not self._publish(session_id, kind, to=to, data=data, **fields):
             if not self.homes.worker_alive(to):
-                return  # the request it answers ended with its worker
+                # the request it answers (or the stream it is for) ended with its worker
+                return False
             left = deadline - time.monotonic()
             if left <= 0:
                 log.warning(
@@ -363,12 +381,13 @@ class SharedSessions:
                     DELIVERY_WINDOW,
                 )
                 raise ServiceUnavailable(
-                    "Service Unavailable: the request this message answers cannot be reached now; "
+                    "Service Unavailable: the worker this message is for cannot be reached now; "
                     "retry shortly",
                     headers=[("Retry-After", RESEND_AFTER)],
                 )
             time.sleep(min(pause, left))
             pause *= 2
+        return True
 
     @staticmethod
     def holds(connection: Connection, item: Any) -> bool | None:
