@@ -79,6 +79,11 @@ class Worker:
             return name
 
         @server.tool()
+        def echo(text: str) -> str:
+            """Its text back (a large answer, for a stream to fill)."""
+            return text
+
+        @server.tool()
         def ask(ctx: Context, tag: str = "") -> str:
             """Asks the client (elicitation/create): its answer may come back to another worker."""
             answer = ctx.elicit(
@@ -714,6 +719,101 @@ def test_a_2024_11_05_message_its_streams_worker_cannot_hear_is_refused_503_not_
         assert status == 202
         answer = answer_on(stream, 2)
         assert answer["result"]["content"][0]["text"] == "a"
+        stream.response.close()
+    finally:
+        a.stop()
+        b.stop()
+        admin.acl_deluser(user)
+        admin.close()
+
+
+def test_a_2024_11_05_post_to_another_worker_is_refused_503_while_the_stream_is_full(workers):
+    """docs/deploying.md: past either bound (``backlog_bytes``, ``standalone_backlog``) an HTTP+SSE
+    session's new POSTs get 503 with ``Retry-After: 1`` until its client reads.  With A's stream
+    full (its client reads nothing), POSTs to A got 503, but the same POSTs to B were forwarded and
+    run on A, their answers piling up on the stream past its bound without limit.  Now A refuses
+    them, its word goes back to B, and B answers 503 as A does; nothing refused was run, and every
+    POST accepted is answered once the client reads."""
+    import requests
+
+    a, b = workers(backlog_bytes=300_000)
+    stream, path = open_legacy_session(a)
+    big = "x" * 100_000  # 100 KB answers: the socket buffers fill soon, then the stream's bound
+
+    def post(worker: Worker, request_id):
+        call = request("tools/call", {"name": "echo", "arguments": {"text": big}}, request_id)
+        return requests.post(
+            worker.served.url + path, json=call, headers=worker.headers, timeout=WAIT
+        )
+
+    accepted = 0
+    while (to_a := post(a, accepted)).status_code == 202:  # until A's stream is full
+        accepted += 1
+        assert accepted < 150, "the stream never filled"
+    assert to_a.status_code == 503
+    to_b = post(b, "via b")
+    assert to_b.status_code == 503 and to_b.headers["Retry-After"] == "1"
+    assert "event stream is full" in to_b.json()["error"]["message"]
+    answered: set = set()
+    while len(answered) < accepted:  # the client reads again
+        message = json.loads(next_within(stream)["data"])
+        assert message.get("id") != "via b"
+        if "id" in message:
+            assert message["result"]["content"][0]["text"] == big
+            answered.add(message["id"])
+    assert answered == set(range(accepted))
+    assert post(b, "after").status_code == 202  # room again: taken through B, run on A
+    assert answer_on(stream, "after")["result"]["content"][0]["text"] == big
+    stream.response.close()
+
+
+def test_a_2024_11_05_post_whose_worker_cannot_hear_the_word_on_it_is_refused_and_not_run(
+    redis_server,
+):
+    """B forwards a 2024-11-05 POST to A, which holds the stream, and waits for A's word on it
+    (taken, or refused: the stream full).  While B's own pub/sub connection is reconnecting that
+    word reaches no process: B cannot say 202, so it answers 503 (Retry-After), and A, its word
+    unheard, does not run the message, which the client sends again: it runs once."""
+    import redis
+    import requests
+
+    from mcp_ref.http.server.shared import DELIVERY_WINDOW
+
+    namespace = f"{redis_server.url}?namespace=legacy-no-word-{threading.get_ident()}"
+    admin = redis.Redis.from_url(redis_server.url)
+    # worker b reaches Redis as a user of its own, which the test can shut out of new connections
+    user = f"legacy-forwarder-{threading.get_ident()}"
+    admin.acl_setuser(
+        user, enabled=True, passwords=["+b-pass"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+    a = Worker("a", namespace)
+    b = Worker("b", namespace.replace("redis://", f"redis://{user}:b-pass@"))
+    try:
+        stream, path = open_legacy_session(a)
+        call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
+        assert requests.post(b.served.url + path, json=call, timeout=WAIT).status_code == 202
+        assert answer_on(stream, 2)["result"]["content"][0]["text"] == "a"
+        bus = b.server.bus
+        assert bus.wait_for(lambda: bus.connected, WAIT)
+        admin.acl_setuser(user, enabled=False)  # its pub/sub connection cannot come back
+        assert admin.client_kill_filter(_type="pubsub", user=user) >= 1
+        assert bus.wait_for(lambda: not bus.connected, WAIT)
+        call = request("tools/call", {"name": "whoami", "arguments": {}}, 3)
+        refused = requests.post(b.served.url + path, json=call, timeout=WAIT + 2 * DELIVERY_WINDOW)
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+        admin.acl_setuser(user, enabled=True)
+        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
+        deadline = time.monotonic() + WAIT
+        while (
+            status := requests.post(b.served.url + path, json=call, timeout=WAIT).status_code
+        ) == 503:
+            assert time.monotonic() < deadline, "the word on it was never heard"
+        assert status == 202
+        assert answer_on(stream, 3)["result"]["content"][0]["text"] == "a"
+        # the refused one was not run: no second answer to it before the next call's
+        last = request("tools/call", {"name": "whoami", "arguments": {}}, 4)
+        assert requests.post(a.served.url + path, json=last, timeout=WAIT).status_code == 202
+        assert answer_on(stream, 4)["result"]["content"][0]["text"] == "a"
         stream.response.close()
     finally:
         a.stop()

@@ -80,18 +80,15 @@ class LegacySse:
                 raise NotFound("Session not found")
             app.check_principal(session, environ)
             if cast(Stream, session.standalone).full():  # a legacy session's
-                # Backpressure: the stream that carries the answers is full; refuse new work until
-                # the client has read it.  The answers of the requests accepted before are queued
-                # past the bound all the same (Stream.put): at most the client's running handlers'.
-                raise ServiceUnavailable(
-                    "Service Unavailable: the event stream is full; retry once the client has read it",
-                    headers=[("Retry-After", "1")],
-                )
+                raise stream_full()
         message = app.read_message(environ)
         items = message if isinstance(message, list) else [message]
         app.check_messages(environ, items, app.sse_path)
         if session is None:
-            app.shared_sessions.forward_legacy(environ, session_id, message)
+            # its stream's worker says whether it took it (SharedSessions._take_legacy): refused
+            # there while its stream is full, as here
+            if not app.shared_sessions.forward_legacy(environ, session_id, message):
+                raise stream_full()
         else:
             app.session_table.touch(session_id)
             # Context.http
@@ -99,3 +96,15 @@ class LegacySse:
             session.dispatch_within_share(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]
+
+
+def stream_full() -> ServiceUnavailable:
+    """The refusal of a POST while its session's stream is full (on this worker, or on the one
+    holding it: ``SharedSessions.forward_legacy``).  Backpressure: the stream that carries the
+    answers is full; new work is refused until the client has read it (RFC 9110 §15.6.4, with
+    ``Retry-After``: §10.2.3).  The answers of the requests accepted before are queued past the
+    bound all the same (``Stream.put``): at most the client's running handlers'."""
+    return ServiceUnavailable(
+        "Service Unavailable: the event stream is full; retry once the client has read it",
+        headers=[("Retry-After", "1")],
+    )

@@ -17,7 +17,10 @@ it (its POST stream, its handler); what must reach another worker goes over the 
   a request the client sends after that answer can reach another worker first, so every request
   also compares the record's generation with its replica's (:meth:`SharedSessions.touch`, on the
   touch each request makes anyway) and reads the record again when it changed (read-your-writes);
-- the session's end (DELETE, eviction, expiry): every holder ends its replica.
+- the session's end (DELETE, eviction, expiry): every holder ends its replica;
+- a 2024-11-05 POST made on another worker than the one holding its stream: to that worker, which
+  sends its word on it back (taken, or refused: its stream full) before it runs it, so the POST is
+  answered 202 only for a message taken (:meth:`SharedSessions.forward_legacy`).
 
 SSE goes through the shared event store (:class:`~.events.EventStore`, ``shared``): the standalone
 stream's messages are stored, never queued in one process, and a GET on any worker follows them
@@ -73,6 +76,9 @@ FORWARD_BURST, FORWARD_WINDOW = 50, 2.5
 #: (:data:`RESEND_AFTER` seconds), so the client sends it again.  The pauses between the tries start
 #: at DELIVERY_PAUSE and double.
 DELIVERY_WINDOW, DELIVERY_PAUSE, RESEND_AFTER = 2.0, 0.05, "1"
+#: A worker's word on a 2024-11-05 POST forwarded to it (:meth:`SharedSessions.forward_legacy`): it
+#: took the message, its stream is full, or it holds no such session (its stream has closed).
+TAKEN, FULL, GONE = "taken", "full", "gone"
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -135,6 +141,44 @@ class SharedOwner(SessionOwner, Protocol):
         """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
 
 
+class Verdicts:
+    """The words a worker waits for, one per 2024-11-05 POST it forwarded to the worker holding its
+    session's stream (:meth:`SharedSessions.forward_legacy`), each under a reply token of its own:
+    :data:`TAKEN`, :data:`FULL` or :data:`GONE`.  One entry per POST being answered, forgotten
+    when it is."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, tuple[threading.Event, list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def expect(self) -> str:
+        """A new reply token, its word awaited (:meth:`wait`; :meth:`forget` it after)."""
+        reply = secrets.token_hex(8)
+        with self._lock:
+            self._waiting[reply] = (threading.Event(), [])
+        return reply
+
+    def settle(self, reply: Any, verdict: Any) -> None:
+        """The word for ``reply`` came (one for no POST waiting now, or unreadable: ignored)."""
+        with self._lock:
+            waiting = self._waiting.get(reply) if isinstance(reply, str) else None
+        if waiting is not None and verdict in (TAKEN, FULL, GONE):
+            waiting[1].append(verdict)
+            waiting[0].set()
+
+    def wait(self, reply: str, timeout: float) -> str | None:
+        """The word for ``reply``, once it came, within ``timeout`` seconds (None: none came)."""
+        with self._lock:
+            event, verdicts = self._waiting[reply]
+        event.wait(timeout)
+        return verdicts[0] if verdicts else None
+
+    def forget(self, reply: str) -> None:
+        """No longer waiting for ``reply``'s word."""
+        with self._lock:
+            self._waiting.pop(reply, None)
+
+
 class SharedSessions:
     """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
 
@@ -147,6 +191,8 @@ class SharedSessions:
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
         #: Who sends each session's change notifications, and moving a dead worker's (:mod:`.homes`).
         self.homes = Homes(app, lambda: self.worker, self._publish)
+        #: The words this worker waits for on the 2024-11-05 POSTs it forwarded.
+        self.verdicts = Verdicts()
 
     @property
     def worker(self) -> str:
@@ -236,13 +282,20 @@ class SharedSessions:
             if record is not None:
                 take_up(session, record, self.app.server)
 
-    def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
+    def forward_legacy(self, environ: dict, session_id: str, message: Any) -> bool:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
-        (the stream is the session: its answers can only go there).  404 when there is no such
-        session, another principal asks, or its worker has gone.  The POST's 202 says its answer
-        will come on the stream, so it is given only once that worker heard the message; else 503
-        with ``Retry-After`` (RFC 9110 §15.6.4, §10.2.3: the client sends it again), as a Streamable
-        HTTP client's answer for another worker is (:meth:`_deliver`)."""
+        (the stream is the session: its answers can only go there), and that worker's word on it.
+        True: it took the message (the POST's 202); False: it refused it, the stream being full
+        (the POST's 503, as if POSTed there: ``LegacySse.post``).  404 when there is no such
+        session, another principal asks, or its worker has gone.
+
+        The POST's 202 says its answer will come on the stream, so it is given only once that
+        worker heard the message and took it.  Not heard (its pub/sub connection reconnecting:
+        :meth:`_deliver`), or no word back from it within :data:`DELIVERY_WINDOW`: 503 with
+        ``Retry-After`` (RFC 9110 §15.6.4, §10.2.3: the client sends it again), as a Streamable
+        HTTP client's answer for another worker is.  That worker runs the message only once its
+        word reached a process (:meth:`_take_legacy`), so a message refused for want of a word
+        was not run."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
         home = state.get("home")  # where its stream is
@@ -253,17 +306,37 @@ class SharedSessions:
         ):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
-        # heard by its home, or 503 for the client to send it again (_deliver): a 202 promises the
-        # answer on the stream, and pub/sub keeps nothing for a home that is reconnecting
-        heard = self._deliver(
-            session_id,
-            home,
-            jsonrpc.serialize(message).decode(),
-            kind="legacy",
-            principal=state.get("principal"),
-        )
-        if not heard:  # its home has gone, and the stream, which is the session, with it
+        reply = self.verdicts.expect()
+        try:
+            heard = self._deliver(
+                session_id,
+                home,
+                jsonrpc.serialize(message).decode(),
+                kind="legacy",
+                principal=state.get("principal"),
+                reply=reply,
+            )
+            if not heard:  # its home has gone, and the stream, which is the session, with it
+                raise NotFound("Session not found")
+            verdict = self.verdicts.wait(reply, DELIVERY_WINDOW)
+        finally:
+            self.verdicts.forget(reply)
+        if verdict == GONE:
             raise NotFound("Session not found")
+        if verdict is None:
+            log.warning(
+                "session %s: worker %s sent no word on a forwarded message within %g s; "
+                "refused (503), for the client to send again",
+                session_id[:8],
+                home,
+                DELIVERY_WINDOW,
+            )
+            raise ServiceUnavailable(
+                "Service Unavailable: the worker this message is for cannot be reached now; "
+                "retry shortly",
+                headers=[("Retry-After", RESEND_AFTER)],
+            )
+        return verdict == TAKEN
 
     @staticmethod
     def change_of(request: Any) -> dict | None:
@@ -440,11 +513,16 @@ class SharedSessions:
         """A message of another worker's about a session: acted on only where the session is held."""
         if message.get("from") == self.worker:
             return
+        kind = message.get("kind")
+        if kind == "verdict":  # another worker's word on a 2024-11-05 POST forwarded from here
+            self.verdicts.settle(message.get("reply"), message.get("verdict"))
+            return
         session = self.app.live_session(str(message.get("session")))
         if session is None or session.closed:
+            if kind == "legacy":  # its stream has closed: the session has ended
+                self._answer_forward(message, GONE)
             return
         connection = cast("Connection", session.connection)
-        kind = message.get("kind")
         if kind == "end":
             self.app.end_here(session, for_good=True)
         elif kind in ("home", "homeless"):  # another worker claimed it, or its home let go
@@ -466,11 +544,35 @@ class SharedSessions:
                 log.warning("dropped an unreadable session message from another worker")
                 return
             if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
-                if session.kind == "legacy" and owned_by(message, session.principal):
-                    # within its client's share of the pool, as if POSTed here
-                    session.dispatch_within_share(item)
+                self._take_legacy(session, message, item)
             elif self.holds(connection, item) or _is_initialized(item):
                 connection.dispatch(item)
+
+    def _take_legacy(self, session: HttpSession, message: dict, item: Any) -> None:
+        """A 2024-11-05 POST another worker took for this session's stream (:meth:`forward_legacy`):
+        run as if POSTed here, within its client's share of the pool; refused while the stream is
+        full, as a POST here is (``LegacySse.post``: 503 with ``Retry-After``, until the client
+        has read it: docs/deploying.md, ``backlog_bytes``), else the answers would pile up on the
+        stream past its bounds.  Run only once the POSTing worker can have heard this worker's
+        word on it: a message it must refuse for want of a word (503, sent again) is not run
+        twice."""
+        stream = session.standalone
+        if session.kind != "legacy" or not owned_by(message, session.principal):
+            self._answer_forward(message, GONE)
+        elif stream is not None and stream.full():
+            self._answer_forward(message, FULL)
+        elif self._answer_forward(message, TAKEN):
+            session.dispatch_within_share(item)
+
+    def _answer_forward(self, message: dict, verdict: str) -> bool:
+        """Tell the worker that forwarded a 2024-11-05 POST (``message``) this worker's word on it;
+        whether a process heard it (True for a message asking for none: a worker of an earlier
+        release, which answered 202 without waiting)."""
+        reply, sender = message.get("reply"), message.get("from")
+        if not isinstance(reply, str) or not isinstance(sender, str):
+            return True
+        session_id = str(message.get("session"))
+        return bool(self._publish(session_id, "verdict", to=sender, reply=reply, verdict=verdict))
 
     # -- following a stream in the shared event store -----------------------------------------------
 
