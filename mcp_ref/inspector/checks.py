@@ -237,10 +237,13 @@ def check_message(
     if not validate:
         return Check(None, (), revision, None, method, spec)
     assert revision is not None
+    # The schemas' types leave the envelope's id unchecked; 2025-06-18 basic/index §Requests:
+    # "Requests MUST include a string or integer ID" (and an answer has its request's).
+    bad_id = [] if _hashable(message.get("id")) else ["id: not a string or a number"]
     name, _payload, found = schema_type(message, revision, answered, task_augmented)
-    if name is None and not found:
+    if name is None and not found and not bad_id:
         return Check(None, (), revision, None, method, spec)
-    errors = message_errors(message, revision, answered, task_augmented)
+    errors = bad_id + message_errors(message, revision, answered, task_augmented)
     short = tuple(_short(error) for error in errors[:MAX_ERRORS])
     return Check(not errors, short, revision, name, method, spec)
 

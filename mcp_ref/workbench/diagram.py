@@ -140,7 +140,7 @@ class Recorder:
                 self._record(direction, item)
 
     def _record(self, direction: str, message: Any) -> None:
-        if isinstance(message, dict) and "method" in message and "id" in message:
+        if isinstance(message, dict) and "method" in message and _scalar_id(message):
             if len(self.methods) < 10_000:  # bounded: the rest are labelled without their method
                 self.methods[(direction, message["id"])] = message["method"]
         if isinstance(message, dict) and message.get("method") is None and "result" in message:
@@ -182,7 +182,8 @@ class Recorder:
             return f"    {sender}->>{receiver}: {method_label(method, message)} #{short(message['id'])}"
         if method is not None:
             return f"    {sender}--){receiver}: {method_label(method, message)}"
-        answered = self.methods.get(("<--" if direction == "-->" else "-->", message.get("id")), "")
+        asked_way = "<--" if direction == "-->" else "-->"
+        answered = self.methods.get((asked_way, message["id"]), "") if _scalar_id(message) else ""
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             return f"    {sender}-->>{receiver}: #{short(message.get('id'))} error {short(error.get('code'))}"
@@ -250,3 +251,12 @@ def short(value: Any, limit: int = 32) -> str:
         text = text.replace(bad, good)
     text = re.sub("%%+", "%", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _scalar_id(message: dict) -> bool:
+    """Whether ``message`` has an id that can key the requests remembered: a JSON scalar.  An
+    object or an array (no JSON-RPC id: 2025-06-18 basic/index §Requests, "Requests MUST include
+    a string or integer ID") is drawn, never remembered (it would not hash)."""
+    if "id" not in message:
+        return False
+    return isinstance(message["id"], (str, int, float)) or message["id"] is None

@@ -750,3 +750,23 @@ def test_messages_waiting_for_their_request_are_bounded():
     assert all(r["exchange"] is None for r in held_out)
     conv.http_trace(seen_request(1, request(2, "ping")))  # its request came after all
     assert conv.records()[2]["exchange"] == 1
+
+
+def test_a_message_whose_id_is_an_object_or_an_array_is_recorded_as_invalid():
+    """No JSON-RPC id (2025-06-18 basic/index §Requests: "a string or integer ID"): the message is
+    recorded all the same, marked invalid, drawn in the diagram; what follows is recorded too."""
+    conv = Conversation()
+    conv.set_revision("2025-06-18")
+    conv.trace("<--", wire({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}))
+    conv.trace("-->", wire({"jsonrpc": "2.0", "id": [1], "result": {}}))
+    echo_round(conv, 2)
+    ping, answer, call, result = conv.records()
+    assert ping["message"]["id"] == {"x": 1} and answer["message"]["id"] == [1]
+    assert (ping["valid"], answer["valid"]) == (False, False)
+    assert ping["errors"] == answer["errors"] == ["id: not a string or a number"]
+    assert (call["label"], result["label"], result["valid"]) == (
+        "tools/call #2 echo",
+        "#2 result",
+        True,
+    )
+    assert "ping #{'x': 1}" in conv.mermaid("t")

@@ -897,3 +897,52 @@ def test_the_secrets_of_an_answer_nested_too_deep_never_reach_the_page(depth):
             assert not [text for text in shown if secret in text], secret
     finally:
         inspector.close()
+
+
+#: A bare JSON-RPC server over stdio (2025-06-18) that, before it answers ``tools/call``, sends a
+#: ``ping`` whose id is an object (no JSON-RPC id) and a log message.
+OBJECT_ID_SERVER = """
+import json
+import sys
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "object-id", "version": "1"},
+        }
+    if method == "tools/list":
+        return {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    if method == "tools/call":
+        print(json.dumps({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}), flush=True)
+        log = {"level": "info", "data": "after the object id"}
+        print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": log}))
+        return {"content": [{"type": "text", "text": "ok"}]}
+    return {}
+"""
+
+
+def test_a_server_message_whose_id_is_an_object_is_shown_marked_invalid(tmp_path):
+    """A server's request with an object for its id: it is in the conversation the page shows,
+    marked invalid; the call is answered and what came after it is shown too."""
+    import sys
+
+    (tmp_path / "object_id.py").write_text(OBJECT_ID_SERVER + ANSWER_EACH_LINE)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(tmp_path / "object_id.py")
+    )
+    try:
+        answer = inspector.post("call", {"call": "c1", "name": "t", "arguments": {}})
+        assert answer["result"]["content"] == [{"type": "text", "text": "ok"}]
+        records = inspector.get("api/records").json()["records"]
+        pings = [r for r in records if (r.get("message") or {}).get("id") == {"x": 1}]
+        assert [(p["direction"], p["valid"]) for p in pings] == [("receive", False)]
+        assert pings[0]["errors"] == ["id: not a string or a number"]
+        logs = [
+            r for r in records if (r.get("message") or {}).get("method") == "notifications/message"
+        ]
+        assert logs and logs[0]["seq"] > pings[0]["seq"]
+    finally:
+        inspector.close()
