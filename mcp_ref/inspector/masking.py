@@ -22,8 +22,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a quoted secret key's string,
-  array or object (``"access_token": "..."``, ``"api_key": [...]``), ``client_secret=...``, a
-  URL's userinfo.
+  array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
+  ``{'api_key': '...'}``), ``client_secret=...`` with its value bare or quoted
+  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), a URL's userinfo.
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -247,13 +248,16 @@ _CREDENTIAL = re.compile(
 )
 #: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
 _USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
-#: A quoted key (any JSON string: escaped, of any length) and its colon, before a value that may
-#: be a secret: a string, an array or an object (a number, a boolean or null never is).
-_QUOTED_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:\s*)(?=["\[{])')
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: A quoted key (any JSON string: escaped, of any length; or a Python repr's single-quoted one,
+#: ``{'api_key': '...'}``) and its colon, before a value that may be a secret: a string, an array
+#: or an object (a number, a boolean or null never is).
+_QUOTED_KEY = re.compile(r"""(["'])((?:(?!\1)[^\\]|\\.)*)\1(\s*:\s*)(?=["'\[{])""")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 #: A string, a quote that starts none (the text is cut), a run of opening or of closing brackets.
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|"|[\[{]+|[\]}]+')
-_BARE_PAIR = re.compile(r"\b([A-Za-z0-9_-]{1,64})=([^&\s;,\"']+)")
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|"|[\[{]+|[\]}]+')
+#: ``key=value``, the value bare or quoted as a shell or a ``.env`` file quotes it
+#: (``API_KEY='...'``, ``GITHUB_TOKEN="..."``; a quote never closed: to the end of the text).
+_BARE_PAIR = re.compile(r"""\b([A-Za-z0-9_-]{1,64})=("(?:[^"\\]|\\.)*"?|'[^']*'?|[^&\s;,"']+)""")
 
 
 def mask_free_text(text: str) -> str:
@@ -265,9 +269,15 @@ def mask_free_text(text: str) -> str:
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _mask_quoted_values(text)
-    return _BARE_PAIR.sub(
-        lambda m: f"{m.group(1)}={MASK}" if secret_key(m.group(1)) else m.group(0), text
-    )
+    return _BARE_PAIR.sub(_masked_pair, text)
+
+
+def _masked_pair(pair: re.Match) -> str:
+    """A ``key=value`` with the value masked when the key names a secret (its quotes kept)."""
+    if not secret_key(pair.group(1)):
+        return pair.group(0)
+    quote = pair.group(2)[0] if pair.group(2)[0] in "\"'" else ""
+    return f"{pair.group(1)}={quote}{MASK}{quote}"
 
 
 def _mask_quoted_values(text: str) -> str:
@@ -280,15 +290,18 @@ def _mask_quoted_values(text: str) -> str:
         start = match.end()
         pieces.append(text[at:start])
         at = start
-        if secret_key(_key_name(match.group(1))):
-            pieces.append(f'"{MASK}"')
+        if secret_key(_key_name(match.group(2), match.group(1))):
+            pieces.append(f"{match.group(1)}{MASK}{match.group(1)}")
             at = _value_end(text, start)
     pieces.append(text[at:])
     return "".join(pieces)
 
 
-def _key_name(written: str) -> str:
-    """A quoted key's name as JSON reads it (``pass\\u0077ord`` is ``password``)."""
+def _key_name(written: str, quote: str) -> str:
+    """A quoted key's name as JSON reads it (``pass\\u0077ord`` is ``password``); a
+    single-quoted one (a Python repr) as written."""
+    if quote == "'":
+        return written
     try:
         return json.loads(f'"{written}"')
     except ValueError:
@@ -298,7 +311,7 @@ def _key_name(written: str) -> str:
 def _value_end(text: str, start: int) -> int:
     """Where the string, array or object at ``start`` ends: past its closing quote or bracket,
     or the end of ``text`` when it is cut short before."""
-    if text[start] == '"':
+    if text[start] in "\"'":
         string = _STRING.match(text, start)
         return string.end() if string else len(text)
     depth = 0

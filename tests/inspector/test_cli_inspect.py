@@ -198,3 +198,34 @@ def test_a_protected_server_is_logged_in_to_as_every_verb_does(protected_demo, t
     finally:
         code, stderr = running.stop()
     assert code == 0, stderr
+
+
+LEAKY_SERVER = (
+    "import sys\n"
+    "from mcp_ref import Server\n"
+    "print(\"settings: {'api_key': 'sk-live-SECRET2', 'debug': True}\", file=sys.stderr)\n"
+    "print('loaded: GITHUB_TOKEN=\"ghp_SECRET3xxxxxxxx\"', file=sys.stderr, flush=True)\n"
+    "Server('leaky').run()\n"
+)
+
+
+def test_quoted_secrets_in_the_target_and_the_server_s_stderr_are_masked(tmp_path):
+    """A target whose command line holds ``API_KEY='...'``, a server that writes a Python dict's
+    repr and a shell's ``KEY="..."`` to its stderr: no secret in the state or the export."""
+    from inspector_harness import EventReader
+
+    (tmp_path / "leaky.py").write_text(LEAKY_SERVER)
+    target = f"env API_KEY='sk-live-SECRET1' {shlex.quote(sys.executable)} leaky.py"
+    running = Running("inspect", "--no-browser", target, cwd=tmp_path)
+    events = EventReader(running.url + "events")
+    try:
+        events.wait_for("record", lambda r: "GITHUB_TOKEN" in r.get("line", ""))
+        state = running.http.get(running.url + "api/state", timeout=WAIT).json()
+        assert state["target"].startswith("env API_KEY='••••••' ")
+        export = running.http.get(running.url + "api/export.jsonl", timeout=WAIT).text
+        assert "GITHUB_TOKEN" in export and "'api_key'" in export
+        assert "SECRET" not in export and "SECRET" not in json.dumps(state)
+    finally:
+        events.close()
+        code, stderr = running.stop()
+    assert code == 0, stderr

@@ -147,6 +147,35 @@ def test_free_text_loses_a_secret_key_s_value_of_any_kind():
     )
 
 
+def test_a_secret_s_quoted_value_is_masked_as_a_shell_or_python_writes_it():
+    """``KEY='...'`` and ``KEY="..."`` (a command line, a ``.env`` file, a shell's ``export``), and a
+    Python dict's repr (``{'api_key': '...'}``, single quotes): the value masked, its quotes kept;
+    a quote never closed is masked to the end of the text."""
+    assert mask_free_text("env API_KEY='sk-live 1' python s.py") == (
+        f"env API_KEY='{MASK}' python s.py"
+    )
+    assert mask_free_text('export GITHUB_TOKEN="ghp_1\\"2" x=1') == (
+        f'export GITHUB_TOKEN="{MASK}" x=1'
+    )
+    assert mask_free_text("name='ada' password='a b") == f"name='ada' password='{MASK}'"
+    settings = "settings: {'api_key': 'sk-1', 'secret': ['a]', 'b'], 'debug': True, 'user': 'ada'}"
+    assert mask_free_text(settings) == (
+        f"settings: {{'api_key': '{MASK}', 'secret': '{MASK}', 'debug': True, 'user': 'ada'}}"
+    )
+    assert mask_free_text("it's 'token' time: 'x'") == "it's 'token' time: 'x'"
+
+
+def test_the_target_s_quoted_secret_is_masked():
+    from mcp_ref.inspector.live import shown_target
+
+    assert shown_target("env OPENAI_API_KEY='sk-1' python server.py") == (
+        f"env OPENAI_API_KEY='{MASK}' python server.py"
+    )
+    assert shown_target('env GITHUB_TOKEN="ghp-1" python server.py') == (
+        f'env GITHUB_TOKEN="{MASK}" python server.py'
+    )
+
+
 def test_a_json_rpc_error_code_is_no_secret():
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}
     assert mask_json(error) == error
