@@ -19,8 +19,9 @@ records after ``after`` or ``Last-Event-ID``, then everything live), ``./api/sta
 :class:`~mcp_ref.inspector.live.InspectedServer`).  docs/inspector.md describes them.
 
 Bounds: a request body :data:`MAX_BODY`; at most :data:`MAX_STREAMS` event streams at once (503
-past it); each stream's queue :data:`STREAM_QUEUE` events, and a stream that falls that far
-behind is ended (the page reconnects with ``Last-Event-ID`` and catches up from the record).
+past it); each stream's queue :data:`STREAM_QUEUE` events weighing at most the conversation's
+``max_bytes`` (records, logs and progress alike), and a stream that falls that far behind is
+ended (the page reconnects with ``Last-Event-ID`` and catches up from the record).
 """
 
 from __future__ import annotations
@@ -276,52 +277,58 @@ class EventStream:
         self.after = after
         self.queue: queue.Queue = queue.Queue(STREAM_QUEUE)
         self.stopped = threading.Event()
-        #: What the records waiting in the queue weigh (bytes, as sent): at most the
+        #: What the events waiting in the queue weigh (bytes, as sent): at most the
         #: conversation's ``max_bytes``, as its own subscribers (past it the stream ends).
         self.waiting_bytes = 0
         self._max_bytes = getattr(app.conversation, "max_bytes", None)
         self._bytes_lock = threading.Lock()
 
     def stop(self) -> None:
-        """End the stream (the browser went, or the server stops); never blocks."""
+        """End the stream (the browser went, or the server stops); never blocks.  No event is
+        taken from now on (its listener is removed at once, not when the page's socket ends)."""
         self.stopped.set()
+        self.app.inspected.remove_listener(self._on_event)
         try:
             self.queue.put_nowait(None)
         except queue.Full:
             pass  # the stream sees ``stopped`` before its next event
 
-    def _push(self, item: tuple) -> None:
+    def _push(self, event: str, encoded: bytes, seq: int | None) -> None:
+        """Queue one encoded event, weighed: the events waiting (records, logs, progress alike)
+        weigh at most the conversation's ``max_bytes``, as its own subscribers (one alone always
+        fits); past it, or past :data:`STREAM_QUEUE` events, the stream ends (the page reconnects
+        and catches up from the records).  Nothing is queued once the stream has stopped."""
+        if self.stopped.is_set():
+            return
+        with self._bytes_lock:
+            weight = self.waiting_bytes + len(encoded)
+            too_heavy = (
+                self._max_bytes is not None and self.waiting_bytes > 0 and weight > self._max_bytes
+            )
+            if not too_heavy:
+                self.waiting_bytes = weight
+        if too_heavy:
+            self.stop()
+            return
         try:
-            self.queue.put_nowait(item)
+            self.queue.put_nowait((event, encoded, seq))
         except queue.Full:
-            self.stopped.set()  # fallen behind: the page reconnects and catches up
+            with self._bytes_lock:
+                self.waiting_bytes -= len(encoded)
+            self.stop()  # fallen behind: the page reconnects and catches up
 
     def _on_event(self, event: str, data: dict) -> None:
-        self._push((event, data, None))
+        if not self.stopped.is_set():
+            self._push(event, _event(event, data), None)
 
     def _pump(self, subscription: Any) -> None:
-        """The conversation's new records into the queue, encoded, until the stream stops; a
-        stream whose waiting records would weigh more than the conversation may is ended."""
+        """The conversation's new records into the queue, encoded, until the stream stops."""
         while not self.stopped.is_set():
             record = subscription.get(timeout=1.0)
             if record is not None:
-                encoded = _event("record", record, record["seq"])
-                with self._bytes_lock:  # one record alone always fits (as for a subscriber)
-                    weight = self.waiting_bytes + len(encoded)
-                    too_heavy = (
-                        self._max_bytes is not None
-                        and self.waiting_bytes > 0
-                        and weight > self._max_bytes
-                    )
-                    if not too_heavy:
-                        self.waiting_bytes = weight
-                if too_heavy:  # fallen behind: the page reconnects and catches up
-                    self.stop()
-                    break
-                self._push(("record", encoded, record["seq"]))
+                self._push("record", _event("record", record, record["seq"]), record["seq"])
             elif getattr(subscription, "closed", False):
-                self.stopped.set()  # fallen behind the conversation: the page reconnects
-                self._push(("end", {}, None))
+                self.stop()  # fallen behind the conversation: the page reconnects
 
     def run(self) -> Iterator[bytes]:
         """The stream's bytes."""
@@ -355,18 +362,16 @@ class EventStream:
                 except queue.Empty:
                     yield b": keep-alive\n\n"
                     continue
-                if item is None or item[0] == "end":
+                if item is None:
                     break
-                event, data, seq = item
-                if event == "record":  # encoded by the pump
-                    with self._bytes_lock:
-                        self.waiting_bytes -= len(data)
+                event, encoded, seq = item
+                with self._bytes_lock:
+                    self.waiting_bytes -= len(encoded)
+                if event == "record":
                     if seq <= last:
                         continue
                     last = seq
-                    yield data
-                    continue
-                yield _event(event, data, seq)
+                yield encoded
         finally:
             self.stopped.set()
             inspected.remove_listener(self._on_event)

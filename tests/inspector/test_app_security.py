@@ -368,6 +368,43 @@ def test_a_stream_holds_no_more_than_the_conversation_may_weigh(inspector):
         pump.join(WAIT)
 
 
+def test_a_stalled_page_s_stream_holds_no_more_log_events_than_the_conversation_may_weigh():
+    """A page whose stream reads nothing (a real socket), a server that floods it with log
+    messages (a real subprocess, 20 MB): the events waiting (logs as records) weigh at most the
+    conversation's ``max_bytes``; past it the stream ends and takes no event any more."""
+    import sys
+    from pathlib import Path
+
+    server = Path(__file__).parents[1] / "servers" / "flooding_server.py"
+    inspector = Inspector("--era", "handshake", "--", sys.executable, str(server))
+    inspector.conversation.max_bytes = 1_000_000  # read as each stream starts
+    stalled = socket.socket()
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        stalled.settimeout(WAIT)
+        stalled.connect(("127.0.0.1", inspector.port))
+        stalled.sendall(
+            f"GET {page_path(inspector, 'events')} HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{inspector.port}\r\n\r\n".encode()
+        )
+        assert stalled.recv(64).startswith(b"HTTP/1.1 200")
+        [stream] = inspector.served.app._streams
+        flood = {"kind": "log", "count": 200, "size": 100_000}
+        answer = inspector.post("call", {"call": "c1", "name": "flood", "arguments": flood})
+        assert answer["result"]["content"] == [{"type": "text", "text": "sent 200"}]
+        assert stream.stopped.wait(WAIT), "the stream kept more than the conversation may weigh"
+        waiting = [item for item in list(stream.queue.queue) if item is not None]
+        weight = sum(
+            len(data) if isinstance(data, bytes) else len(json.dumps(data))
+            for _event, data, _seq in waiting
+        )
+        assert weight <= 1_000_000, f"{len(waiting)} events waiting weigh {weight} bytes"
+        assert stream._on_event not in inspector.inspected._listeners  # it takes no more
+    finally:
+        stalled.close()
+        inspector.close()
+
+
 def test_an_idle_stream_is_kept_open_with_comments(inspector, monkeypatch):
     from mcp_ref.inspector import app
 
