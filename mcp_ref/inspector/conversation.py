@@ -46,7 +46,8 @@ The JSON-lines export starts with a header record ``{"kind": "header", "format":
 record a line, oldest first.
 
 Bounds: at most ``max_records`` records (default 50,000) weighing at most ``max_bytes`` (default
-256 MiB: a message's size, a body's or an event's length, plus :data:`RECORD_OVERHEAD` each): past
+256 MiB: a message's size, a body's or an event's length, an exchange's URL and headers, plus
+:data:`RECORD_OVERHEAD` each): past
 either the oldest are dropped and :attr:`Conversation.dropped` counts them.  Each subscriber's queue holds at most
 :data:`SUBSCRIBER_QUEUE` records, and ``max_bytes`` of them: a subscriber that falls that far behind is closed (its
 ``get`` returns None and ``closed`` is true) and catches up with :meth:`Conversation.records`
@@ -496,13 +497,21 @@ def _refusal(text: str) -> str:
 
 def _weight(record: dict) -> int:
     """What a record weighs against ``max_bytes``: its message's size, or its body's, data's or
-    line's length, plus :data:`RECORD_OVERHEAD` (the same every time it is asked)."""
+    line's length, and an HTTP record's URL and headers (names and values, the protocol's own
+    listed again), an SSE event's id and name, plus :data:`RECORD_OVERHEAD` (the same every time
+    it is asked)."""
     if record["kind"] == "message":
         return record["size"] + RECORD_OVERHEAD
     text = (
         record.get("body") or record.get("data") or record.get("line") or record.get("text") or ""
     )
-    return len(text) + RECORD_OVERHEAD
+    weight = len(text) + RECORD_OVERHEAD
+    for field in ("url", "event_id", "event"):
+        weight += len(str(record.get(field) or ""))
+    weight += sum(len(name) + len(value) for name, value in record.get("headers") or ())
+    for header in record.get("mcp_headers") or ():
+        weight += len(header["raw"]) + len(header["decoded"] or "")
+    return weight
 
 
 def _json_scalar(value: Any) -> bool:

@@ -8,7 +8,8 @@ added there):
 
 - ``http``: ``exchange``, ``phase`` (``"request"`` or ``"response"``), ``method`` and ``url``
   (a request's; null on a response), ``status`` and ``reason`` (a response's; null on a
-  request), ``headers`` (``[[name, value], ...]``, masked), ``mcp_headers`` (below), ``body``
+  request), ``headers`` (``[[name, value], ...]``, masked; a value longer than
+  :data:`MAX_BODY_TEXT` cut there and marked with a final ``…``), ``mcp_headers`` (below), ``body``
   (text, masked; null when there is none), ``truncated`` (true when the body was cut at
   :data:`MAX_BODY_TEXT`), ``sse`` (true for a response that is an event stream);
 - ``sse``: ``exchange``, ``event_id``, ``event``, ``data`` (masked, cut as a body), ``retry``.
@@ -75,6 +76,12 @@ def cut(text: str) -> tuple[str, bool]:
     return text[:MAX_BODY_TEXT], True
 
 
+def _cut_header(value: str) -> str:
+    """A header's value as shown: cut as a body is (:func:`cut`), the cut marked with ``…``."""
+    shown, truncated = cut(value)
+    return shown + "…" if truncated else shown
+
+
 def _content_type(headers) -> str | None:
     for name, value in headers:
         if name.lower() == "content-type":
@@ -115,7 +122,7 @@ def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:
     content_type = _content_type(seen.headers)
     body, truncated = body_text(seen.body, content_type)
     request = isinstance(seen, HttpRequestSeen)
-    headers = masked_headers(seen)
+    headers = [[name, _cut_header(value)] for name, value in masked_headers(seen)]
     return {
         "kind": "http",
         "exchange": seen.exchange,

@@ -653,6 +653,43 @@ def test_over_http_each_message_names_the_exchange_that_carried_it(era):
     assert all((exchange, "request") in phases for exchange, _ in phases)
 
 
+class LargeHeaders:
+    """WSGI middleware that adds 20 headers of 10,000 bytes each to every response."""
+
+    PADDING = [(f"X-Pad-{n:02d}", "a" * 10_000) for n in range(20)]
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        def padded(status, headers, *exc_info):
+            return start_response(status, [*headers, *self.PADDING], *exc_info)
+
+        return self.app(environ, padded)
+
+
+def test_an_exchange_s_headers_count_in_the_conversation_s_weight():
+    """A server whose every response carries 200 kB of headers (a real socket): what the
+    conversation counts holds them, and past its bound the oldest records are dropped."""
+    from http_fixtures import serving
+
+    from mcp_ref import Client
+
+    conv = Conversation(max_bytes=1_000_000)
+    with serving(wrap=LargeHeaders) as served:
+        with Client.http(
+            served.mcp, trace=conv.trace, http_trace=conv.http_trace, timeout=WAIT
+        ) as client:
+            for n in range(10):
+                assert client.call_tool("echo", {"text": str(n)}).content[0].text == str(n)
+    kept = conv.records(limit=10_000)
+    padded = [r for r in kept if r["kind"] == "http" and ["X-Pad-00", "a" * 10_000] in r["headers"]]
+    header_bytes = sum(len(name) + len(value) for r in kept for name, value in r.get("headers", ()))
+    assert padded and header_bytes >= 200_000 * len(padded)
+    assert header_bytes <= conv._bytes <= conv.max_bytes  # the headers kept are counted
+    assert conv.dropped > 0 and kept[0]["seq"] > 1  # so the oldest went
+
+
 def test_over_the_legacy_transport_answers_name_the_get_stream():
     from http_fixtures import serving
 

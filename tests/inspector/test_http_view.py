@@ -382,6 +382,18 @@ def test_a_long_body_is_cut_and_an_sse_response_marked():
     }
 
 
+def test_a_long_header_value_is_cut_as_a_body_is_and_marked():
+    long_value = "a" * (MAX_BODY_TEXT + 10)
+    headers = (("X-Long", long_value), ("Mcp-Session-Id", "s" * (MAX_BODY_TEXT + 1)), ("X-S", "ok"))
+    record = http_record(HttpResponseSeen(4, 200, "OK", headers, b"{}"))
+    assert record["headers"] == [
+        ["X-Long", "a" * MAX_BODY_TEXT + "…"],
+        ["Mcp-Session-Id", "s" * MAX_BODY_TEXT + "…"],
+        ["X-S", "ok"],
+    ]
+    assert record["mcp_headers"][0]["raw"] == "s" * MAX_BODY_TEXT + "…"
+
+
 def test_mcp_headers_lists_only_the_protocol_s_own():
     found = mcp_headers(
         [
