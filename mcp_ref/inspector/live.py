@@ -47,6 +47,7 @@ from ..extension import Extension
 from ..lifecycle import LOG_LEVELS
 from ..request import RequestContext
 from .masking import mask_free_text, mask_url
+from .output_check import OutputChecker
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ class InspectedServer:
         self._ask_ids = itertools.count(1)
         self._calls: dict[str, Any] = {}
         self._output_schemas: dict[str, Any] = {}
+        self._output_checker = OutputChecker()
         self._started_tasks: dict[str, str] = {}  # taskId -> the tool's name
         self._being_made: ClientBeingMade | None = None  # the client of a connect under way
         self.roots: list[dict] = [
@@ -369,6 +371,7 @@ class InspectedServer:
             being_made, self._being_made = self._being_made, None
             self._closed = True
         self._end_asks("cancelled")
+        self._output_checker.close()
         if client is not None:
             client.close()
         if being_made is not None:
@@ -627,32 +630,17 @@ class InspectedServer:
 
     def _output_check(self, name: str, result: dict) -> dict | None:
         """``structuredContent`` checked against the tool's ``outputSchema`` (None: no schema, or an
-        ``isError`` result, which need not match it)."""
+        ``isError`` result, which need not match it), in a child process within a deadline
+        (:mod:`.output_check`: a server's ``pattern`` may take exponential time)."""
         with self._lock:
             schema = self._output_schemas.get(name)
         if not isinstance(schema, dict) or result.get("isError"):
             return None
-        import jsonschema
-        import referencing.exceptions
-
-        from ..server.signatures import validator_for
-
         if "structuredContent" not in result:
             # 2025-06-18 server/tools §Output Schema: "Servers MUST provide structured results
             # that conform to this schema."
             return {"valid": False, "errors": ["the result has no structuredContent"]}
-        try:
-            # the server's own rule: the declared dialect, 2020-12 without one, the schema checked
-            validator = validator_for(schema).checker
-            errors = [
-                f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-                for error in itertools.islice(validator.iter_errors(result["structuredContent"]), 5)
-            ]
-        except referencing.exceptions.Unresolvable as exc:  # a $ref is never fetched
-            return {"valid": False, "errors": [f"the outputSchema's $ref is not in it: {exc.ref}"]}
-        except (jsonschema.SchemaError, RecursionError, TypeError, ValueError) as exc:
-            return {"valid": False, "errors": [f"the outputSchema is not a valid schema: {exc}"]}
-        return {"valid": not errors, "errors": errors}
+        return self._output_checker.check(schema, result["structuredContent"])
 
     def cancel(self, body: dict) -> dict:
         """``api/cancel``: cancel a running call."""

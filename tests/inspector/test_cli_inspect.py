@@ -26,13 +26,14 @@ DEMO = shlex.join([sys.executable, "-m", "mcp_ref", "serve-demo"])  # `mcp-ref s
 class Running:
     """``python -m mcp_ref ARGS`` running: the address it printed; :meth:`stop` sends Ctrl-C."""
 
-    def __init__(self, *args: str, cwd=None, env=None):
+    def __init__(self, *args: str, cwd=None, env=None, new_session: bool = False):
         from test_http_deploy import LineReader
 
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcp_ref", *args],
             cwd=cwd,
             env=env,
+            start_new_session=new_session,  # a process group of its own, to see what it leaves
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -226,6 +227,52 @@ def test_quoted_secrets_in_the_target_and_the_server_s_stderr_are_masked(tmp_pat
         assert "GITHUB_TOKEN" in export and "'api_key'" in export
         assert "SECRET" not in export and "SECRET" not in json.dumps(state)
     finally:
-        events.close()
         code, stderr = running.stop()
+        events.close()
     assert code == 0, stderr
+
+
+def test_ctrl_c_while_a_result_is_checked_against_a_catastrophic_pattern_exits_at_once(tmp_path):
+    """A tool's ``outputSchema`` whose ``pattern`` takes exponential time on its result: while
+    the result is checked, the page is answered and Ctrl-C exits 0, leaving no process behind."""
+    import threading
+
+    from conftest import live_group_members
+    from inspector_harness import EventReader
+    from test_live import ANSWER_EACH_LINE, CATASTROPHIC_PATTERN_SERVER
+
+    (tmp_path / "catastrophic.py").write_text(CATASTROPHIC_PATTERN_SERVER + ANSWER_EACH_LINE)
+    running = Running(
+        "inspect",
+        "--no-browser",
+        "--era",
+        "handshake",
+        "--",
+        sys.executable,
+        "catastrophic.py",
+        cwd=tmp_path,
+        new_session=True,
+    )
+    events = EventReader(running.url + "events")
+    origin = {"Origin": f"http://127.0.0.1:{running.port}"}
+    try:
+        events.wait_for("state", lambda s: s["connected"])
+        listed = running.http.post(
+            running.url + "api/list", json={"what": "tools"}, headers=origin, timeout=WAIT
+        )
+        assert [tool["name"] for tool in listed.json()["items"]] == ["stuck", "fine"]
+        call = {"call": "c1", "name": "stuck", "arguments": {}}
+        threading.Thread(  # its answer is never awaited: Ctrl-C comes first
+            target=lambda: requests.post(
+                running.url + "api/call", json=call, headers=origin, timeout=WAIT
+            ),
+            daemon=True,
+        ).start()
+        events.wait_for("record", lambda r: "a!" in json.dumps(r.get("message")))  # its result
+        assert requests.get(running.url + "api/state", timeout=WAIT).json()["connected"]
+    finally:
+        code, stderr = running.stop()
+        events.close()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert live_group_members(running.proc.pid) == []  # the check's process went with it

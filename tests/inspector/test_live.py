@@ -946,3 +946,63 @@ def test_a_server_message_whose_id_is_an_object_is_shown_marked_invalid(tmp_path
         assert logs and logs[0]["seq"] > pings[0]["seq"]
     finally:
         inspector.close()
+
+
+#: A bare JSON-RPC server over stdio (2025-06-18) whose tools' ``outputSchema`` has a ``pattern``
+#: that backtracks catastrophically: ``stuck`` answers what makes it take hours, ``fine`` what
+#: it matches at once.
+CATASTROPHIC_PATTERN_SERVER = """
+import json
+import sys
+
+OUTPUT = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "catastrophic", "version": "1"},
+        }
+    if method == "tools/list":
+        tools = [{"name": name, "inputSchema": {"type": "object"}, "outputSchema": OUTPUT}
+                 for name in ("stuck", "fine")]
+        return {"tools": tools}
+    if method == "tools/call":
+        s = "a" * 34 + "!" if params["name"] == "stuck" else "aaa"
+        return {"content": [{"type": "text", "text": s}], "structuredContent": {"s": s}}
+    return {}
+"""
+
+
+def test_an_output_schema_whose_pattern_takes_exponential_time_leaves_the_inspector_answering(
+    tmp_path,
+):
+    """The check of such a result is made in a child process: the page's requests are answered
+    while it runs, and past its deadline the result is shown as not checked; the next result is
+    checked (by a new child)."""
+    import sys
+
+    (tmp_path / "catastrophic.py").write_text(CATASTROPHIC_PATTERN_SERVER + ANSWER_EACH_LINE)
+    inspector = Inspector(
+        "--era", "handshake", "--", sys.executable, str(tmp_path / "catastrophic.py")
+    )
+    try:
+        inspector.post("list", {"what": "tools"})
+        events = inspector.events()
+        stuck = inspector.in_background("call", {"call": "c1", "name": "stuck", "arguments": {}})
+        events.wait_for("record", lambda r: "a!" in json.dumps(r.get("message")))  # its result
+        assert inspector.get("api/state").json()["connected"]  # answered while it is checked
+        answer = stuck()
+        assert answer["result"]["structuredContent"] == {"s": "a" * 34 + "!"}
+        assert answer["output_check"] == {
+            "valid": None,
+            "errors": [
+                "not checked: the output schema took too long (its pattern may take exponential time)"
+            ],
+        }
+        fine = inspector.post("call", {"call": "c2", "name": "fine", "arguments": {}})
+        assert fine["output_check"] == {"valid": True, "errors": []}
+    finally:
+        inspector.close()

@@ -577,8 +577,10 @@
       const section = el("div", { className: "content structured" }, el("div", { className: "kind" }, "structuredContent"));
       if (isObject(outputCheck)) {
         const errors = Array.isArray(outputCheck.errors) ? outputCheck.errors : [];
-        section.appendChild(el("div", { className: `check ${outputCheck.valid ? "valid" : "invalid"}` },
-          outputCheck.valid ? "✓ valid against the tool's outputSchema" : "✗ invalid against the tool's outputSchema"));
+        const verdict = outputCheck.valid === null ? ["unchecked", "– not checked against the tool's outputSchema"]
+          : outputCheck.valid ? ["valid", "✓ valid against the tool's outputSchema"]
+          : ["invalid", "✗ invalid against the tool's outputSchema"];
+        section.appendChild(el("div", { className: `check ${verdict[0]}` }, verdict[1]));
         if (errors.length) section.appendChild(el("ul", { className: "errors" }, errors.map((e) => el("li", null, asText(e)))));
       }
       section.appendChild(el("pre", { className: "json" }, pretty(result.structuredContent)));
