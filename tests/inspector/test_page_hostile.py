@@ -176,3 +176,53 @@ def test_a_hostile_servers_markup_stays_text(driver, tmp_path):
         page.click("#tool-call")
         page.result("said default")
         driver.save_screenshot(str(SCREENSHOTS / "hostile.png"))
+
+
+FLOODING_LISTS = (
+    f"{shlex.quote(sys.executable)} {shlex.quote(str(SERVERS / 'flooding_lists_server.py'))}"
+)
+
+#: The seqs of the requests of METHOD (arguments[0]) the page sent, once the last one followed the
+#: last notification NOTIFICATION (arguments[1]) and every one was answered; else null.
+SETTLED_REQUESTS = """
+const [method, notification] = arguments;
+const messages = (type, name) => window.inspector.find(
+  (r) => r.kind === "message" && r.type === type && r.method === name);
+const sent = messages("request", method);
+const answered = messages("result", method);
+const told = messages("notification", notification);
+const settled = told.length === 200 && answered.length === sent.length
+  && sent[sent.length - 1] > told[told.length - 1];
+return settled ? sent.filter((seq) => seq > told[0]) : null;
+"""
+
+
+def requests_after_the_flood(page: Page, method: str, notification: str) -> list[int]:
+    """The ``method`` requests the page sent after the first of 200 ``notification``s, once they
+    are all answered and the last of them came after the last notification."""
+    return page.until(
+        lambda d: d.execute_script(SETTLED_REQUESTS, method, notification),
+        f"the page never listed again after the {notification} flood",
+    )
+
+
+def test_a_flood_of_changes_makes_the_page_list_and_read_again_a_few_times_not_once_each(driver):
+    """200 ``tools/list_changed`` at once: a handful of ``tools/list`` (one in flight and one
+    more after it), not 200; the same for 200 ``resources/updated`` of the resource on show."""
+    with inspect(FLOODING_LISTS, "--era", "handshake") as address:
+        page = Page(driver, address)
+        page.connected()
+        page.call_tool("flood_lists")
+        page.result("sent 200")
+        again = requests_after_the_flood(page, "tools/list", "notifications/tools/list_changed")
+        assert 1 <= len(again) <= 3, f"{len(again)} listings for 200 notifications"
+        page.text_in("#tools-list", "flood_updates")  # listed again, whole
+        page.tab("resources")
+        page.click('li[data-uri="flood://r"] button.subscribe')
+        page.text_in('li[data-uri="flood://r"] button.subscribe', "Unsubscribe")
+        page.open_item("resource", "flood://r")
+        page.text_in("#resource-uri", "flood://r")
+        page.call_tool("flood_updates")
+        page.result("sent 200")
+        again = requests_after_the_flood(page, "resources/read", "notifications/resources/updated")
+        assert 1 <= len(again) <= 3, f"{len(again)} reads for 200 notifications"

@@ -204,10 +204,20 @@
       this.items = [];
       this.cursor = null;
       this.generation = 0;
+      this.loading = 0; // listings in flight
+      this.again = false; // asked to list again while one was in flight
       this.more.addEventListener("click", () => this.load());
     }
 
+    /** Listed again from the first page, coalesced: while a listing is in flight this only asks
+     *  for one more when it ends, so a flood of list_changed makes two listings, not one each. */
+    relist() {
+      if (this.loading > 0) { this.again = true; return; }
+      this.reset(true);
+    }
+
     reset(load) {
+      this.again = false;
       this.generation += 1;
       this.items = [];
       this.cursor = null;
@@ -219,6 +229,7 @@
     async load() {
       const generation = this.generation;
       this.more.disabled = true;
+      this.loading += 1;
       try {
         const answer = await api("list", { what: this.what, cursor: this.cursor });
         if (generation !== this.generation) return;
@@ -235,6 +246,8 @@
         this.list.appendChild(el("li", { className: "error-box" }, `listing ${this.what} failed: ${errorText(e)}`));
       } finally {
         this.more.disabled = false;
+        this.loading -= 1;
+        if (this.loading === 0 && this.again) this.reset(true);
       }
     }
   }
@@ -701,7 +714,25 @@
     const updates = $("resource-updates");
     updates.insertBefore(el("li", { dataset: { uri } }, `${when}  updated: `, el("code", null, uri)), updates.firstChild);
     while (updates.children.length > 200) updates.lastChild.remove();
-    if (uri === shownUri) readResource(uri);
+    if (uri === shownUri) rereadResource(uri);
+  }
+
+  // An updated resource on show is read again, coalesced: one read in flight, and one more
+  // asked for while it is (a flood of resources/updated makes two reads, not one each).
+  let rereading = false;
+  let rereadAgain = false;
+  async function rereadResource(uri) {
+    if (rereading) { rereadAgain = true; return; }
+    rereading = true;
+    try {
+      await readResource(uri);
+    } finally {
+      rereading = false;
+    }
+    if (rereadAgain) {
+      rereadAgain = false;
+      if (shownUri === uri) rereadResource(uri);
+    }
   }
 
   /** The variables of an RFC 6570 URI template, with each one's operator. */
@@ -1517,8 +1548,8 @@
   /** The server's tools, resources or prompts changed: listed again from the first page. */
   function onListChanged(changed) {
     if (!isObject(changed) || !["tools", "resources", "prompts"].includes(changed.what)) return;
-    lists[changed.what].reset(true);
-    if (changed.what === "resources") lists.templates.reset(true);
+    lists[changed.what].relist();
+    if (changed.what === "resources") lists.templates.relist();
     const line = $(`${changed.what}-changed`);
     line.textContent = `Listed again at ${new Date().toLocaleTimeString()}: the server said its ${changed.what} changed.`;
     show(line, true);
