@@ -13,9 +13,20 @@ from typing import Any
 
 from .. import lifecycle
 from ..client import Client
+from ..client.connection import ModernCall, envelope_meta, with_envelope
 from ..errors import RequestRefused
 from ..extension import Extension
-from .forward import ASK_METHODS, Forward, Front, Plain, callbacks_run, current, put_question
+from .forward import (
+    ASK_CAPABILITY,
+    ASK_METHODS,
+    Forward,
+    Front,
+    Plain,
+    callbacks_run,
+    current,
+    put_question,
+)
+from .translate import back_params
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +63,32 @@ class _Router(Extension):
 
     def capabilities(self, version: str | None, peer: Any = None) -> dict[str, Any] | None:
         front_caps = self.declared
+        if front_caps is None and version in lifecycle.MODERN_VERSIONS:
+            # 2026-07-28: capabilities are per request; a forwarded one declares its front
+            # request's (start_request), one of the proxy's own has no client to answer it
+            return {}
         if front_caps is None:  # shared: whatever a front client may offer (checked when asked)
             front_caps = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}}
         return client_capabilities(front_caps, version)
+
+    def start_request(
+        self,
+        connection: Any,
+        method: str,
+        params: dict | None,
+        options: dict[str, Any],
+        start: Callable[[str, dict | None, dict[str, Any]], Any],
+    ) -> Any:
+        # ``front_capabilities``: what the front client declared for the request forwarded now
+        front = options.pop("front_capabilities", None)
+        if front is None or not connection.modern:
+            return start(method, params, options)  # the handshake era declared them at initialize
+        # 2026-07-28 basic/index §_meta: every request carries its own clientCapabilities, so the
+        # target is told what the client in front declared for this request, on every round.
+        # The proxy's extension is the client's last, so ``start`` is the call itself: made here.
+        declared = client_capabilities(front, connection.protocol_version)
+        declares = options.pop("declares", ())
+        return ModernCall(_Declaring(connection, declared), method, params, options, declares)
 
     def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
         return dict.fromkeys(ASK_METHODS, self._answer)
@@ -65,6 +99,35 @@ class _Router(Extension):
         if forward is not None:
             return forward.ask(context.method, params)
         return self.link.ask(context.method, params)
+
+
+class _Declaring:
+    """A 2026-07-28 back connection as one forwarded call sees it: each request the call sends
+    (each of its rounds) declares ``capabilities`` where the proxy's back client would declare
+    what a client answers (sampling, elicitation, roots); all else is the connection's own."""
+
+    def __init__(self, connection: Any, capabilities: dict):
+        self.connection = connection
+        self.capabilities = capabilities
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+    def send_request(
+        self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (), **options
+    ) -> Any:
+        """As the connection's own ``send_request``, with the front request's capabilities."""
+        connection = self.connection
+        connection.lifecycle.check_send(method)
+        meta = envelope_meta(connection, declares=declares)
+        kept = {
+            key: value
+            for key, value in meta[lifecycle.CLIENT_CAPABILITIES].items()
+            if key not in ASK_CAPABILITY.values()
+        }
+        declared = {**kept, **self.capabilities}
+        meta = {**meta, lifecycle.CLIENT_CAPABILITIES: declared}
+        return connection.session.send_request(method, with_envelope(params, meta), **options)
 
 
 def client_capabilities(front: dict, version: str | None) -> dict:
@@ -126,6 +189,13 @@ class BackLink:
             log_level=None,
         )
         self.client: Client = proxy.open_back(**options)
+
+    def start(self, method: str, params: dict, front: Front | None, **options: Any) -> Any:
+        """Start ``method`` at the target for ``front``'s request (None: the proxy's own) with its
+        params (:func:`back_params`): at 2026-07-28 declaring what its client declared for it."""
+        if front is not None:
+            options["front_capabilities"] = front.capabilities
+        return self.client.connection.start(method, back_params(params), **options)
 
     def enter(self, request: Forward | Plain) -> None:
         """``request`` is in flight here from now on (before it is sent)."""

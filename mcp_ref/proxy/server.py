@@ -646,9 +646,7 @@ class ProxyServer(Server):
         try:
             if self.links.closed:  # nothing more is sent to the target once the proxy closed
                 raise closed_error()
-            forward.call = link.client.connection.start(
-                method, back_params(params), on_progress=forward.progress
-            )
+            forward.call = link.start(method, params, front, on_progress=forward.progress)
         except BaseException:
             forward.finish()
             raise

@@ -69,6 +69,32 @@ def test_a_2026_client_that_takes_form_mode_only_is_never_sent_a_url(back_era, d
         assert caught.value.data["requiredCapabilities"] == {"elicitation": {"url": {}}}
 
 
+@pytest.mark.parametrize("back_transport", ["stdio", "http"])
+def test_a_2026_target_is_told_what_the_2026_client_in_front_declared(back_transport):
+    # 2026-07-28 basic/index §_meta: capabilities are per request.  A client that declares none is
+    # greeted as a stranger, as the target greets it directly, not asked for a name it cannot
+    # give; one that declares elicitation is asked, through the proxy as directly.
+    target_process = start_target_http("modern") if back_transport == "http" else None
+    target = target_process.url if target_process else target_command("modern")
+
+    def named(params):
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    try:
+        with served_proxy(target) as (_, url):
+            with Client.http(url, era="modern", timeout=WAIT) as client:
+                greeting = client.call_tool("welcome").text
+                assert greeting == "Hello, stranger! (client capabilities: [])"
+            with Client.http(url, era="modern", timeout=WAIT, elicitation_handler=named) as client:
+                assert client.call_tool("welcome").text == "Hello, Ada!"
+            with Client.http(url, era="handshake", timeout=WAIT) as client:
+                greeting = client.call_tool("welcome").text
+                assert greeting == "Hello, stranger! (client capabilities: [])"
+    finally:
+        if target_process is not None:
+            target_process.stop()
+
+
 def test_a_request_state_the_proxy_did_not_issue_is_refused():
     with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
         with pytest.raises(McpError) as caught:

@@ -74,6 +74,16 @@ def build(era: str) -> Server:
         return f"{name}|{idea.content.text}|{len(roots)} roots|{roots[0].uri if roots else ''}"
 
     @server.tool()
+    def welcome(ctx: Context) -> str:
+        """Ask the user's name only when the client declared elicitation, else greet a stranger."""
+        if "elicitation" not in ctx.client_capabilities:
+            return f"Hello, stranger! (client capabilities: {sorted(ctx.client_capabilities)})"
+        answer = ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"Hello, {answer.content['name']}!" if answer.action == "accept" else "Hello!"
+
+    @server.tool()
     def slow(ctx: Context) -> str:
         """Wait until cancelled (at most 30 s); then add the tool slow_was_cancelled (so clients
         are told the tools changed)."""
