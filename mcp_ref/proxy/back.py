@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .. import lifecycle
+from ..cancellation import Cancellation
 from ..client import Client
 from ..client.connection import ModernCall, envelope_meta, with_envelope
 from ..errors import RequestRefused
@@ -97,8 +98,8 @@ class _Router(Extension):
         # a 2026 target's questions are answered on the thread waiting for the call's result
         forward = getattr(current, "forward", None)
         if forward is not None:
-            return forward.ask(context.method, params)
-        return self.link.ask(context.method, params)
+            return forward.ask(context.method, params, context.cancelled)
+        return self.link.ask(context.method, params, context.cancelled)
 
 
 class _Declaring:
@@ -220,7 +221,7 @@ class BackLink:
             callbacks_run(self)
             self.leave(request)
 
-    def ask(self, method: str, params: dict | None) -> dict:
+    def ask(self, method: str, params: dict | None, withdrawn: Cancellation) -> dict:
         """The answer to a question of a handshake-era target, whose requests name none of ours:
         it is the request's when exactly one request of any kind is in flight here (a cancelled
         one included, until the target has answered it), else nobody's but a session's.  A
@@ -229,17 +230,19 @@ class BackLink:
             running = list(self.running)
         only = running[0] if len(running) == 1 else None
         if isinstance(only, Forward):
-            return only.ask(method, params)
+            return only.ask(method, params, withdrawn)
         front = None if only is None else only.front
         timeout = self.proxy.ask_timeout
         if front is not None and front.envelope is None:
-            return front.ask(method, params, timeout)
+            return front.ask(method, params, timeout, (withdrawn,))
         session = self.session()
         if session is not None:
             # A session's own connection: every request on it is its client's (the target told
             # the roots changed, a completion that looks at them ...).  2025-11-25 client/roots:
             # -32601 would say "Client does not support roots", declared on its behalf.
-            return put_question(session, session.client_capabilities, method, params, timeout)
+            return put_question(
+                session, session.client_capabilities, method, params, timeout, ends=(withdrawn,)
+            )
         if len(running) > 1:
             why = "it names no request, and several clients' requests are in flight here"
         else:

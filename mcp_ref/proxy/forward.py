@@ -12,10 +12,12 @@ import contextlib
 import itertools
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import lifecycle
+from ..cancellation import Cancellation
 from ..errors import (
     InvalidParams,
     McpError,
@@ -63,9 +65,12 @@ class Front:
             return self.envelope.client_capabilities
         return self.connection.client_capabilities
 
-    def ask(self, method: str, params: dict | None, timeout: float) -> dict:
+    def ask(
+        self, method: str, params: dict | None, timeout: float, ends: tuple[Any, ...] = ()
+    ) -> dict:
         """A question of the target's put to this handshake-era request's client, as a request of
-        the proxy's own related to it (:func:`put_question`); the client's answer."""
+        the proxy's own related to it (:func:`put_question`, withdrawn at any of ``ends``); the
+        client's answer."""
         return put_question(
             self.connection,
             self.capabilities,
@@ -73,6 +78,7 @@ class Front:
             params,
             timeout,
             related_request_id=self.context.request_id,
+            ends=ends,
         )
 
     def log(self, level: str, data: Any, logger: str | None) -> None:
@@ -156,8 +162,13 @@ class Forward:
         #: True once its front request was cancelled: the target may still be at work on it.
         self.withdrawn = False
         #: Ends a withdrawn call the target has not answered: after CANCEL_GRACE on the watcher's
-        #: turn, else after ``ask_timeout`` when it has no timeout of its own.
+        #: turn, else after ``ask_timeout`` when it has no timeout of its own; or a parked call
+        #: answered before its retry came, once ``ask_timeout`` from its parking has passed.
         self.expiry: threading.Timer | None = None
+        #: Set once it has finished: the questions it has open at a handshake-era front end then.
+        self.ended = Cancellation()
+        #: When (monotonic) it was last parked for a 2026 front's retry.
+        self.parked_at = 0.0
 
     @property
     def abandoned(self) -> bool:
@@ -171,14 +182,16 @@ class Forward:
 
     # -- on the back's threads -------------------------------------------------------------------
 
-    def ask(self, method: str, params: dict | None) -> dict:
-        """The front client's answer to a question of the target's (blocks until it comes)."""
+    def ask(self, method: str, params: dict | None, withdrawn: Cancellation) -> dict:
+        """The front client's answer to a question of the target's (blocks until it comes, the
+        target ``withdrawn`` it, or the call ended)."""
         if self.withdrawn:  # its client is asked nothing more, nor is any other
             raise _withdrawn(method)
         front = self.front
         if front is not None and front.envelope is None:
-            # handshake-era front: a request of our own to the client that made this request
-            return front.ask(method, params, self.proxy.ask_timeout)
+            # handshake-era front: a request of our own to the client that made this request,
+            # cancelled if the target withdraws the question or the call ends first
+            return front.ask(method, params, self.proxy.ask_timeout, (withdrawn, self.ended))
         unmet = unmet_need(method, params, self.capabilities)
         if unmet is not None:
             # 2026-07-28 mrtr: "Servers MUST NOT send an inputRequests that the client has not
@@ -200,12 +213,22 @@ class Forward:
                 raise RequestCancelled(f"{method}: the request it belonged to has ended")
             self.waiting[question.key] = question
             self.lock.notify_all()
-        if not question.answered.wait(self.proxy.ask_timeout):
-            raise McpError(f"{method}: the client in front of the proxy did not answer in time")
+        # 2025-11-25 basic/utilities/cancellation: the target's notifications/cancelled for its
+        # question ends this wait, and the question is shown to the front client no more
+        withdrawn.add_callback(question.answered.set)
+        try:
+            answered = question.answered.wait(self.proxy.ask_timeout)
+        finally:
+            withdrawn.remove_callback(question.answered.set)
         if question.answer is None:
+            with self.lock:
+                self.waiting.pop(question.key, None)
+                self.shown.pop(question.key, None)
+            if not answered:
+                raise McpError(f"{method}: the client in front of the proxy did not answer in time")
             if self.withdrawn:
                 raise _withdrawn(method)
-            raise RequestCancelled(f"{method}: the request it belonged to has ended")
+            raise RequestCancelled(f"{method}: the question or the request it belonged to ended")
         return question.answer
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -232,8 +255,23 @@ class Forward:
             self.outcome = outcome
             attached = self.front is not None
             self.lock.notify_all()
-        if not attached:  # parked, and its question expired or failed: nobody will come for it
+            # parked: its retry, if one comes within ask_timeout, gets the outcome (the target
+            # answered without the answer it had asked for: it withdrew its question)
+            kept = self.token is not None and not self.withdrawn and not self.finished
+            left = self.parked_at + self.proxy.ask_timeout - time.monotonic()
+        if attached:
+            return
+        if not kept or left <= 0:  # nobody will come for it
             self.finish()
+            return
+        expiry = threading.Timer(left, self.finish)
+        expiry.name = "mcp-proxy-answered"
+        expiry.daemon = True
+        with self.lock:
+            if self.finished:  # its retry came meanwhile
+                return
+            self.expiry = expiry
+        expiry.start()
 
     def _callbacks_run(self) -> None:
         callbacks_run(self.link)
@@ -265,6 +303,7 @@ class Forward:
                         q.key: _input_request(q.method, q.params) for q in self.shown.values()
                     }
                     token = self.token = self.token or STATE_PREFIX + secrets.token_urlsafe(24)
+                    self.parked_at = time.monotonic()
                     self.proxy.park(self)
                     return {
                         "resultType": lifecycle.INPUT_REQUIRED,
@@ -365,6 +404,7 @@ class Forward:
             expiry.cancel()
         for question in open_questions:
             question.answered.set()  # answer None: the question's request ends
+        self.ended.set()  # and one put to a handshake-era front client is cancelled there
         self.proxy.release(self)
 
 
@@ -381,10 +421,13 @@ def put_question(
     timeout: float,
     *,
     related_request_id: Any = None,
+    ends: tuple[Any, ...] = (),
 ) -> dict:
     """A question of the target's put to a handshake-era front client (its ``connection``, which
     declared ``capabilities``) as a request of the proxy's own, for its request
-    ``related_request_id`` (None: for none of them); the client's answer."""
+    ``related_request_id`` (None: for none of them); the client's answer.  It is cancelled at the
+    client (which gets ``notifications/cancelled``) when any of ``ends`` (Cancellation Events: the
+    target withdrew the question, the forwarded call ended) is set first."""
     unmet = unmet_need(method, params, capabilities)
     if unmet is not None and ASK_CAPABILITY[method] not in capabilities:
         # the target asked what the front client cannot answer: not found, as a client says
@@ -396,12 +439,26 @@ def put_question(
         raise InvalidParams(
             f"Invalid params: the client in front of this proxy does not take {unmet[1]}"
         )
-    return connection.request(
+    connection.lifecycle.check_send(method)
+    pending = connection.session.send_request(
         method,
         _for_handshake(method, params),
         timeout=timeout,
         related_request_id=related_request_id,
     )
+
+    def withdraw() -> None:
+        # 2025-11-25 basic/utilities/cancellation: the sender of a request may cancel it; the
+        # target no longer waits for this answer, so neither does the user in front
+        pending.cancel("the server behind this proxy no longer needs the answer")
+
+    for end in ends:
+        end.add_callback(withdraw)
+    try:
+        return pending.result()
+    finally:
+        for end in ends:
+            end.remove_callback(withdraw)
 
 
 def unmet_need(method: str, params: dict | None, capabilities: dict) -> tuple[dict, str] | None:

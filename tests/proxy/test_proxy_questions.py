@@ -17,7 +17,7 @@ import pytest
 from conftest import WAIT, Collector
 from proxy_peers import served_proxy
 
-from mcp_ref import Client
+from mcp_ref import Client, McpError
 from mcp_ref.errors import MissingRequiredClientCapabilityError
 
 pytestmark = pytest.mark.slow
@@ -200,3 +200,70 @@ def test_a_handshake_era_client_that_takes_form_mode_only_is_never_sent_a_url():
         text = client.call_tool("visit_anyway").text
     assert text.startswith("error: Invalid params") and "url-mode elicitation" in text
     assert not [data for data in received if b"elicitation/create" in data]
+
+
+# -- a question that ends before its answer: withdrawn at the front too ---------------------------
+
+
+def waits_to_be_cancelled(withdrawn: threading.Event):
+    """An elicitation handler whose user never answers: it sets ``withdrawn`` once its request is
+    cancelled (within WAIT), then declines."""
+
+    def handler(params, context):
+        if context.cancelled.wait(WAIT):
+            withdrawn.set()
+        return {"action": "decline"}
+
+    return handler
+
+
+def test_a_question_the_target_withdraws_is_withdrawn_at_the_handshake_era_client():
+    # 2025-11-25 basic/utilities/cancellation: the target gives up on its question (its
+    # notifications/cancelled); the proxy's own request to the client in front, which put the
+    # question to it, is cancelled too, as the target's would be directly.
+    withdrawn = threading.Event()
+    with (
+        served() as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            elicitation_handler=waits_to_be_cancelled(withdrawn),
+        ) as client,
+    ):
+        assert client.call_tool("impatient", {"seconds": 0.5}).text.startswith("gave up")
+        assert withdrawn.wait(WAIT)
+
+
+def test_a_question_of_a_call_that_timed_out_is_withdrawn_at_the_handshake_era_client():
+    # The forwarded call passes its timeout while the client in front is still asked: the call
+    # fails, and so does the question it asked (nobody waits for its answer any more).
+    withdrawn = threading.Event()
+    with (
+        served(client_options={"timeout": 1}) as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            elicitation_handler=waits_to_be_cancelled(withdrawn),
+        ) as client,
+    ):
+        with pytest.raises(McpError):
+            client.call_tool("ask")
+        assert withdrawn.wait(WAIT)
+
+
+def test_a_parked_call_the_target_answers_before_the_retry_gives_the_retry_its_result():
+    # A 2026 client is asked the target's question (input_required); the target gives up on it
+    # and answers the call before the client's retry comes.  The retry gets that answer, kept for
+    # it (within ask_timeout), not -32602 and a tool to run again.
+    with served() as (proxy, url):
+
+        def late_user(params):
+            (parked,) = proxy._parked.values()
+            with parked.lock:  # the proxy has the target's answer to the call by now
+                assert parked.lock.wait_for(lambda: parked.outcome is not None, WAIT)
+            return {"action": "accept", "content": {"name": "Ada"}}
+
+        with Client.http(url, era="modern", timeout=WAIT, elicitation_handler=late_user) as client:
+            assert client.call_tool("impatient", {"seconds": 0.5}).text.startswith("gave up")

@@ -13,7 +13,8 @@ servers do:
   anyway (not every tool stops at once; over HTTP on its GET stream, as the question names no
   request), and writes what it got on stderr (``late <outcome>``); ``seen_late`` waits until that
   question has its answer or error, then asks its own client a question, and returns both;
-  ``ask`` asks its client a question, and returns the answer;
+  ``ask`` asks its client a question, and returns the answer; ``impatient`` asks one, gives up on
+  it after a given time (the client is told it is cancelled), and says so;
 * ``sample_with_tools`` asks the client's model with a tool, and ``visit_anyway`` sends the user
   to a page (URL-mode elicitation), whatever the client declared;
 * told the client's roots changed, it asks for them and shows what it got as the description of
@@ -108,6 +109,21 @@ def ask(ctx: Context) -> str:
         "A question of this call", {"type": "object", "properties": {"name": {"type": "string"}}}
     )
     return f"mine: {mine.action} {mine.content}"
+
+
+@server.tool()
+def impatient(seconds: float, ctx: Context) -> str:
+    """Ask the client a question, giving up on it after ``seconds`` (the client is told it is
+    cancelled), and say what came of it."""
+    try:
+        answer = ctx.elicit(
+            "Quick?",
+            {"type": "object", "properties": {"name": {"type": "string"}}},
+            timeout=seconds,
+        )
+    except Exception as exc:
+        return f"gave up: {type(exc).__name__}"
+    return f"answered: {answer.action}"
 
 
 @server.tool()
