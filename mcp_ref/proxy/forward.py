@@ -26,6 +26,7 @@ from ..errors import (
     RequestCancelled,
     RequestRefused,
 )
+from .translate import fitted_question
 
 #: The requests a target may send its client (each one a question for the front client).
 ASK_METHODS = ("sampling/createMessage", "elicitation/create", "roots/list")
@@ -57,6 +58,11 @@ class Front:
     connection: Any
     context: Any
     envelope: lifecycle.Envelope | None
+
+    @property
+    def version(self) -> str | None:
+        """The revision the request speaks: its own (2026-07-28), else its session's."""
+        return self.connection.version_for(self.context)
 
     @property
     def capabilities(self) -> dict:
@@ -442,7 +448,7 @@ def put_question(
     connection.lifecycle.check_send(method)
     pending = connection.session.send_request(
         method,
-        _for_handshake(method, params),
+        fitted_question(method, _for_handshake(method, params), connection.protocol_version),
         timeout=timeout,
         related_request_id=related_request_id,
     )

@@ -294,7 +294,9 @@ class ProxyServer(Server):
             forward = self._start(link, method, params, front, connection.owner, hold="session")
             return self._serve_for_handshake(forward, front, method)
         with errors_of(method, None), link.carrying(front):
-            return plain_result(link.client.request(method, back_params(params)))
+            return plain_result(
+                link.client.request(method, back_params(params)), method, front.version
+            )
 
     def _session_link(self, connection: Any) -> BackLink:
         """The back connection of a handshake-era front session, opened at its first request."""
@@ -374,7 +376,7 @@ class ProxyServer(Server):
         ``tools/call``, as a handshake-era server answers it: the handshake era has no such code."""
         try:
             with errors_of(method, None):
-                return plain_result(forward.serve(front))
+                return plain_result(forward.serve(front), method, front.version)
         except McpError as exc:
             if method != "tools/call" or exc.code != MissingRequiredClientCapabilityError.code:
                 raise
@@ -394,8 +396,10 @@ class ProxyServer(Server):
             forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
             return self._serve_for_handshake(forward, front, method)
         watcher = self.live_watcher()
-        with errors_of(method, None), watcher.carrying(Front(call.caller, call.context, None)):
-            return plain_result(watcher.client.request(method, back_params(params)))
+        front = Front(call.caller, call.context, None)
+        with errors_of(method, None), watcher.carrying(front):
+            result = watcher.client.request(method, back_params(params))
+        return plain_result(result, method, front.version)
 
     # -- serving 2026-07-28 ----------------------------------------------------------------------
 

@@ -30,10 +30,23 @@ def back_params(params: dict) -> dict:
     return out
 
 
-def plain_result(result: dict, *, keep_hints: bool = False) -> dict:
+#: The listings: the key of their items, and whether those keep ``annotations`` at every revision
+#: (a resource's and a prompt's are as old as they are; a tool's came in 2025-03-26).
+LISTED = {
+    "tools/list": ("tools", False),
+    "resources/list": ("resources", True),
+    "resources/templates/list": ("resourceTemplates", True),
+    "prompts/list": ("prompts", True),
+}
+
+
+def plain_result(
+    result: dict, method: str = "", version: str | None = None, *, keep_hints: bool = False
+) -> dict:
     """A back result without what belongs to the back's era and identity (``resultType``, the
-    target's ``serverInfo``; caching hints unless ``keep_hints``)."""
-    out = {k: v for k, v in result.items() if k != "resultType"}
+    target's ``serverInfo``; caching hints unless ``keep_hints``), fitted to the front's
+    ``version`` (the revision the front request speaks; :func:`fitted`)."""
+    out = fitted(method, {k: v for k, v in result.items() if k != "resultType"}, version)
     if not keep_hints:
         out.pop("ttlMs", None)
         out.pop("cacheScope", None)
@@ -45,6 +58,67 @@ def plain_result(result: dict, *, keep_hints: bool = False) -> dict:
         else:
             del out["_meta"]
     return out
+
+
+def fitted(method: str, result: dict, version: str | None) -> dict:
+    """The result of ``method`` as a server speaking ``version`` sends it: a listed item without
+    the fields that revision lacks, a tool's ``structuredContent`` only from 2025-06-18, content
+    blocks it cannot carry as text (:mod:`mcp_ref.older_revisions`, as mcp_ref's own server fits
+    its results; each revision's schema: a 2025-03-26 ``CallToolResult`` has no ``resource_link``
+    block, a 2025-03-26 ``Tool`` no ``title`` or ``outputSchema``)."""
+    if lifecycle.at_least(version, lifecycle.ICONS):  # the newest handshake revision, or 2026
+        return result
+    from ..older_revisions import strip_newer_fields
+
+    out = dict(result)
+    items = LISTED.get(method)
+    if items is not None and isinstance(out.get(items[0]), list):
+        key, keep_annotations = items
+        out[key] = [
+            strip_newer_fields(item, version, keep_annotations=keep_annotations)
+            if isinstance(item, dict)
+            else item
+            for item in out[key]
+        ]
+    elif method == "tools/call":
+        if not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
+            out.pop("structuredContent", None)
+        if isinstance(out.get("content"), list):
+            out["content"] = [fitted_block(block, version) for block in out["content"]]
+    elif method == "prompts/get" and isinstance(out.get("messages"), list):
+        out["messages"] = [
+            {**message, "content": fitted_block(message.get("content"), version)}
+            if isinstance(message, dict)
+            else message
+            for message in out["messages"]
+        ]
+    return out
+
+
+def fitted_block(block: Any, version: str | None) -> Any:
+    """A content block as ``version`` can carry it (one that is no block: as it is)."""
+    from ..older_revisions import content_for_revision
+
+    return content_for_revision(block, version) if isinstance(block, dict) else block
+
+
+def fitted_question(method: str, params: dict | None, version: str | None) -> dict | None:
+    """A question of the target's as a server speaking ``version`` asks it: an elicitation
+    without the ``mode`` 2025-11-25 added (an older client takes form mode only, and is sent no
+    other: ``forward.unmet_need``), sampling messages' content blocks that revision carries."""
+    if not isinstance(params, dict) or lifecycle.at_least(version, lifecycle.ICONS):
+        return params
+    if method == "elicitation/create":
+        return {k: v for k, v in params.items() if k != "mode"}
+    if method == "sampling/createMessage" and isinstance(params.get("messages"), list):
+        messages = [
+            {**message, "content": fitted_block(message.get("content"), version)}
+            if isinstance(message, dict)
+            else message
+            for message in params["messages"]
+        ]
+        return {**params, "messages": messages}
+    return params
 
 
 class errors_of:

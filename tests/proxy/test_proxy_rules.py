@@ -11,7 +11,7 @@ import sys
 import threading
 
 import pytest
-from conftest import WAIT, Collector, run_cli, run_threads
+from conftest import WAIT, Collector, run_cli, run_threads, schema_errors
 from proxy_peers import (
     as_target,
     proxy_command,
@@ -93,6 +93,50 @@ def test_a_2026_target_is_told_what_the_2026_client_in_front_declared(back_trans
     finally:
         if target_process is not None:
             target_process.stop()
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+def test_an_older_clients_results_are_fitted_to_its_revision(back_era):
+    # Each message matches the revision the client in front negotiated, as the target's own
+    # would: a 2025-03-26 client gets no resource_link block, structuredContent, outputSchema or
+    # title (its schema has none of them); a 2025-06-18 client's elicitation has no mode.
+    with served(back_era) as (_, url):
+        with Client.http(url, protocol_version="2025-03-26", timeout=WAIT) as client:
+            tools, cursor = [], None
+            while True:  # every page (the target lists in pages)
+                page = client.request("tools/list", {"cursor": cursor} if cursor else {})
+                assert schema_errors("2025-03-26", "ListToolsResult", page) == []
+                tools += page["tools"]
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+            assert {"link", "add"} <= {tool["name"] for tool in tools}
+            assert [tool for tool in tools if "title" in tool or "outputSchema" in tool] == []
+            linked = client.request("tools/call", {"name": "link", "arguments": {}})
+            assert schema_errors("2025-03-26", "CallToolResult", linked) == []
+            assert linked["content"] == [{"type": "text", "text": "Resource note: note://1"}]
+            added = client.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+            assert "structuredContent" not in added and "5" in added["content"][0]["text"]
+        asked = []
+
+        def elicitation(params, context):
+            asked.append(context.params)
+            return {"action": "accept", "content": {"name": "Ada"}}
+
+        def sampling(params):
+            return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+        with Client.http(
+            url,
+            protocol_version="2025-06-18",
+            timeout=WAIT,
+            elicitation_handler=elicitation,
+            sampling_handler=sampling,
+            roots=["file:///srv"],
+        ) as client:
+            assert client.call_tool("work", {"steps": 1}).text.startswith("Ada|hi")
+        (question,) = asked
+        assert "mode" not in question
 
 
 def test_a_request_state_the_proxy_did_not_issue_is_refused():

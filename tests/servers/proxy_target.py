@@ -16,6 +16,7 @@ from mcp_ref import Context, Server
 from mcp_ref.errors import MethodNotFound, UnsupportedProtocolVersionError
 from mcp_ref.extension import Extension
 from mcp_ref.lifecycle import is_modern
+from mcp_ref.types import ResourceLink
 
 
 class OneEra(Extension):
@@ -72,6 +73,11 @@ def build(era: str) -> Server:
         roots = ctx.list_roots(key="roots")
         name = who.content["name"] if who.action == "accept" else who.action
         return f"{name}|{idea.content.text}|{len(roots)} roots|{roots[0].uri if roots else ''}"
+
+    @server.tool(title="Linker")
+    def link() -> list:
+        """Point at the note (a resource link: 2025-06-18 on)."""
+        return [ResourceLink(uri="note://1", name="note")]
 
     @server.tool()
     def welcome(ctx: Context) -> str:
