@@ -198,6 +198,24 @@ class BackLink:
             options["front_capabilities"] = front.capabilities
         return self.client.connection.start(method, back_params(params), **options)
 
+    def pass_on(self, method: str, params: dict, front: Front) -> dict:
+        """Send ``front``'s request as it is (a listing, a completion) and wait for its answer,
+        counted in flight here until then (:meth:`carrying`).  The front request's cancellation
+        cancels it at the target (2025-11-25 basic/utilities/cancellation: the target is told),
+        as a forwarded call's does (:class:`Forward`)."""
+        with self.carrying(front):
+            call = self.start(method, params, front)
+            cancelled = front.context.cancelled
+
+            def cancel() -> None:
+                call.cancel("cancelled by the client in front of the proxy")
+
+            cancelled.add_callback(cancel)
+            try:
+                return call.result()
+            finally:
+                cancelled.remove_callback(cancel)
+
     def enter(self, request: Forward | Plain) -> None:
         """``request`` is in flight here from now on (before it is sent)."""
         with self.lock:

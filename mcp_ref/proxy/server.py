@@ -29,7 +29,7 @@ from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
 from .links import Links, close_all, closed_error
-from .translate import back_params, errors_of, plain_result
+from .translate import errors_of, plain_result
 
 __all__ = ["ProxyServer", "proxy_server"]
 
@@ -293,10 +293,9 @@ class ProxyServer(Server):
         if method in MRTR_METHODS:
             forward = self._start(link, method, params, front, connection.owner, hold="session")
             return self._serve_for_handshake(forward, front, method)
-        with errors_of(method, None), link.carrying(front):
-            return plain_result(
-                link.client.request(method, back_params(params)), method, front.version
-            )
+        with errors_of(method, None):
+            result = link.pass_on(method, params, front)
+        return plain_result(result, method, front.version)
 
     def _session_link(self, connection: Any) -> BackLink:
         """The back connection of a handshake-era front session, opened at its first request."""
@@ -397,8 +396,8 @@ class ProxyServer(Server):
             return self._serve_for_handshake(forward, front, method)
         watcher = self.live_watcher()
         front = Front(call.caller, call.context, None)
-        with errors_of(method, None), watcher.carrying(front):
-            result = watcher.client.request(method, back_params(params))
+        with errors_of(method, None):
+            result = watcher.pass_on(method, params, front)
         return plain_result(result, method, front.version)
 
     # -- serving 2026-07-28 ----------------------------------------------------------------------
@@ -435,8 +434,8 @@ class ProxyServer(Server):
                 )
         else:
             watcher = self.live_watcher()
-            with errors_of(method, envelope), watcher.carrying(front):
-                result = watcher.client.request(method, back_params(params))
+            with errors_of(method, envelope):
+                result = watcher.pass_on(method, params, front)
         result = plain_result(result, keep_hints=True)
         if method != "tools/call":
             # 2026-07-28 server/utilities/caching: "Servers MUST include caching hints" on these

@@ -267,3 +267,24 @@ def test_a_parked_call_the_target_answers_before_the_retry_gives_the_retry_its_r
 
         with Client.http(url, era="modern", timeout=WAIT, elicitation_handler=late_user) as client:
             assert client.call_tool("impatient", {"seconds": 0.5}).text.startswith("gave up")
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_cancelled_completion_is_cancelled_at_the_target(era):
+    # 2025-11-25 basic/utilities/cancellation: a request forwarded as it is (a listing, a
+    # completion) is cancelled at the target when its client cancels it, as a forwarded call is
+    # (within WAIT: long before the proxy's own timeout would give it up).
+    logs, target_said = Collector(), Collector()
+    with (
+        served(client_options={"timeout": 3 * WAIT, "stderr": target_said}) as (_, url),
+        Client.http(url, era=era, timeout=WAIT, on_log=logs, log_level="debug") as client,
+    ):
+        params = {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "wait"},
+        }
+        call = client.connection.start("completion/complete", params)
+        logs.wait_until(lambda messages: any("completing wait" in m.data for m in messages))
+        call.cancel("the user gave up")
+        said = target_said.wait_until(lambda lines: any("completion " in line for line in lines))
+    assert [line for line in said if line.startswith("completion ")] == ["completion cancelled"]

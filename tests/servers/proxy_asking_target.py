@@ -7,7 +7,8 @@ servers do:
 
 * ``completion/complete`` for the prompt ``greet`` logs the value it completes, asks the client's
   roots when the value starts with ``roots`` (completing paths under them: its one value is what
-  the question got, the roots or an error), and lets ``hold`` return;
+  the question got, the roots or an error), waits until it is cancelled when the value is
+  ``wait`` (then says ``completion cancelled`` on stderr), and lets ``hold`` return;
 * ``hold`` reports progress once, then waits until a completion has run;
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
   anyway (not every tool stops at once; over HTTP on its GET stream, as the question names no
@@ -59,6 +60,9 @@ class Asking(Extension):
             return proceed()
         value = call.params["argument"]["value"]
         call.caller.log("info", f"completing {value}")
+        if value == "wait":  # until cancelled (at most WAIT): said on stderr
+            cancelled = call.context.cancelled.wait(WAIT)
+            print(f"completion {'cancelled' if cancelled else 'done'}", file=sys.stderr, flush=True)
         values = []
         if value.startswith("roots"):
             got = outcome_of(lambda: call.caller.request("roots/list", None, timeout=WAIT))
