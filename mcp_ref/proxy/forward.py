@@ -25,6 +25,7 @@ from ..errors import (
     MissingRequiredClientCapabilityError,
     RequestCancelled,
     RequestRefused,
+    RequestTimeout,
 )
 from .translate import fitted_question
 
@@ -175,6 +176,8 @@ class Forward:
         self.ended = Cancellation()
         #: When (monotonic) it was last parked for a 2026 front's retry.
         self.parked_at = 0.0
+        #: True once its one deadline passed (a 2026 target's call: :meth:`_deadline`).
+        self.timed_out = False
 
     @property
     def abandoned(self) -> bool:
@@ -250,12 +253,18 @@ class Forward:
     def run(self) -> None:
         """Wait for the back call's outcome (on a pool thread), and hand it to the front."""
         current.forward = self  # a 2026 target's questions are answered on this thread
+        deadline = self._deadline()
         try:
             outcome: tuple[str, Any] = ("result", self.call.result())
         except BaseException as exc:  # every failure is the front's to see
             outcome = ("error", exc)
         finally:
             current.forward = None
+            if deadline is not None:
+                deadline.cancel()
+        if self.timed_out and isinstance(outcome[1], RequestCancelled):  # cancelled by _time_out
+            limit = self.link.client.session.default_timeout
+            outcome = ("error", RequestTimeout(f"no answer within the timeout of {limit:g} s"))
         self._callbacks_run()
         with self.lock:
             self.outcome = outcome
@@ -278,6 +287,27 @@ class Forward:
                 return
             self.expiry = expiry
         expiry.start()
+
+    def _deadline(self) -> threading.Timer | None:
+        """The call's one deadline, counted from now (as it is sent): a 2026 target's call is
+        rounds of requests, each with the back client's timeout, and the front client's answers
+        between them; so that the ``timeout`` bounds the call as a whole (docs/proxy.md: "the
+        user's answers to the target's questions included"), it is cancelled when it passes.  A
+        handshake-era call is one request, bounded by its own timeout (None then)."""
+        limit = self.link.client.session.default_timeout
+        if limit is None or not self.link.client.connection.modern:
+            return None
+        deadline = threading.Timer(limit, self._time_out)
+        deadline.name = "mcp-proxy-deadline"
+        deadline.daemon = True
+        deadline.start()
+        return deadline
+
+    def _time_out(self) -> None:
+        # the question open now ends with it (ModernCall.cancel cancels its input handler's
+        # context: Forward.ask, put_question), and the front is told the call timed out
+        self.timed_out = True
+        self.call.cancel("timeout")
 
     def _callbacks_run(self) -> None:
         callbacks_run(self.link)

@@ -139,6 +139,33 @@ def test_an_older_clients_results_are_fitted_to_its_revision(back_era):
         assert "mode" not in question
 
 
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_the_timeout_bounds_a_2026_targets_call_the_users_answers_included(front_era):
+    # docs/proxy.md: the back clients' timeout "bounds each forwarded request, the user's answers
+    # to the target's questions included".  A 2026 target's call is rounds of requests: the user
+    # who does not answer in time fails the call, and is asked no more (a handshake-era client's
+    # question is cancelled; a 2026 client's retry gets the failure).
+    with served("modern", client_options={"timeout": 2}) as (proxy, url):
+        withdrawn = threading.Event()
+
+        def slow_user(params, context):
+            if front_era == "handshake":
+                if context.cancelled.wait(WAIT):
+                    withdrawn.set()
+            else:
+                (parked,) = proxy._parked.values()
+                with parked.lock:  # the call has failed at the proxy by now
+                    if parked.lock.wait_for(lambda: parked.outcome is not None, WAIT):
+                        withdrawn.set()
+            return {"action": "accept", "content": {"name": "Ada"}}
+
+        with Client.http(url, era=front_era, timeout=WAIT, elicitation_handler=slow_user) as client:
+            with pytest.raises(McpError) as caught:
+                client.call_tool("work", {"steps": 1})
+            assert "did not answer tools/call" in caught.value.message
+            assert withdrawn.is_set()
+
+
 def test_a_request_state_the_proxy_did_not_issue_is_refused():
     with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
         with pytest.raises(McpError) as caught:
