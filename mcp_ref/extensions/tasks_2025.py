@@ -75,7 +75,15 @@ from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
 from . import tasks
 from .tasks import Task, TaskStore
-from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, mode_of, run_task, store_of, task_capable
+from .tasks_2026 import (
+    CONTEXT_ATTRIBUTES,
+    MARK,
+    cancel_with_request,
+    mode_of,
+    run_task,
+    store_of,
+    task_capable,
+)
 
 __all__ = [
     "Tasks2025Extension",
@@ -110,6 +118,10 @@ INPUT_ROUTE_WAIT = 2.0
 LIST_PAGE = 100
 #: Seconds at most between a waiter's looks at the record (a change made by another process).
 RECHECK = 1.0
+#: The ``statusMessage`` of a task whose ``tools/call`` was cancelled before its CreateTaskResult went.
+REQUEST_CANCELLED = (
+    "The task was cancelled: its request was cancelled before the task was answered."
+)
 #: The longest ``statusMessage`` taken from a failed tool result.
 MAX_MESSAGE = 200
 
@@ -238,7 +250,10 @@ def begin(
     store = store_of(connection.server)
     # counted against the client beyond its session (Principal.limit_id): a new session is free
     counted_as = connection.principal.limit_id
+    context.check_cancelled()  # a call cancelled before its task exists makes none (tasks_2026.begin)
     task = store.create(owner_of(connection), counted_as, ttl_ms=ttl_ms, era=VERSION)
+    # cancelled before the CreateTaskResult goes: no one gets its taskId, so the task is cancelled
+    cancel_with_request(context, lambda: cancel(store, task, REQUEST_CANCELLED))
     caller = TaskCaller(connection, task, store)
     task_context = RequestContext(caller, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = (

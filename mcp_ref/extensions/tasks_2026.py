@@ -44,6 +44,7 @@ __all__ = [
     "HANDLERS",
     "intercept_call",
     "run_task",
+    "cancel_with_request",
     "store_of",
     "mode_of",
     "check_option",
@@ -182,9 +183,13 @@ def begin(
     (``run(task_context)`` gives its result), and return the CreateTaskResult."""
     server = connection.server
     store = store_of(server)
+    # a call the client cancelled before this point makes no task: no answer goes, so no one could
+    # reach it, and it would count against the caller's cap for its ttl
+    context.check_cancelled()
     # SEP-2663 §Security Implications ("Auth binding"): the task is its verified caller's; and every
     # caller, token or not, is counted against max_tasks_per_principal (Principal.limit_id).
     task = store.create(connection.owner, connection.principal.limit_id)
+    cancel_with_request(context, lambda: store.cancel(task))
     inputs = state_of(context).inputs
     before = dict(inputs.answers) if inputs is not None else {}
     # a modern request (MAY_START is only set on one with an envelope); no log messages from a task
@@ -213,6 +218,18 @@ def begin(
 
     store.start(task, lambda: run_task(store, task, work))
     return {**created, "resultType": TASK}
+
+
+def cancel_with_request(context: RequestContext, cancel: Callable[[], Any]) -> None:
+    """A task was made for the request of ``context``: if that request is cancelled before its
+    answer goes (``notifications/cancelled`` crossing the handle's creation), ``cancel()`` the task.
+
+    The answer, the task handle, is then not sent (2025-11-25 basic/utilities/cancellation:
+    receivers "SHOULD NOT send a response for the cancelled request"), so no one could poll or
+    cancel the task; and receivers SHOULD "Free associated resources" (ibid.).  Once the answer is
+    sent the request has left the session, and a late cancellation no longer reaches it here (the
+    client cancels a handle that crossed its cancellation with ``tasks/cancel``)."""
+    context.cancelled.add_callback(cancel)
 
 
 def run_task(

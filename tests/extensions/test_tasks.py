@@ -18,7 +18,15 @@ from conftest import SERVERS, WAIT, InMemory, WireChecker, client_over, raw_peer
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import HttpPeer, StdioPeer, meta
 
-from mcp_ref import Client, Context, McpError, RequestCancelled, RequestTimeout, Server
+from mcp_ref import (
+    Client,
+    Context,
+    Extension,
+    McpError,
+    RequestCancelled,
+    RequestTimeout,
+    Server,
+)
 from mcp_ref.extensions.tasks import TaskStore
 
 TASKS = InMemory("tasks_server")
@@ -550,3 +558,78 @@ def test_a_created_task_is_answered_as_created_even_when_its_work_ends_first():
         assert created["resultType"] == "task" and created["status"] == "working"
         assert client.get_task(created["taskId"])["status"] == "completed"
         assert client.call_tool("quick", task=True).content[0].text == "quick"
+
+
+# -- a call cancelled on its way to becoming a task -------------------------------------------------
+
+
+def crossing_server(at: str):
+    """A server whose first task call meets the client's cancellation ``at`` "call" (before the
+    task is made: the client's ``notifications/cancelled`` has come when the handler reaches
+    ``ctx.start_task()``) or "create" (just after the task was made, before its answer went)."""
+    entered, left, contexts, made, ran = threading.Event(), threading.Event(), [], [], []
+
+    class Crossing(TaskStore):
+        def create(self, *args, **kwargs):
+            task = super().create(*args, **kwargs)
+            made.append(task)
+            if at == "create" and len(contexts) == 1:
+                entered.set()
+                assert contexts[0].cancelled.wait(WAIT)
+            return task
+
+    class Hold(Extension):
+        """Outermost around tools/call: it sees the call's context, and when the call ended."""
+
+        name = "hold"
+
+        def intercept_tool_call(self, caller, tool, arguments, context, run):
+            contexts.append(context)
+            try:
+                if at == "call" and len(contexts) == 1:
+                    entered.set()
+                    assert context.cancelled.wait(WAIT)
+                return run(context)
+            finally:
+                left.set()
+
+    server = Server("crossing", extensions=[Hold()])
+
+    @server.tool(task="optional")
+    def work(ctx: Context) -> str:
+        if ctx.start_task():
+            ran.append(ctx.request_id)
+        return "done"
+
+    server.tasks = Crossing(max_tasks_per_principal=1)
+    return server, entered, left, made, ran
+
+
+@pytest.mark.parametrize("at", ["call", "create"])
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_call_cancelled_before_its_task_was_answered_leaves_no_task_running(era, at):
+    """The client cancelled the ``tools/call`` (``notifications/cancelled``) before its answer: the
+    answer is not sent, so no one could reach a task made for it.  Cancelled before the task is
+    made, none is; cancelled just after, the task is cancelled (its handler never runs) and frees
+    the caller's place at once, not after its ttl (one place here: the next task call works)."""
+    server, entered, left, made, ran = crossing_server(at)
+    modern = era == "2026-07-28"
+    options = {} if modern else {"era": "handshake", "protocol_version": era}
+    with Client.in_memory(server, timeout=WAIT, **options) as client:
+        if modern:
+            call = client.start_tool_call("work", task=True)
+        else:  # (a 2025-11-25 ToolCall.cancel() waits for the CreateTaskResult: the request's own)
+            call = client.connection.send_request(
+                "tools/call", {"name": "work", "arguments": {}, "task": {}}
+            )
+        assert entered.wait(WAIT)
+        assert call.cancel("stop") is True
+        assert left.wait(WAIT)
+        if at == "call":
+            assert made == []  # the old server: a task, working, that no one knew of
+        else:
+            (task,) = made
+            record = task.record()
+            assert record["status"] == "cancelled" and record["cancelRequested"] is True
+        assert client.call_tool("work", task=True).text == "done"
+    assert len(ran) == 1  # the task call that followed; never the cancelled one
