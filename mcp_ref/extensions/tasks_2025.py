@@ -71,7 +71,6 @@ from ..extension import Extension
 from ..lifecycle import MODERN_VERSIONS
 from ..request import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
-from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
 from . import tasks
 from .tasks import Task, TaskStore
@@ -163,7 +162,7 @@ def intercept_call(
         )
     ceiling = store_of(caller.server).ttl_ms
     ttl_ms = granted_ttl(wanted, ceiling, ceiling)
-    return begin(caller, tool, arguments, context, run, ttl_ms)
+    return begin(caller, tool, context, run, ttl_ms)
 
 
 # -- who a task belongs to ------------------------------------------------------------------------
@@ -239,14 +238,13 @@ def granted_ttl(wanted: object, ceiling: int | None, default: int | None) -> int
 def begin(
     connection: Caller,
     tool: Any,
-    arguments: dict | None,
     context: RequestContext,
     run: Callable[[RequestContext], dict],
     ttl_ms: int | None,
 ) -> dict:
     """Create the task, start its handler on the store's workers, and answer the CreateTaskResult
-    (§Result Retrieval: "as soon as possible after accepting the task").  ``arguments`` None: they
-    were invalid, and ``run`` gives the isError result the task fails with."""
+    (§Result Retrieval: "as soon as possible after accepting the task").  ``run`` is the rest of the
+    ``tools/call`` chain (with invalid arguments, it gives the isError result the task fails with)."""
     store = store_of(connection.server)
     # counted against the client beyond its session (Principal.limit_id): a new session is free
     counted_as = connection.principal.limit_id
@@ -260,12 +258,14 @@ def begin(
         context.progress_token
     )  # progress §Behavior Requirements 3: valid until it ends
     task_context.cancelled = task.cancelled
-    state_of(task_context).mark(MARK, RUNNING)
+    state = state_of(task_context)
+    state.mark(MARK, RUNNING)
+    state.caller = caller  # the handler's Context sees the connection through the task
 
-    def call() -> dict:  # the handler sees the connection through the task (TaskCaller)
-        if arguments is None:
-            return run(task_context)
-        return run_tool(cast(Caller, caller), tool, arguments, task_context)
+    def call() -> dict:
+        # the rest of the tools/call chain: the interceptors of the extensions after this one (a
+        # guard's refusal fails the task), then the tool; the same path a 2026-07-28 task takes
+        return run(task_context)
 
     def record(result: dict) -> None:
         # progress §Behavior Requirements: "Progress notifications MUST stop after completion" (the

@@ -413,7 +413,10 @@ def done(value: _T) -> Done[_T]:
 def with_context(
     plan: ArgumentPlan, kwargs: dict, connection: Caller, request: RequestContext
 ) -> dict:
-    """``kwargs`` plus a :class:`Context` for the parameter annotated with it, if the function has one."""
+    """``kwargs`` plus a :class:`Context` for the parameter annotated with it, if the function has
+    one: on ``connection``, or on the stand-in an extension running the handler set
+    (``RequestState.caller``)."""
     if plan.context_param is not None:
-        kwargs[plan.context_param] = Context(connection, request)
+        stand_in = getattr(request.role_state, "caller", None)
+        kwargs[plan.context_param] = Context(connection if stand_in is None else stand_in, request)
     return kwargs

@@ -178,11 +178,14 @@ class RequestState:
     ``runner``: what runs the handler outside the request when an extension does (it has
     ``report(message)`` for progress and ``ask(asks)`` for questions to the client), else None.
     ``marks``: what extensions note about the request, by their ``name`` (None until one does).
+    ``caller``: the connection as the handler's ``Context`` sees it, when an extension runs the
+    handler through a stand-in (a 2025-11-25 task's, whose messages carry the task), else None.
     """
 
     inputs: Any = None
     runner: Any = None
     marks: dict[str, Any] | None = None
+    caller: Any = None
 
     def mark(self, name: str, value: Any) -> None:
         """Note ``value`` for the extension ``name``."""

@@ -19,7 +19,7 @@ import pytest
 from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer, schema_errors  # noqa: F401 - a fixture
 from http_fixtures import serve  # noqa: F401 - a fixture
 
-from mcp_ref import Client, Context, McpError, Server
+from mcp_ref import Client, Context, Extension, McpError, Server
 from mcp_ref.extensions import tasks_2025
 
 VERSION = "2025-11-25"
@@ -251,6 +251,57 @@ def test_a_json_rpc_error_fails_the_task_and_tasks_result_raises_the_same(legacy
         client.request("tasks/result", {"taskId": task["taskId"]})
     assert caught.value.code == -32603 and caught.value.message == "the backend refused"
     assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "failed"
+
+
+def test_an_extension_refusing_a_tool_refuses_it_in_a_task_too(legacy):
+    """An extension's ``intercept_tool_call`` added after the task-capable tool (so after the tasks
+    extensions) sees a task-augmented call as it sees any other: the task's work runs through the
+    rest of the chain, so a guard refusing the tool fails the task with its error and the tool never
+    runs (the old server called the tool directly, past the guard), as at 2026-07-28.  What the tool
+    asks in the task still goes through the task (the related-task ``_meta``)."""
+    seen, ran = [], []
+
+    class Guard(Extension):
+        name = "guard"
+
+        def intercept_tool_call(self, caller, tool, arguments, context, run):
+            seen.append(tool.name)
+            if tool.name == "secret":
+                raise McpError("refused by guard", code=-32600)
+            return run(context)
+
+    server = Server("guarded")
+
+    @server.tool(task="optional")
+    def secret(ctx: Context) -> str:
+        ran.append(ctx.in_task)
+        return "the secret"
+
+    @server.tool(task="optional")
+    def greet(ctx: Context) -> str:
+        ctx.start_task()
+        name = ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"Hello, {name.content['name']}!"
+
+    server.add_extension(Guard())
+    client, wire = legacy(server)
+    assert code_of(lambda: client.call_tool("secret")) == -32600
+    task = create(client, "secret")
+    with pytest.raises(McpError) as caught:
+        client.request("tasks/result", {"taskId": task["taskId"]})
+    assert caught.value.code == -32600 and caught.value.message == "refused by guard"
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "failed"
+    with Client.in_memory(server, timeout=WAIT) as modern:  # 2026-07-28
+        assert code_of(lambda: modern.call_tool("secret", task=True)) == -32600
+    assert ran == [] and seen == ["secret"] * 3
+    greeted = create(client, "greet")
+    assert client.request("tasks/result", {"taskId": greeted["taskId"]})["content"][0]["text"] == (
+        "Hello, Ada!"
+    )
+    (asked,) = wire.received("elicitation/create")
+    assert related_to(asked, greeted["taskId"]) and seen[-1] == "greet"
 
 
 def test_invalid_arguments_make_a_failed_task(legacy):
