@@ -6,7 +6,8 @@ so, so the pool never has more than ``workers + max_waiting`` threads (daemon th
 task never keeps the process alive; an idle one ends after :data:`IDLE_SECONDS`).  A task whose
 answers came waits for a free run slot before it goes on, ahead of tasks not yet started.  Work
 not yet started waits in a :class:`~mcp_ref.state.stores.TaskQueue` by its task id (bounded: full,
-a new task is refused with -31000); the work itself, a function of this process, stays here.
+a new task is refused with -31000); the work itself, a function of this process, stays here.  A
+task cancelled or expired before it ran leaves the queue at once (:meth:`TaskPool.withdraw`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,18 @@ class TaskPool:
                 )
             self._work_of[key] = work
             self._dispatch()
+
+    def withdraw(self, task_id: str) -> None:
+        """Take the work of task ``task_id`` out of the queue if it has not started (the task was
+        cancelled or expired while it waited for a run slot): its place in :attr:`queue` is free for
+        another task at once.  The work is then run here, on this thread: a task's work finds its
+        task ended and never runs the handler, only ends what it holds (a started one: no-op)."""
+        with self._cond:
+            work = self._work_of.pop(task_id, None)
+            if work is not None:
+                self.queue.discard(task_id)
+        if work is not None:
+            work()
 
     def _dispatch(self) -> None:
         """(Holding ``_cond``) wake or start a thread if pending work may take a free run slot now."""

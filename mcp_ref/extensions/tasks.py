@@ -635,8 +635,12 @@ class TaskStore(TaskPool):
         self._tell(task, "update")
 
     def cancel(self, task: Task) -> None:
-        """``tasks/cancel`` of ``task``: recorded, and the process running it told."""
+        """``tasks/cancel`` of ``task``: recorded, and the process running it told.  Still queued for
+        a run slot here, it leaves the queue now (:meth:`withdraw`): a cancelled task holds no place
+        there, which every caller's new task needs (2025-11-25 basic/utilities/tasks §Resource
+        Management: receivers SHOULD "Clean up expired tasks promptly to free resources")."""
         task.cancel()
+        self.withdraw(task.id)
         self._tell(task, "cancel")
 
     def _tell(self, task: Task, event: str) -> None:
@@ -692,6 +696,7 @@ class TaskStore(TaskPool):
                 task = self._live.pop(task_id, None)
             if task is not None:
                 task.wake({"event": "cancel"})
+                self.withdraw(task_id)  # expired while queued: its place in the queue is free
 
     def cancel_all(self) -> None:
         """Cancel every unfinished task this process runs, and renew no lease any more (at shutdown:

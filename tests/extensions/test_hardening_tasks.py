@@ -23,10 +23,13 @@ from conftest import WAIT
 from http_fixtures import TIMEOUT, serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Elicit, ListRoots, Sample, Server
+from mcp_ref.errors import InvalidParams
 from mcp_ref.extensions.tasks import TaskStore
+from mcp_ref.extensions.tasks_2026 import run_task
 from mcp_ref.http.headers import request_headers
 from mcp_ref.oauth.resource import AccessInfo, ProtectedResource
 from mcp_ref.server import input_required
+from mcp_ref.state.stores import MemoryTaskRecords
 
 VERSION = "2026-07-28"
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -516,3 +519,95 @@ def test_a_task_cancelled_before_it_ran_never_runs_and_frees_its_place_at_once(s
         and alice.ask("tasks/get", {"taskId": queued})["result"]["status"] == "cancelled"
     )
     assert alice.text("whoami") == "oauth:hardening-client:alice"
+
+
+def started_task(client, era: str, name: str) -> str:
+    """A task call of ``name`` that nobody follows: the id of its task."""
+    if era == VERSION:
+        handle = client.connection.send_request(
+            "tools/call", {"name": name, "arguments": {}}, declares=(EXTENSION,)
+        ).result()
+        assert handle["resultType"] == "task", handle
+        return handle["taskId"]
+    return client.request("tools/call", {"name": name, "arguments": {}, "task": {}})["task"][
+        "taskId"
+    ]
+
+
+def status_of(client, era: str, task_id: str) -> str:
+    if era == VERSION:
+        return client.get_task(task_id)["status"]
+    return client.request("tasks/get", {"taskId": task_id})["status"]
+
+
+@pytest.mark.parametrize("era", [VERSION, "2025-11-25"])
+def test_tasks_cancelled_while_queued_leave_the_run_queue_at_once(era):
+    """A task cancelled while it waits for a run slot leaves the run queue at once: one caller
+    making and cancelling tasks while the one worker is busy never fills the queue (bounded by
+    ``max_tasks``), so another caller's new task is still accepted (the old store kept every
+    cancelled id queued until a worker came: -31000 for every caller's task meanwhile)."""
+    running, release = threading.Event(), threading.Event()
+    server = Server("queue")
+
+    @server.tool(task="optional")
+    def hold(ctx: Context) -> str:
+        """Holds the one run slot until the test releases it."""
+        ctx.start_task()
+        running.set()
+        release.wait(WAIT)
+        return "held"
+
+    @server.tool(task="optional")
+    def quick(ctx: Context) -> str:
+        """A task that ends at once."""
+        ctx.start_task()
+        return "quick"
+
+    store = server.tasks = TaskStore(workers=1, max_tasks=4, max_tasks_per_principal=2)
+    options = {} if era == VERSION else {"era": "handshake", "protocol_version": era}
+    with (
+        Client.in_memory(server, timeout=WAIT, **options) as victim,
+        Client.in_memory(server, timeout=WAIT, **options) as other,
+    ):
+        try:
+            holding = started_task(victim, era, "hold")
+            assert running.wait(WAIT)
+            for _ in range(3 * store.max_tasks):
+                task_id = started_task(other, era, "quick")
+                if era == VERSION:
+                    other.cancel_task(task_id)
+                else:
+                    other.request("tasks/cancel", {"taskId": task_id})
+                assert status_of(other, era, task_id) == "cancelled" and len(store.queue) == 0
+            queued = started_task(victim, era, "quick")  # accepted: the queue has room
+            assert len(store.queue) == 1
+        finally:
+            release.set()
+        deadline = time.monotonic() + WAIT
+        while status_of(victim, era, queued) != "completed":
+            assert time.monotonic() < deadline
+            threading.Event().wait(0.02)
+        assert status_of(victim, era, holding) == "completed"
+
+
+def test_a_task_that_expires_while_queued_leaves_the_run_queue():
+    """A task past its time to live while it waits for a run slot leaves the queue with its record
+    (the sweep): its place is free for another task, and its handler never runs."""
+    now = [0.0]
+    store = TaskStore(
+        workers=1, max_tasks=2, ttl_ms=1000, records=MemoryTaskRecords(clock=lambda: now[0])
+    )
+    running, release, ran = threading.Event(), threading.Event(), []
+    store.run(lambda: running.set() or release.wait(WAIT))  # the one run slot is taken
+    assert running.wait(WAIT)
+    try:
+        task = store.create("owner")
+        store.start(task, lambda: run_task(store, task, lambda: ran.append(task.id) or {}))
+        assert len(store.queue) == 1
+        now[0] += 2.0  # past its ttl
+        with pytest.raises(InvalidParams):  # any look at the store sweeps: it is gone
+            store.find(task.id, "owner")
+        assert len(store.queue) == 0 and task.cancelled.is_set()
+    finally:
+        release.set()
+    assert ran == []
