@@ -100,9 +100,18 @@ class TaskCall(ModernCall):
         super().__init__(connection, method, params, options, (EXTENSION,))
 
     def _finished(self) -> bool:
-        """True once ``result()`` returned or raised: the request's answer may be only the task's
-        start, and a cancelled task may still end with its result (see :meth:`cancel`)."""
-        return self._settled
+        """As any call's (the answer that came ends it: a result, an error), except for a task
+        handle: that answer is only the task's start, so the call is finished once ``result()``
+        returned or raised (a cancelled task may still end with its result, see :meth:`cancel`)."""
+        if self._settled or not self.pending.done():
+            return self._settled
+        try:
+            answer = self.pending.result()  # it came: at once
+        except BaseException:
+            answer = None
+        if isinstance(answer, dict) and answer.get("resultType") == TASK:
+            return False
+        return super()._finished()
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request, or the task it became; False if it had finished.

@@ -633,3 +633,31 @@ def test_a_call_cancelled_before_its_task_was_answered_leaves_no_task_running(er
             assert record["status"] == "cancelled" and record["cancelRequested"] is True
         assert client.call_tool("work", task=True).text == "done"
     assert len(ran) == 1  # the task call that followed; never the cancelled one
+
+
+def test_a_task_call_answered_with_its_result_is_done_and_cancel_loses_nothing():
+    """``start_tool_call(..., task=True)`` that the server answers with the result (the tool never
+    reached ``ctx.start_task()``, or is never a task): once that answer is in, the call is done,
+    ``cancel()`` is False ("False if it had finished") and ``result()`` returns the result.  The
+    old TaskCall counted only a settled ``result()``: cancel() said True and the result was lost
+    (RequestCancelled)."""
+    server = Server("answers-at-once")
+
+    @server.tool(task="optional")
+    def build(ctx: Context) -> str:
+        return "built"  # no ctx.start_task(): the call is answered with this
+
+    @server.tool()
+    def plain() -> str:
+        return "plain"
+
+    with Client.in_memory(server, timeout=WAIT) as client:
+        for name, text in (("build", "built"), ("plain", "plain")):
+            call = client.start_tool_call(name, task=True)
+            assert call.pending.result().get("resultType", "complete") == "complete"
+            assert call.done() is True and call.cancel() is False
+            assert call.result().text == text and call.task_id is None
+        failing = client.start_tool_call("missing", task=True)
+        with pytest.raises(McpError):
+            failing.pending.result()
+        assert failing.done() is True and failing.cancel() is False  # an error ends it too
