@@ -48,6 +48,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client.connection import Call
@@ -250,6 +251,18 @@ class LegacyTaskCall(Call):
         super().__init__(
             connection, "tools/call", params, {**options, "progress_outlives_answer": True}
         )
+        self.pending.add_done_callback(self._answered)
+
+    def _answered(self, pending: Future) -> None:
+        """The ``tools/call`` has its answer: unless it is a task, its progress ends with it (its
+        token outlives the answer only for a task; progress §Behavior Requirements: notifications
+        "MUST stop after completion"), whether or not ``result()`` is ever called."""
+        try:
+            task = created_task(pending.result())
+        except BaseException:  # an error, a timeout, a cancellation: no task
+            task = None
+        if task is None:
+            self._connection.session.end_progress(self.pending)
 
     def done(self) -> bool:
         """True once the call has settled: its result fetched, or the ``tools/call`` answered with no task."""
@@ -282,6 +295,8 @@ class LegacyTaskCall(Call):
                 True  # settled: result() raises RequestCancelled, a second cancel() is False
             )
             follow = self._follow
+        # the task's progress is no longer wanted: its token ends here, result() or not
+        self._connection.session.end_progress(self.pending)
         if follow is not None:
             follow.cancel(reason)  # wake a follower waiting on tasks/result or tasks/get
         return True

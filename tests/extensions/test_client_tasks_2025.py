@@ -560,6 +560,52 @@ def test_cancel_of_a_task_that_ended_meanwhile_is_false(scripted):
     assert call.cancel() is False  # -32602 "already in a terminal status"
 
 
+def test_a_task_calls_progress_ends_when_it_is_cancelled_or_answered_without_a_task(scripted):
+    """A task call's progress token outlives the ``tools/call``'s answer only while a task may send
+    progress; it ends when the call is cancelled and when the answer is no task, whether or not
+    ``result()`` is ever called (the old client kept both registered for the connection's life, one
+    per call, and went on calling their ``on_progress``)."""
+    receiver, client = scripted()
+    Script(receiver, ["working"])
+    heard: dict = {"cancelled": [], "no task": [], "live": threading.Event()}
+    cancelled = client.start_tool_call(
+        "slow", task=True, on_progress=lambda *a: heard["cancelled"].append(a)
+    )
+    assert cancelled.cancel() is True  # never result()
+    receiver.handlers["tools/call"] = lambda params: text_result("no task after all")
+    no_task = client.start_tool_call(
+        "slow", task=True, on_progress=lambda *a: heard["no task"].append(a)
+    )
+    assert no_task.pending.result()["content"][0]["text"] == "no task after all"  # never result()
+    started, release = threading.Event(), threading.Event()
+
+    def live_call(params):
+        started.set()
+        assert release.wait(WAIT)
+        return text_result("live")
+
+    receiver.handlers["tools/call"] = live_call
+    live = client.start_tool_call("slow", task=True, on_progress=lambda *a: heard["live"].set())
+    assert started.wait(WAIT)
+    # each call's token, in order; progress on the first two, then on the live call's: the
+    # client handles them in order, so once the live one is heard the others were handled
+    tokens = [m["params"]["_meta"]["progressToken"] for m in receiver.sent("tools/call")]
+    for token in tokens:
+        receiver.end.write(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1},
+                }
+            ).encode()
+        )
+    assert heard["live"].wait(WAIT)
+    release.set()
+    assert live.result().text == "live"
+    assert heard["cancelled"] == [] and heard["no task"] == []
+
+
 # -- get_task, cancel_task, list_tasks, task_result -------------------------------------------------
 
 
