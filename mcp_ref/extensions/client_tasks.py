@@ -57,6 +57,10 @@ TASK = "task"
 MIN_POLL = 0.05
 MAX_POLL = 30.0
 DEFAULT_POLL = 0.5
+#: The longest a task's ttl is taken to be (ms, about 31.7 years): a longer one, a valid JSON integer
+#: of any size, is cut to it, so that its deadline is a float and fits a thread's wait
+#: (``threading.TIMEOUT_MAX``).  The poll interval is clamped (:func:`interval`) before it is divided.
+LONGEST_TTL_MS = 10**12
 
 
 class ClientTasks(Extension):
@@ -177,7 +181,8 @@ def interval(task: dict, field: str = "pollIntervalMs") -> float:
     poll = task.get(field)
     if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
         return DEFAULT_POLL
-    return min(max(poll / 1000, MIN_POLL), MAX_POLL)
+    # clamped in milliseconds, then divided: an integer too large for a float divides no more
+    return min(max(poll, MIN_POLL * 1000), MAX_POLL * 1000) / 1000
 
 
 def deadline_of(ttl: Any, max_total: float | None) -> float | None:
@@ -185,7 +190,7 @@ def deadline_of(ttl: Any, max_total: float | None) -> float | None:
     null: "unlimited") or ``max_total`` seconds from now, whichever comes first; None: neither."""
     limits = [] if max_total is None else [max_total]
     if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:
-        limits.append(ttl / 1000)
+        limits.append(min(ttl, LONGEST_TTL_MS) / 1000)
     return time.monotonic() + min(limits) if limits else None
 
 

@@ -98,6 +98,12 @@ WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = (
 DEFAULT_MAX_TASKS = 1024
 LEASE_SECONDS = 30.0  #: seconds a task's lease lasts in shared records (renewed every third of it)
 DEFAULT_TTL_MS = 60 * 60 * 1000
+#: The longest time to live a task is given (ms, about 31.7 years): the store's ``ttl_ms`` is at
+#: most this, and a longer 2025-11-25 ``task.ttl`` (a JSON integer of any size) is granted as this,
+#: also by a store without a ceiling (2025-11-25 basic/utilities/tasks §TTL and Resource Management:
+#: "Receivers MAY override the requested ttl duration"; §Resource Management: "Enforce maximum ttl
+#: durations").  Its seconds are a float, and fit every wait.
+LONGEST_TTL_MS = 10**12
 DEFAULT_POLL_INTERVAL_MS = 250
 DEFAULT_WORKERS = 16
 #: Tasks that may wait for input at once (each keeps its thread, not its run slot), and for how long (seconds).
@@ -477,10 +483,15 @@ class TaskStore(TaskPool):
         queue: TaskQueue | None = None,
         bus: Bus | None = None,
     ):
-        if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms <= 0):
+        if ttl_ms is not None and (
+            not isinstance(ttl_ms, int)
+            or isinstance(ttl_ms, bool)
+            or not 0 < ttl_ms <= LONGEST_TTL_MS
+        ):
             # tasks-wire-field-renames: ttlMs is null (unlimited) or a positive integer.
             raise ValueError(
-                "ttl_ms must be a positive number of milliseconds, or None for unlimited"
+                f"ttl_ms must be a positive number of milliseconds (at most {LONGEST_TTL_MS}), "
+                "or None for unlimited"
             )
         _whole("workers", workers, 1)
         _whole("max_waiting", max_waiting, 0)

@@ -223,7 +223,9 @@ def related(params: dict | None, task_id: str) -> dict:
 
 def granted_ttl(wanted: object, ceiling: int | None, default: int | None) -> int | None:
     """The ``ttl`` (ms) a task gets for ``params.task`` (TaskMetadata): the one asked for, capped by
-    ``ceiling`` (None: unlimited) and at least :data:`MIN_TTL_MS`; ``default`` without one."""
+    ``ceiling`` (None: no ceiling but :data:`~mcp_ref.extensions.tasks.LONGEST_TTL_MS`) and at least
+    :data:`MIN_TTL_MS`; ``default`` without one.  §TTL and Resource Management: "Receivers MAY
+    override the requested ttl duration" (the actual one is in the Task)."""
     if not isinstance(wanted, dict):
         raise InvalidParams('Invalid params: task must be an object ({"ttl": milliseconds})')
     ttl = wanted.get("ttl")
@@ -232,7 +234,7 @@ def granted_ttl(wanted: object, ceiling: int | None, default: int | None) -> int
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
         raise InvalidParams("Invalid params: task.ttl must be a whole number of milliseconds")
     ttl = max(ttl, MIN_TTL_MS)
-    return ttl if ceiling is None else min(ttl, ceiling)
+    return min(ttl, tasks.LONGEST_TTL_MS if ceiling is None else ceiling)
 
 
 def begin(

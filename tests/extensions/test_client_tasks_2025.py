@@ -503,6 +503,29 @@ def test_the_poll_interval_is_respected_and_clamped(scripted):
     assert interval({"pollIntervalMs": 1000}) == 1.0
 
 
+@pytest.mark.parametrize("huge", ["ttl", "pollInterval"])
+def test_a_huge_ttl_or_poll_interval_is_clamped_not_an_overflow(scripted, huge):
+    """A receiver's ``ttl`` or ``pollInterval`` may be any JSON integer: one too large for a float
+    is clamped (the poll interval to MAX_POLL, the ttl to LONGEST_TTL_MS) before it is divided, and
+    the call is bounded as usual; the old client raised OverflowError from the call."""
+    receiver, client = scripted()
+    Script(
+        receiver,
+        ["working"],
+        ttl=10**400 if huge == "ttl" else 60000,
+        poll=10**400 if huge == "pollInterval" else 10,
+    )
+    with pytest.raises(RequestTimeout):
+        client.call_tool("slow", task=True, max_total_timeout=0.3)
+    assert [m["params"] for m in receiver.sent("tasks/cancel")] == [{"taskId": "t1"}]
+    from mcp_ref.extensions.client_tasks import LONGEST_TTL_MS, MAX_POLL, deadline_of, interval
+
+    assert interval({"pollIntervalMs": 10**400}) == MAX_POLL
+    before = time.monotonic()
+    deadline = deadline_of(10**400, None)
+    assert deadline is not None and deadline - before <= LONGEST_TTL_MS / 1000 + 1
+
+
 # -- cancelling (§Task Cancellation) ---------------------------------------------------------------
 
 

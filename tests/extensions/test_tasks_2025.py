@@ -20,7 +20,8 @@ from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer, schema_erro
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Extension, McpError, Server
-from mcp_ref.extensions import tasks_2025
+from mcp_ref.extensions import tasks, tasks_2025
+from mcp_ref.extensions.tasks import TaskStore
 
 VERSION = "2025-11-25"
 RELATED = "io.modelcontextprotocol/related-task"
@@ -227,6 +228,25 @@ def test_the_requested_ttl_is_capped_and_unknown_ids_are_invalid_params(legacy):
                 )
                 == -32602
             )
+
+
+def test_a_huge_requested_ttl_is_granted_as_the_longest_even_by_a_store_without_a_ceiling(legacy):
+    """A ``task.ttl`` of any size is a valid JSON integer: at a store without a ceiling
+    (``ttl_ms=None``) it is granted as ``LONGEST_TTL_MS`` (§TTL: "Receivers MAY override the
+    requested ttl duration"), where the old server divided it into a float and answered -32603; the
+    store's own ``ttl_ms`` is bounded so too."""
+    server = TASKS.build()
+    server.tasks = TaskStore(ttl_ms=None)
+    client, _ = legacy(server)
+    granted = create(client, "forever", ttl=10**400)["ttl"]  # the old server: -32603
+    assert granted == tasks.LONGEST_TTL_MS == 10**12  # about 31.7 years
+    assert create(client, "forever", ttl=granted + 1)["ttl"] == granted
+    assert create(client, "forever", ttl=5000)["ttl"] == 5000
+    unasked = client.request("tools/call", {"name": "forever", "arguments": {}, "task": {}})
+    assert unasked["task"]["ttl"] is None  # unlimited, as the store says
+    for too_long in (tasks.LONGEST_TTL_MS + 1, 10**400):
+        with pytest.raises(ValueError, match="at most"):
+            TaskStore(ttl_ms=too_long)
 
 
 def test_a_tool_error_fails_the_task_and_tasks_result_returns_it(legacy):
