@@ -45,6 +45,9 @@ NOTICES_AT_CLOSE = 2.0
 #: Cancellations waiting to be POSTed (:meth:`Notices._tell_cancelled`); past it one is dropped,
 #: and its request's stream closed at once.
 MAX_WAITING_NOTICES = 64
+#: Notices queued behind those waiting to be sent again (:meth:`Notices._send_other`), never
+#: refused themselves; past it one is POSTed at once (it may then reach the server first).
+MAX_QUEUED_BEHIND = 256
 #: Seconds the session's DELETE at close may take in all, connecting included: ``close()`` returns
 #: within :data:`NOTICES_AT_CLOSE` and this (and a few milliseconds), whatever the server does.
 SESSION_END_TIMEOUT = 5.0
@@ -89,6 +92,7 @@ class Notices:
         _notice_places: threading.BoundedSemaphore
         _resends_lock: threading.Lock
         _resends_waiting: int
+        _queued_behind: int
 
         def _post(
             self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False
@@ -110,6 +114,7 @@ class Notices:
         self._notice_places = threading.BoundedSemaphore(MAX_WAITING_NOTICES)  # one a notice
         self._resends_lock = threading.Lock()
         self._resends_waiting = 0  # notices queued to be sent again, not yet sent or dropped
+        self._queued_behind = 0  # of those, the ones never refused (MAX_QUEUED_BEHIND)
 
     def _send_due_notices(self) -> None:
         """At close: the notices due (the cancellations the session's close queued) are sent
@@ -157,9 +162,14 @@ class Notices:
         While notices wait to be sent again, one that is not a cancellation is queued behind them
         (sent there at once, its caller not waiting): it must not reach the server before a
         progress notice refused earlier (basic/utilities/progress, "The progress value MUST
-        increase with each notification")."""
-        if kind != "notifications/cancelled" and self._resends_waiting:
-            self._send_later(0.0, data, legacy, message, kind)
+        increase with each notification").  Those queued so take none of the places of the
+        notices refused and of the cancellations; past :data:`MAX_QUEUED_BEHIND` of them, one is
+        POSTed at once."""
+        if (
+            kind != "notifications/cancelled"
+            and self._resends_waiting
+            and self._send_later(0.0, data, legacy, message, kind, refused=False)
+        ):
             return
         pause = self._post_notice(data, legacy, message, kind, resends=0)
         if pause is not None:
@@ -238,7 +248,9 @@ class Notices:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {target}")
         return None
 
-    def _send_later(self, pause: float, data: bytes, legacy: bool, message: Any, kind: str) -> None:
+    def _send_later(
+        self, pause: float, data: bytes, legacy: bool, message: Any, kind: str, refused: bool = True
+    ) -> bool:
         """Send a notice refused 503 again after ``pause`` seconds, on the thread of the notices
         sent again, in the order they were refused, its place one of :data:`MAX_WAITING_NOTICES`
         (none left: it is dropped, logged).  Refused again, it waits its new pause there, in the
@@ -251,14 +263,20 @@ class Notices:
         cannot do before it hears of it).  In the order refused: a progress notice sent again
         reaches the server before a later one of the same request sent again, however often
         either is refused (basic/utilities/progress, "The progress value MUST increase with each
-        notification")."""
-        if not self._notice_places.acquire(blocking=False):
+        notification").
+
+        Not ``refused``: a notice queued behind them (:meth:`_send_other`), one of
+        :data:`MAX_QUEUED_BEHIND` (none left: False, not queued).  True when it was queued."""
+        if refused and not self._notice_places.acquire(blocking=False):
             log.warning(
                 "%d notices wait to be sent: a refused %s is dropped", MAX_WAITING_NOTICES, kind
             )
-            return
+            return False
         with self._resends_lock:
+            if not refused and self._queued_behind >= MAX_QUEUED_BEHIND:
+                return False
             self._resends_waiting += 1
+            self._queued_behind += 0 if refused else 1
         due = time.monotonic() + pause
 
         def send_again() -> None:
@@ -274,18 +292,22 @@ class Notices:
             except OSError as exc:
                 log.debug("%s could not be sent again: %s", kind, failed_because(exc))
             finally:
-                self._resend_over()
+                self._resend_over(refused)
 
         try:
             self._resends.submit(send_again)
         except RuntimeError:  # shut down: the transport closed
-            self._resend_over()
+            self._resend_over(refused)
+        return True
 
-    def _resend_over(self) -> None:
-        """One notice queued to be sent again was sent, or dropped: its place is free."""
+    def _resend_over(self, refused: bool) -> None:
+        """One notice queued to be sent again (``refused``, or queued behind those) was sent, or
+        dropped: its place is free."""
         with self._resends_lock:
             self._resends_waiting -= 1
-        self._notice_places.release()
+            self._queued_behind -= 0 if refused else 1
+        if refused:
+            self._notice_places.release()
 
     def _renewed(self, generation: int) -> bool:
         """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):

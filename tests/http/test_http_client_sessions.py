@@ -983,6 +983,48 @@ def test_a_notice_sent_while_an_earlier_one_waits_to_be_sent_again_goes_after_it
         assert server.count(posted("notifications/progress")) == 3  # 1 twice, 2 once
 
 
+def test_notices_queued_behind_a_pause_take_no_cancellations_place_and_none_is_dropped(scripted):
+    # Progress 0 is refused 503 with Retry-After: 2; a hundred more are sent meanwhile (queued
+    # behind it, more than the 64 places of the notices refused and the cancellations), then a
+    # call is cancelled.  They used to take those places: 36 were dropped unsent, and so was the
+    # cancellation.  The cancellation goes at once, and every progress notice in order.
+    count = notices.MAX_WAITING_NOTICES + 36
+    accepted: list[int] = []
+    every_one = threading.Event()
+    cancelled = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") == "tools/call":
+            return held(server)
+        if message.get("method") == "notifications/cancelled":
+            cancelled.set()
+        if message.get("method") != "notifications/progress":
+            return None
+        if server.count(posted("notifications/progress")) == 1:
+            return answer("503 Service Unavailable", b"", "Retry-After: 2\r\n")
+        accepted.append(message["params"]["progress"])
+        if len(accepted) == count + 1:
+            every_one.set()
+        return answer("202 Accepted")
+
+    server = scripted(script)
+    client = Client.http(server.url, era="handshake", timeout=4 * WAIT)
+    try:
+        for progress in range(count + 1):
+            params = {"progressToken": "the-task", "progress": progress}
+            client.connection.notify("notifications/progress", params)
+        call = client.start_tool_call("slow", {})
+        server.wait_for(posted("tools/call"), "the call")
+        call.cancel()
+        assert cancelled.wait(WAIT), "the cancellation was dropped, or waited for the pause"
+        assert every_one.wait(WAIT), f"the server took {len(accepted)} of {count + 1}"
+        assert accepted == list(range(count + 1))
+    finally:
+        server.stop.set()
+        ended_within(WAIT, client.close)
+
+
 def test_a_notice_refused_every_time_is_sent_again_max_resends_times_then_dropped(scripted):
     # Refused 503 with Retry-After each time, a notice is sent again notices.MAX_RESENDS times
     # (each after its pause), then dropped (logged); a notice sent after it still gets through.
