@@ -490,3 +490,69 @@ def test_a_request_past_the_share_without_inline_handlers_is_answered_server_bus
         hold = Raw(sock)
         assert hold.status == 200
         hold.drop()
+
+
+def fill_the_handler_pool(srv, events: dict, *, batches: bool) -> list:
+    """handler_threads=8 (a share of 2 a client): four clients each run two ``hold`` calls on the
+    shared pool, 2025-03-26 batches (``batches``) or single POSTs (``inline_handlers=False``), until
+    the test releases them; their sockets."""
+    holds = []
+    for n in range(4):
+        client = Caller(srv.port, f"127.0.0.{n + 2}")
+        version = "2025-03-26" if batches else "2025-11-25"
+        session_id = client.session(version)
+        calls = [request("tools/call", tool("hold"), k) for k in (1, 2)]
+        for message in [calls] if batches else calls:
+            holds.append(client.post(message, session_id, version, read=False))
+    for _ in range(8):
+        assert events["started"].acquire(timeout=WAIT)
+    return holds
+
+
+def test_initialize_runs_on_its_posts_thread_not_behind_other_clients_pooled_calls(serve):
+    """McpWsgiApp: with inline_handlers (the default) a POSTed request's handler runs on the POST's
+    own thread; handler_threads is for batches, the legacy transport and inline_handlers=False.
+    ``initialize`` used to go to the shared pool: with every thread of it running other clients'
+    calls (each client within its share), a new client's initialize waited for them all."""
+    events: dict = {}
+    srv = serve(streams_server_with_echo(events), handler_threads=8)
+    holds = fill_the_handler_pool(srv, events, batches=True)
+    try:
+        newcomer = Caller(srv.port, "127.0.0.9")
+        session_id = newcomer.session()  # at once, while every pool thread still holds
+        raw = newcomer.post(request("tools/call", tool("echo", {"text": "in"}), 3), session_id)
+        assert json.loads(raw.body())["result"]["content"][0]["text"] == "in"
+        raw.drop()
+    finally:
+        events["release"].set()
+    for sock in holds:  # each ran until released: the newcomer was served meanwhile
+        hold = Raw(sock)
+        answers = json.loads(hold.body())
+        hold.drop()
+        assert [a["result"]["content"][0]["text"] for a in answers] == ["released"] * 2
+
+
+def test_a_pooled_initialize_waits_at_most_the_handshake_timeout(serve):
+    """inline_handlers=False: ``initialize`` runs on the shared pool; while every thread of it is
+    taken, its POST waits at most handshake_timeout (the time its session's place in the table is
+    held), then gets 503 with Retry-After and the place is free again.  It used to wait with no
+    bound, its client having gone or not."""
+    events: dict = {}
+    srv = serve(
+        streams_server_with_echo(events),
+        handler_threads=8,
+        inline_handlers=False,
+        handshake_timeout=0.5,
+    )
+    holds = fill_the_handler_pool(srv, events, batches=False)
+    try:
+        raw, body = Caller(srv.port, "127.0.0.9").initialize()
+        assert raw.status == 503 and raw.headers["retry-after"] == "5"
+        assert body["error"]["message"].startswith("Service Unavailable: initialize was not served")
+        assert "mcp-session-id" not in raw.headers
+        assert len(srv.app.sessions) == 4
+    finally:
+        events["release"].set()
+    for sock in holds:
+        Raw(sock).drop()
+    assert Caller(srv.port, "127.0.0.9").session()  # the pool free, it is served

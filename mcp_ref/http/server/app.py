@@ -32,7 +32,8 @@ class McpWsgiApp(HttpAppBase):
     (sessions one client may hold, per principal with a token, else per address: an int, or a
     float share of ``max_sessions``, a tenth by default; past it the client's least recently
     used idle session is ended, or, every one in use, 429; None: no cap), ``handshake_timeout``
-    (seconds a session that never came back after ``initialize`` is kept),
+    (seconds a session that never came back after ``initialize`` is kept, and the longest an
+    ``initialize`` run on the pool waits for its thread: then 503 with ``Retry-After``),
     ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
     (seconds between comment lines on idle streams), ``standalone_backlog`` and
     ``stream_backlog`` (undelivered messages a GET's or a POST's stream holds) and

@@ -31,7 +31,7 @@ from .replies import (
     retry_event,
 )
 from .shared import STANDALONE
-from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable
+from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable, ServiceUnavailable
 from .streams import CLOSE, END, Stream
 
 
@@ -191,14 +191,26 @@ class StreamableHttp:
         connection = cast(Connection, session.connection)
         try:
             stream = session.open_stream([request.id])
-            connection.dispatch(request)
+            # inline_handlers: on this thread, as every POSTed request is, never queued on the
+            # shared pool behind other clients' calls (McpWsgiApp)
+            connection.dispatch(request, inline=app.inline_handlers)
             token = stream.attach()
-            answer = stream.take(token, None)
+            app.watch(environ, stream, token)  # its client gone: END at once
+            # On the pool, its wait is bounded as the session's place in the table is held: for
+            # handshake_timeout (then the place is swept).
+            answer = stream.take(token, app.handshake_timeout)
             stream.detach(token)
             session.forget_stream(stream)
+            if not isinstance(answer, bytes):  # not served in time, or its client has gone
+                raise ServiceUnavailable(
+                    "Service Unavailable: initialize was not served in time; retry shortly",
+                    headers=[("Retry-After", "5")],
+                )
         except BaseException:
             if session.kind != "stateless":
                 app.abandon(session)
+            else:
+                app.finish_transient(session)
             raise
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
         if session.kind == "stateless":
