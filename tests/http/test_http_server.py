@@ -950,6 +950,22 @@ def test_a_live_stream_resumed_from_a_forgotten_event_gets_what_comes_next(
     assert_still_listening(server, session, listener)
 
 
+def test_what_the_memory_store_keeps_of_a_long_session_is_bounded_by_max_events(serve, raw_session):
+    """spec_notes/security.md: the events kept for resumption are bounded, max_events a session.
+    The store also noted every stream that had stored an event and not ended; in one process no
+    end is ever stored (only a shared session's are), so one note a POST stream stayed for the
+    session's whole life, past max_events (1,000 pings: 1,000 notes).  A stream forgotten is
+    still refused as before (the resumption tests above)."""
+    store = MemoryEventStore(max_events=8)
+    srv = serve(forgetful_server(threading.Event()), event_store=store)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    for _ in range(20):  # 20 streams, 3 events each
+        call_steps(session, 1)
+    assert len(store._events[session.session_id]) == 8
+    assert len(store._open) <= store.max_events, len(store._open)
+
+
 # -- the server keeps serving; keep-alive without Nagle stalls ---------------------------------
 
 

@@ -430,6 +430,27 @@ def test_an_id_past_max_events_replays_what_is_left_of_its_stream(event_stores):
     assert store.replay_after("s1", first) is None  # a session forgotten whole: nothing known
 
 
+def test_the_memory_store_tells_open_streams_only_when_shared():
+    """``stream_open`` is asked only of a shared store (the transport stores a stream's end only for
+    a shared session): a shared memory store tells it as Redis does; one of a single process keeps
+    no note of its streams, which would stay for the session's whole life (none ever ends)."""
+
+    class SharedMemoryEventStore(MemoryEventStore):
+        shared = True
+
+    shared = SharedMemoryEventStore(max_events=2)
+    shared.store("s1", "p1", b"one")
+    shared.store("s1", "p2", b"two")
+    shared.store("s1", "p2", b"three")  # p1's only event is forgotten; p1 has not ended
+    assert shared.stream_open("s1", "p1") and shared.stream_open("s1", "p2")
+    shared.end_stream("s1", "p1")
+    assert not shared.stream_open("s1", "p1") and shared.stream_open("s1", "p2")
+    alone = MemoryEventStore(max_events=2)
+    for n in range(10):
+        alone.store("s1", f"p{n}", b"x")
+    assert not alone.stream_open("s1", "p9") and not alone._open
+
+
 def test_the_event_store_refuses_ids_it_never_issued(event_stores):
     store = event_stores()
     first = store.store("s1", "p1", b"one")

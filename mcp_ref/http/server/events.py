@@ -111,7 +111,10 @@ class MemoryEventStore:
         self._followers: dict[tuple[str, str], list[int]] = {}
         #: session -> the highest event number it has forgotten (past ``max_events``)
         self._forgotten: dict[str, int] = {}
-        #: (session, stream) of each stream with an event stored and no end marker yet
+        #: (session, stream) of each stream with an event stored and no end marker yet.  Kept only
+        #: when ``shared``: the transport marks a stream's end, and asks, only for a shared session;
+        #: in one process every stream of a session would stay here for the session's whole life,
+        #: past ``max_events`` (``spec_notes/security.md``: the events kept are bounded a session).
         self._open: set[tuple[str, str]] = set()
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
@@ -130,7 +133,7 @@ class MemoryEventStore:
             events[event_id] = (stream_id, data)  # data None: the stream's end marker
             if data is None:
                 self._open.discard((session_id, stream_id))
-            else:
+            elif self.shared:
                 self._open.add((session_id, stream_id))
             while len(events) > self.max_events:
                 forgotten = events.popitem(last=False)[0]
@@ -143,7 +146,8 @@ class MemoryEventStore:
         self._keep(session_id, stream_id, None)
 
     def stream_open(self, session_id: str, stream_id: str) -> bool:
-        """See :meth:`EventStore.stream_open`."""
+        """See :meth:`EventStore.stream_open` (a store that is not ``shared`` is never asked, and
+        keeps no record: False)."""
         with self._lock:
             return (session_id, stream_id) in self._open
 
