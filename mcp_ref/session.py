@@ -779,9 +779,17 @@ class Session:
                 refused = True
         elif pool is not None:
             refused = not pool.submit((request, context, batch))
+        # JSON-RPC 2.0 §5: "When a rpc call is made, the Server MUST reply with a Response": so
+        # its transport's waiter (an HTTP POST) is not left waiting for ever
         if refused:
             self._leave(request.id, context)
-            self._reply(None, batch)
+            self._reply(
+                ErrorResponse(
+                    request.id,
+                    {"code": SERVER_BUSY, "message": "Server busy: the server is shutting down"},
+                ),
+                batch,
+            )
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:

@@ -556,3 +556,27 @@ def test_a_pooled_initialize_waits_at_most_the_handshake_timeout(serve):
     for sock in holds:
         Raw(sock).drop()
     assert Caller(srv.port, "127.0.0.9").session()  # the pool free, it is served
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+def test_a_request_the_closed_pool_refuses_is_answered_server_busy(serve, stateless):
+    """After ``app.close()`` (as ``run_http`` does once it stops accepting) a kept-alive connection
+    may still POST: a request whose handler would run on the shut pool is answered -31000 at once
+    (JSON-RPC 2.0 §5: a call "MUST" get a Response).  It used to get nothing, so its POST waited
+    for ever: an ``initialize``, a stateless call (``inline_handlers=False``)."""
+    srv = serve(streams_server_with_echo({}), inline_handlers=False, stateless=stateless)
+    client = Caller(srv.port)
+    echo = request("tools/call", tool("echo", {"text": "x"}), 3)
+    if stateless:
+        before = client.post(echo)
+        assert json.loads(before.body())["result"]["content"][0]["text"] == "x"
+        before.drop()
+    else:
+        client.session()  # its initialize ran on the pool
+    srv.app.close()
+    raw = client.post(echo if stateless else request("initialize", init_params(), 0))
+    answer = json.loads(raw.body())
+    raw.drop()
+    assert raw.status == 200 and "mcp-session-id" not in raw.headers
+    assert answer["error"]["code"] == -31000
+    assert answer["error"]["message"] == "Server busy: the server is shutting down"
