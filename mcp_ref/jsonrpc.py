@@ -137,8 +137,10 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
         from .unparsed import too_deep
 
         raise too_deep(data, MAX_NESTING) from None
-    except ValueError as exc:
-        raise ParseError(f"Parse error: {exc.args[0] if exc.args else 'invalid JSON'}") from None
+    except ValueError as exc:  # not JSON (its -32700 made where parse errors are handled)
+        from .unparsed import not_json
+
+        raise not_json(exc) from None
     if isinstance(obj, list):
         # JSON-RPC 2.0 §6: "If the batch rpc call itself fails to be recognized as
         # an valid JSON or as an Array with at least one value, the response from
@@ -160,7 +162,7 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
+    raise ParseError(f"Parse error: {name} is not a JSON value")
 
 
 _decode = json.JSONDecoder(parse_constant=_refuse_constant).decode

@@ -16,7 +16,8 @@ A message longer than the transport's limit is refused the same way
 transport read before it discarded the rest.  Loaded only when one comes.
 
 A message that could not be parsed at all, or is no valid JSON-RPC message, is refused by
-:func:`refuse_unparsed`.  Loaded only when one comes, too.
+:func:`refuse_unparsed`; :func:`not_json` words the parse error of text that is not JSON.  Loaded
+only when one comes, too.
 """
 
 from __future__ import annotations
@@ -107,6 +108,16 @@ def top_level_id(text: str) -> tuple[str | int | None, bool]:
         isinstance(request_id, int) and not isinstance(request_id, bool)
     )
     return (request_id, answer) if valid else (None, False)
+
+
+def not_json(refusal: ValueError) -> ParseError:
+    """The -32700 for text the JSON decoder refused (JSON-RPC 2.0 §5.1: "Invalid JSON was received
+    by the server"): the decoder's own words for a syntax error (what is wrong, and where).  Its other refusal, a number of more digits than ``int()`` takes
+    (``sys.get_int_max_str_digits``), is worded by Python for a programmer, naming the function to
+    raise the limit with: the peer is told only what is wrong, never the server's internals."""
+    if isinstance(refusal, json.JSONDecodeError):
+        return ParseError(f"Parse error: {refusal}")
+    return ParseError("Parse error: a number with too many digits")
 
 
 def too_deep(text: str, limit: int) -> ParseError | InvalidRequest:

@@ -310,6 +310,23 @@ def test_malformed_json_is_400_parse_error(serve, raw_session):
     echo_ok(session)
 
 
+def test_a_number_too_long_to_read_is_a_parse_error_in_plain_words(serve, raw_session):
+    """An id of 5,000 digits is past what Python's int() reads (sys.get_int_max_str_digits): the
+    400 says so plainly.  It used to pass Python's own message to the peer ("Exceeds the limit
+    (4300 digits) for integer string conversion ... use sys.set_int_max_str_digits()"): no
+    internals to the peer.  A syntax error still says what is wrong, and where."""
+    srv = serve()
+    session = raw_session(srv.mcp)
+    session.initialize()
+    data = b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"tools/list"}'
+    body = assert_http_error(session.post(data), 400, code=-32700)
+    assert body["error"]["message"] == "Parse error: a number with too many digits"
+    body = assert_http_error(session.post(b'{"jsonrpc": "2.0", "id": 1,'), 400, code=-32700)
+    assert body["error"]["message"].startswith("Parse error: Expecting property name")
+    assert "(char 27)" in body["error"]["message"]
+    echo_ok(session)
+
+
 def test_a_request_nested_too_deep_is_400_naming_its_id(serve, raw_session):
     """JSON-RPC 2.0 §5.1: the id is null only "If there was an error in detecting the id"; one
     read from the top level of a request too deep to parse is the error's."""

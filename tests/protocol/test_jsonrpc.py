@@ -235,6 +235,14 @@ def test_a_parse_error_says_what_json_says(text):
     assert info.value.message == _json_says(text)
 
 
+def test_a_number_past_the_int_digit_limit_is_a_parse_error_in_plain_words():
+    """Python's own message for it names its internals (``sys.set_int_max_str_digits``): the peer
+    is told only what is wrong."""
+    with pytest.raises(ParseError) as info:
+        parse(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}')
+    assert info.value.message == "Parse error: a number with too many digits"
+
+
 def test_str_input_is_accepted_too():
     assert parse('{"jsonrpc":"2.0","id":1,"method":"ping"}') == Request(1, "ping", None)
 
