@@ -16,7 +16,10 @@ fresh, so ``client.list_tools()`` twice in a row asks the server once.
   results of requests "carrying ``inputResponses`` or ``requestState`` MUST NOT be
   cached").
 * A change notification invalidates at once (§Interaction with Notifications):
-  ``tools/list_changed`` the tool pages, ``resources/updated`` that URI's read.
+  ``tools/list_changed`` the tool pages, ``resources/updated`` that URI's read.  It also makes
+  stale the answers still on their way: :meth:`ResultCache.fetch` keeps no result of a request
+  sent before a notification that invalidates its method (the notification may come before the
+  answer: a slow listing, or another HTTP stream), though its caller still gets it.
 * Scope: the cache belongs to one :class:`~mcp_ref.client.Client`, which speaks for
   one authorization context; it is never shared, so ``"private"`` results may be
   kept as ``"public"`` ones are (§Cache Scope Field: private responses "MAY be
@@ -33,7 +36,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import Protocol
 
 #: The methods whose results may be kept, and the parameters that shape each one's result.
 CACHEABLE = {
@@ -56,6 +61,16 @@ DEFAULT_MAX_ENTRIES = 256
 MAX_TTL_MS = 24 * 60 * 60 * 1000
 
 
+class StartedCall(Protocol):
+    """What :meth:`ResultCache.fetch` uses of a request it started (a connection's ``Call``)."""
+
+    #: ``input_required`` rounds the request took (a result reached through any is not kept).
+    rounds: int
+
+    def result(self) -> dict:
+        """Wait for the request's final result."""
+
+
 class ResultCache:
     """Fresh results by (method, shaping parameters); see the module docstring.  Thread-safe."""
 
@@ -64,6 +79,8 @@ class ResultCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple, tuple[float, str]] = OrderedDict()
+        #: The change notifications so far that made each method's results stale (see :meth:`fetch`).
+        self._generations: Counter[str] = Counter()
         #: Answers served from the cache, and requests that had to go to the server (for tests and tuning).
         self.hits = 0
         self.misses = 0
@@ -78,6 +95,28 @@ class ResultCache:
         if shaping is None or any(name not in shaping and name != "_meta" for name in params):
             return None
         return (method, json.dumps([params.get(name) for name in shaping], sort_keys=True))
+
+    def fetch(self, method: str, params: dict | None, start: Callable[[], StartedCall]) -> dict:
+        """The result of request ``method`` with ``params``: the fresh one kept, else the one of
+        the request ``start()`` sends, kept for later unless it took ``input_required`` rounds or
+        a change notification made the method's results stale while it was on its way.
+
+        2026-07-28 server/utilities/caching §Interaction with Notifications: a change notification
+        "invalidates the cached response and it should be considered immediately stale"; a result
+        the server sent before it (it may arrive after it) is such a response.  §Cache Key: results
+        of requests "carrying ``inputResponses`` or ``requestState`` MUST NOT be cached".
+        """
+        key = self.key(method, params)
+        cached = self.get(key)
+        if cached is not None:
+            return cached
+        with self._lock:
+            generation = self._generations[method]  # read before the request is sent
+        call = start()
+        result = call.result()
+        if call.rounds == 0:
+            self.put(key, result, generation)
+        return result
 
     def get(self, key: tuple | None) -> dict | None:
         """The fresh result stored under ``key`` (None: none, or stale)."""
@@ -95,9 +134,11 @@ class ResultCache:
         # each caller its own: a caller changing its result changes no other's
         return json.loads(text)
 
-    def put(self, key: tuple | None, result: dict) -> None:
+    def put(self, key: tuple | None, result: dict, generation: int | None = None) -> None:
         """Keep a copy of ``result`` (its JSON text: the caller keeps ``result`` itself) for as long
-        as its ``ttlMs`` says, at most :data:`MAX_TTL_MS` (not at all for 0, absent or negative)."""
+        as its ``ttlMs`` says, at most :data:`MAX_TTL_MS` (not at all for 0, absent or negative).
+        ``generation``: the method's when its request was sent (see :meth:`fetch`); a change
+        notification since then, and the result is not kept."""
         ttl = result.get("ttlMs")
         if (
             key is None
@@ -109,6 +150,8 @@ class ResultCache:
             return
         text = json.dumps(result, ensure_ascii=False)  # compact: a str of what came
         with self._lock:
+            if generation is not None and generation != self._generations[key[0]]:
+                return  # stale already: a change notification came while it was on its way
             self._entries[key] = (self._clock() + min(ttl, MAX_TTL_MS) / 1000, text)
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
@@ -119,6 +162,7 @@ class ResultCache:
         with self._lock:
             if method == "notifications/resources/updated":
                 uri = (params or {}).get("uri")
+                methods: tuple[str, ...] = ("resources/read",)
                 stale = [
                     k
                     for k in self._entries
@@ -127,6 +171,8 @@ class ResultCache:
             else:
                 methods = INVALIDATES.get(method, ())
                 stale = [k for k in self._entries if k[0] in methods]
+            # the answers on their way too (any URI's read: a result's request is not looked into)
+            self._generations.update(methods)
             for key in stale:
                 del self._entries[key]
 

@@ -351,20 +351,12 @@ class ClientConnection:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
 
         In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
-        :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
+        :attr:`cache` instead of the server (2026-07-28 server/utilities/caching), and the
+        server's result is kept there (:meth:`~mcp_ref.client.cache.ResultCache.fetch`).
         """
         if not self.modern or method not in CACHED_METHODS:
             return self.start(method, params, **options).result()
-        cache = self.cache
-        key = cache.key(method, params)
-        cached = cache.get(key)
-        if cached is not None:
-            return cached
-        call = self.start(method, params, **options)
-        result = call.result()
-        if call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
-            cache.put(key, result)
-        return result
+        return self.cache.fetch(method, params, lambda: self.start(method, params, **options))
 
     def require_capability(self, capability: str, method: str) -> None:
         """CapabilityError, naming ``method``, unless the server declared ``capability``.

@@ -723,6 +723,21 @@ def test_fresh_results_come_from_the_cache_until_a_change_invalidates_them(conne
     assert [m["params"]["uri"] for m in wire.sent("resources/read")][-1] == "test://stable"
 
 
+def test_a_change_notification_arriving_before_the_answer_keeps_that_answer_out_of_the_cache():
+    # caching §Interaction with Notifications: the notification "invalidates the cached response
+    # and it should be considered immediately stale".  The server sends tools/list_changed, then
+    # the answer it had made before the change (ttlMs five minutes): that answer is not kept.
+    seen = Collector()
+    with Client.stdio([*SCRIPTED, "cache-race"], timeout=WAIT, stderr="capture") as client:
+        stream = client.listen(tools=True, on_notification=lambda method, params: seen(method))
+        assert stream.acknowledged == {"toolsListChanged": True}
+        assert [tool.name for tool in client.list_tools()] == ["before"]  # its caller gets it
+        seen.wait_for(1)
+        assert [tool.name for tool in client.list_tools()] == ["after"]
+        assert [tool.name for tool in client.list_tools()] == ["after"]  # this one was kept
+        assert client.cache.hits == 1
+
+
 def test_the_caller_whose_request_filled_the_cache_gets_its_own_result(connect, wire):
     # mcp_ref.client.cache: each caller its own result, the first one too.
     client = connect([sys.executable, str(SERVERS / "modern_server.py")])

@@ -21,7 +21,11 @@
 * ``unsolicited``: the same server, which before answering ``tools/call`` sends change
   notifications on no listen stream and ``notifications/elicitation/complete`` (2025-11-25's,
   gone at 2026-07-28), then a ``notifications/message``;
-* ``listen-silent``: the same server, which never answers ``subscriptions/listen``.
+* ``listen-silent``: the same server, which never answers ``subscriptions/listen``;
+* ``cache-race``: the same server, which acknowledges a ``subscriptions/listen`` as asked and
+  answers its first ``tools/list`` (``ttlMs`` five minutes) with the tool ``before``, but sends
+  ``notifications/tools/list_changed`` on the last stream opened before that answer (the list
+  changed while the answer was on its way); later listings have the tool ``after``.
 
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
@@ -33,7 +37,7 @@ import sys
 MODE = sys.argv[1]
 MODERN = "2026-07-28"
 #: The modes whose server declares list changes and resource subscriptions.
-WITH_CHANGES = ("listen-extra", "unsolicited", "listen-silent")
+WITH_CHANGES = ("listen-extra", "unsolicited", "listen-silent", "cache-race")
 CHANGES = {
     "tools": {"listChanged": True},
     "prompts": {"listChanged": True},
@@ -188,6 +192,33 @@ def modern(message, state):
         listen_extra(request_id, message["params"].get("notifications", {}))
     elif method == "subscriptions/listen" and MODE == "listen-silent":
         return
+    elif method == "subscriptions/listen" and MODE == "cache-race":
+        state["listen"] = request_id
+        wanted = message["params"].get("notifications", {})
+        on_stream = {"io.modelcontextprotocol/subscriptionId": request_id}
+        acknowledged = {"_meta": on_stream, "notifications": wanted}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": acknowledged,
+            }
+        )
+    elif method == "tools/list" and MODE == "cache-race":
+        name = "after" if state.get("listed") else "before"
+        if not state.get("listed"):
+            state["listed"] = True
+            on_stream = {"io.modelcontextprotocol/subscriptionId": state["listen"]}
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tools/list_changed",
+                    "params": {"_meta": on_stream},
+                }
+            )
+        tool = {"name": name, "inputSchema": {"type": "object"}}
+        listing = {"resultType": "complete", "tools": [tool], "ttlMs": 300_000}
+        send({"jsonrpc": "2.0", "id": request_id, "result": {**listing, "cacheScope": "public"}})
     else:
         error(request_id, -32601, f"Method not found: {method}")
 
