@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 #: ``Client(max_pages=)``'s default: :data:`mcp_ref.pagination.DEFAULT_MAX_PAGES` (named, not
 #: imported, so that a client that follows no listing does not load the pagination module).
 DEFAULT_MAX_PAGES = 1000
+#: ``Client(max_items=)``'s default: the items one ``list_tools()`` (or other listing) gathers.
+DEFAULT_MAX_ITEMS = 100_000
 #: ``Client(cache_size=)``'s default: :data:`mcp_ref.client.cache.DEFAULT_MAX_ENTRIES` (likewise).
 DEFAULT_CACHE_SIZE = 256
 
@@ -103,7 +105,8 @@ class Client:
     What a server may make the client do is bounded, each past its bound raising
     :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
     (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor is
-    an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for one
+    an error at once); ``max_items`` (default 100,000) items gathered by one of those listings over
+    all its pages; ``max_input_rounds`` (default 16) rounds of input requests answered for one
     request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``). The
     size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and :meth:`http`
     (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and elicitation
@@ -135,17 +138,25 @@ class Client:
         trace: Callable[[str, bytes], None] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         max_pages: int = DEFAULT_MAX_PAGES,
+        max_items: int = DEFAULT_MAX_ITEMS,
         max_input_rounds: int = MAX_INPUT_ROUNDS,
         probe_timeout: float = PROBE_TIMEOUT,
         extensions: Iterable[Extension] = (),
         **shorthand: Any,
     ):
         era, pinned = resolve_era(era, protocol_version)
-        for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
+        for setting, value in (
+            ("max_pages", max_pages),
+            ("max_items", max_items),
+            ("max_input_rounds", max_input_rounds),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{setting} must be a positive int, not {value!r}")
         #: Pages ``list_tools()`` and the other listings follow before raising LimitExceeded.
         self.max_pages = max_pages
+        #: Items ``list_tools()`` and the other listings gather, over all their pages, before
+        #: raising LimitExceeded (each page is bounded by the transport's ``max_message_size``).
+        self.max_items = max_items
         #: Rounds of the server's input requests answered for one request (2026-07-28 ``input_required``)
         #: or one task, before the request fails with LimitExceeded (and the task is cancelled).
         self.max_input_rounds = max_input_rounds

@@ -28,6 +28,7 @@ class ClientSettings(Protocol):
     pinned_version: str | None
     client_info: dict[str, Any]
     max_pages: int
+    max_items: int
     max_input_rounds: int
     cache_size: int
     sampling_handler: Callable[..., Any] | None

@@ -503,6 +503,30 @@ def test_endless_new_cursors_stop_at_max_pages(hostile, connect):
     still_serves(client)
 
 
+def test_a_listing_gathers_at_most_max_items_over_all_its_pages(hostile, connect):
+    # Each page is bounded by max_message_size, the pages by max_pages: without a bound of its
+    # own a listing could hold max_pages full pages (1,000 x 4 MiB) at once.
+    served = count()
+    tool = {"name": "t", "inputSchema": {"type": "object"}}
+
+    def page(message):
+        n = next(served)
+        listing = {"tools": [tool] * 20, **({"nextCursor": f"c{n}"} if n < 9 else {})}
+        return "200 OK", [("Content-Type", "application/json")], [answer(message, listing)]
+
+    hostile.hostile.posts["tools/list"] = page
+    client = connect(max_items=50)
+    with pytest.raises(LimitExceeded, match="more than 50 items.*\\(max_items\\)") as failed:
+        client.list_tools()
+    assert failed.value.data == {"limit": 50}
+    assert next(served) == 3  # 60 items > 50: no fourth page asked for
+    served = count()
+    assert len(connect(max_items=200).list_tools()) == 200  # 10 pages of 20: within its bound
+    del hostile.hostile.posts["tools/list"]
+    assert [t.name for t in client.list_tools()] == ["echo", "ask_forever", "ask_rounds"]
+    still_serves(client)
+
+
 @pytest.mark.slow
 def test_the_default_page_bound(hostile, connect):
     asked = count()
@@ -581,7 +605,13 @@ def test_input_required_rounds_share_the_setting(hostile, connect):
 
 
 def test_the_settings_are_checked():
-    for bad in ({"max_pages": 0}, {"max_input_rounds": -1}, {"max_pages": True}):
+    for bad in (
+        {"max_pages": 0},
+        {"max_input_rounds": -1},
+        {"max_pages": True},
+        {"max_items": 0},
+        {"max_items": 1.5},
+    ):
         with pytest.raises(ValueError, match="must be a positive int"):
             Client.in_memory(build_server(), **bad)
     with pytest.raises(ValueError, match="max_message_size"):
