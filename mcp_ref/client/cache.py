@@ -176,6 +176,13 @@ class ResultCache:
             for key in stale:
                 del self._entries[key]
 
+    def forget(self, method: str) -> None:
+        """Drop every result of ``method`` (a listing's pages), the answers on their way too."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == method]:
+                del self._entries[key]
+            self._generations[method] += 1
+
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:

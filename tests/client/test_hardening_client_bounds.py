@@ -527,6 +527,35 @@ def test_a_listing_gathers_at_most_max_items_over_all_its_pages(hostile, connect
     still_serves(client)
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_refused_cursor_starts_the_listing_again_once(hostile, connect, era):
+    # A server redeployed between two pages refuses the cursor it gave (2026-07-28 caching
+    # §Interaction with Pagination: "re-fetch from the beginning"): the listing starts again,
+    # once; a cursor refused again is the caller's error.
+    cursors = []
+    tool = {"name": "t", "inputSchema": {"type": "object"}}
+
+    def page(message):
+        cursor = (message.get("params") or {}).get("cursor")
+        cursors.append(cursor)
+        if cursor is not None:
+            refusal = {"code": -32602, "message": "Invalid params: invalid cursor"}
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": refusal})
+            return "200 OK", [("Content-Type", "application/json")], [body.encode()]
+        listing = {"tools": [tool], "nextCursor": "next", "ttlMs": 600_000}
+        return "200 OK", [("Content-Type", "application/json")], [answer(message, listing)]
+
+    hostile.hostile.posts["tools/list"] = page
+    client = connect(era)
+    with pytest.raises(McpError, match="invalid cursor") as failed:
+        client.list_tools()
+    assert failed.value.code == -32602
+    assert cursors == [None, "next", None, "next"]
+    del hostile.hostile.posts["tools/list"]
+    assert [t.name for t in client.list_tools()] == ["echo", "ask_forever", "ask_rounds"]
+    still_serves(client)
+
+
 @pytest.mark.slow
 def test_the_default_page_bound(hostile, connect):
     asked = count()

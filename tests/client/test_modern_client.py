@@ -738,6 +738,22 @@ def test_a_change_notification_arriving_before_the_answer_keeps_that_answer_out_
         assert client.cache.hits == 1
 
 
+def test_a_cursor_refused_after_a_redeploy_drops_the_cached_pages_and_lists_again():
+    # caching §Interaction with Pagination: "If a cursor becomes invalid (e.g., the server
+    # restarts ...), the client SHOULD discard all cached pages and re-fetch from the beginning."
+    # The first page is cached for ten minutes with its cursor; the server is redeployed.
+    wire = WireChecker()
+    with Client.stdio([*SCRIPTED, "cursor-epochs"], timeout=WAIT, trace=wire) as client:
+        assert [tool.name for tool in client.list_tools()] == ["a1", "b1"]
+        client.call_tool("echo", {"text": "redeploy"})
+        assert [tool.name for tool in client.list_tools()] == ["a2", "b2"]
+        assert [tool.name for tool in client.list_tools()] == ["a2", "b2"]
+    cursors = [m.get("params", {}).get("cursor") for m in wire.sent("tools/list")]
+    # the first page from the cache, its stale cursor refused, then from the start; the new first
+    # page is cached in its turn
+    assert cursors == [None, "e1:1", "e1:1", None, "e2:1", "e2:1"]
+
+
 def test_the_caller_whose_request_filled_the_cache_gets_its_own_result(connect, wire):
     # mcp_ref.client.cache: each caller its own result, the first one too.
     client = connect([sys.executable, str(SERVERS / "modern_server.py")])

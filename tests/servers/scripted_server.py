@@ -25,7 +25,11 @@
 * ``cache-race``: the same server, which acknowledges a ``subscriptions/listen`` as asked and
   answers its first ``tools/list`` (``ttlMs`` five minutes) with the tool ``before``, but sends
   ``notifications/tools/list_changed`` on the last stream opened before that answer (the list
-  changed while the answer was on its way); later listings have the tool ``after``.
+  changed while the answer was on its way); later listings have the tool ``after``;
+* ``cursor-epochs``: a modern server listing its tools in two pages, ``a<epoch>`` (``ttlMs`` ten
+  minutes, ``nextCursor`` ``e<epoch>:1``) and ``b<epoch>`` (not to be cached); a ``tools/call``
+  stands for a redeploy: the epoch goes up, and the cursors handed out before are refused
+  (-32602).
 
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
@@ -134,7 +138,19 @@ def modern(message, state):
                 },
             }
         )
+    elif method == "tools/list" and MODE == "cursor-epochs":
+        epoch = state.setdefault("epoch", 1)
+        cursor = (message.get("params") or {}).get("cursor")
+        if cursor not in (None, f"e{epoch}:1"):
+            error(request_id, -32602, "Invalid params: invalid cursor")
+            return
+        first = cursor is None
+        tool = {"name": f"{'a' if first else 'b'}{epoch}", "inputSchema": {"type": "object"}}
+        listing = {"resultType": "complete", "tools": [tool], "cacheScope": "public"}
+        more = {"nextCursor": f"e{epoch}:1", "ttlMs": 600_000} if first else {}
+        send({"jsonrpc": "2.0", "id": request_id, "result": {**listing, **more}})
     elif method == "tools/call":
+        state["epoch"] = state.get("epoch", 1) + 1
         if MODE == "asks":
             sys.stdout.write("this is not JSON\n")
             send({"jsonrpc": "2.0", "id": "s-1", "method": "ping"})
