@@ -574,9 +574,6 @@ class Client:
         (acknowledged before this returns); :class:`CapabilityError` if its acknowledgment leaves
         ``uri`` out (the server refuses to watch it), as a handshake-era server's refusal raises.
         """
-        self.connection.require_capability("resources", "resources/subscribe")
-        if not self.server_capabilities["resources"].get("subscribe"):
-            raise CapabilityError("resources/subscribe: the server does not support subscriptions")
         self.connection.streams.subscribe(uri)
 
     def unsubscribe(self, uri: str) -> None:
@@ -584,7 +581,6 @@ class Client:
         ``resources/unsubscribe``, unless an open :meth:`listen` stream still wants ``uri``: that
         stream still gets them, the callback no longer; 2026-07-28: the callbacks' stream is
         re-opened without it)."""
-        self.connection.require_capability("resources", "resources/unsubscribe")
         self.connection.streams.unsubscribe(uri)
 
     def listen(

@@ -611,25 +611,30 @@ def built(build: Callable[[dict], Any], method: str, result: dict, version: str 
     that type (``build`` raises TypeError: a required key missing, an object or an array that is
     not one) raises :class:`~mcp_ref.errors.InvalidResult`, in the wire's words, made by
     :mod:`mcp_ref.client.invalid_results` (loaded only then; ``version``: the revision spoken); a tool
-    result of more than text is checked field by field there too."""
+    result of more than text, and the server's capabilities, are checked further there too."""
     try:
         made = build(result)
     except TypeError as exc:
         from .invalid_results import invalid_result
 
         raise invalid_result(method, result, version, exc) from None
-    if method in ("tools/call", "tasks/result") and not _plain_call_result(result):
-        from .invalid_results import check_call_result
+    if not _plain(method, result):
+        from .invalid_results import check_result
 
-        check_call_result(method, result, version)
+        check_result(method, result, version)
     return made
 
 
-def _plain_call_result(result: dict) -> bool:
-    """True for a tool result holding only what building it checked (text blocks of ``type`` and
-    ``text``, ``isError``) and object ``structuredContent`` and ``_meta``; any other is checked
-    field by field (:func:`~mcp_ref.client.invalid_results.check_call_result`)."""
-    return (
+def _plain(method: str, result: dict) -> bool:
+    """True for a result holding only what building it checked: an ``initialize`` or
+    ``server/discover`` result whose capabilities are an object of objects (schema.json
+    ServerCapabilities: each member an object), a tool result of text blocks (``type`` and
+    ``text``), ``isError``, and object ``structuredContent`` and ``_meta``; any other is checked
+    further (:func:`~mcp_ref.client.invalid_results.check_result`)."""
+    if method in ("initialize", "server/discover"):
+        members = result["capabilities"]
+        return isinstance(members, dict) and all(isinstance(m, dict) for m in members.values())
+    return method not in ("tools/call", "tasks/result") or (
         isinstance(result.get("structuredContent", {}), dict)
         and isinstance(result.get("_meta", {}), dict)
         and all(
@@ -710,6 +715,8 @@ def probe(
             # Not a DiscoverResult: a server that answers any method it does not know with
             # something; "any other" answer than a modern one identifies a legacy server.
             raise LegacyServer(None)
+        # a modern server's answer: InvalidResult if it does not have the shape (its capabilities)
+        built(DiscoverResult.from_wire, "server/discover", raw, version)
         offered = [v for v in result.supported_versions if isinstance(v, str)]
         choice = pick_version(offered, pinned) if version not in offered else version
         if choice is None:

@@ -45,7 +45,7 @@ from ..types import (
     wire_keys,
 )
 
-__all__ = ["check_call_result", "invalid_result", "problems"]
+__all__ = ["check_call_result", "check_result", "invalid_result", "problems"]
 
 #: Each method's result: the schema's name for it, and its shape: a payload class, or for a
 #: result the client reads one key of, ``{key: class}`` (an object) or ``{key: [class]}`` (an
@@ -66,6 +66,19 @@ RESULTS: dict[str, tuple[str, Any]] = {
     ),
     "prompts/list": ("ListPromptsResult", {"prompts": [Prompt]}),
 }
+#: The members of ServerCapabilities, each an object (schema.json, 2024-11-05 to 2026-07-28).
+CAPABILITY_MEMBERS = frozenset(
+    {
+        "experimental",
+        "logging",
+        "completions",
+        "prompts",
+        "resources",
+        "tools",
+        "tasks",
+        "extensions",
+    }
+)
 #: The content block classes by their ``type``, as ``content_from_wire`` picks them.
 BLOCKS: dict[Any, type[WireModel]] = {
     block.type: block
@@ -99,6 +112,28 @@ def _refusal(method: str, name: str, version: str | None, found: list[str]) -> I
     return InvalidResult(
         f"{method}: the server's result does not have the shape of {name}{revision}: {named}{more}"
     )
+
+
+def check_result(method: str, result: dict, version: str | None) -> None:
+    """InvalidResult for a result built already that does not have its type's shape in what
+    building it does not check: a tool result field by field (:func:`check_call_result`), an
+    ``initialize`` or ``server/discover`` result's capabilities member by member."""
+    if method in ("tools/call", "tasks/result"):
+        check_call_result(method, result, version)
+        return
+    name, shape = RESULTS[method]
+    found = problems(shape, result, "")
+    capabilities = result["capabilities"]
+    if isinstance(capabilities, dict):
+        # schema.json ServerCapabilities, every revision: each member it defines is an object
+        # (``"tools": true`` would be read as one later); a member it does not define is not read
+        found += [
+            f"/capabilities/{key} is {_json_kind(member)}, not an object"
+            for key, member in capabilities.items()
+            if key in CAPABILITY_MEMBERS and not isinstance(member, dict)
+        ]
+    if found:
+        raise _refusal(method, name, version, found)
 
 
 # -- a tool result, field by field ---------------------------------------------------------------

@@ -415,8 +415,12 @@ class Streams:
 
     def subscribe(self, uri: str) -> None:
         """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
-        (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28)."""
+        (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28).
+        CapabilityError, nothing sent, when the server did not declare ``resources.subscribe``."""
         connection, feed = self.connection, self.feed
+        connection.require_capability("resources", "resources/subscribe")
+        if not connection.client.server_capabilities["resources"].get("subscribe"):
+            raise CapabilityError("resources/subscribe: the server does not support subscriptions")
         timeout = connection.session.default_timeout
         with self._lock:
             pending = self._subscribing.get(uri)
@@ -461,8 +465,10 @@ class Streams:
     def unsubscribe(self, uri: str) -> None:
         """``Client.unsubscribe``: no more updates about ``uri`` to the callbacks.  Handshake era:
         ``resources/unsubscribe``, unless an open listen stream still wants ``uri`` (a session
-        has one subscription to a resource at the server, whoever on the client asked for it)."""
+        has one subscription to a resource at the server, whoever on the client asked for it).
+        CapabilityError, nothing sent, when the server did not declare ``resources``."""
         connection, feed = self.connection, self.feed
+        connection.require_capability("resources", "resources/unsubscribe")
         with self._lock:
             feed.uris.discard(uri)
             turn = None if connection.modern or self._holds(uri) else self._take_turn(uri)

@@ -241,6 +241,37 @@ def test_capabilities_that_are_not_an_object_are_an_invalid_result_out_of_connec
     assert str(caught.value).endswith(f"(2025-11-25): /capabilities is {kind}, not an object")
 
 
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_capability_that_is_not_an_object_is_an_invalid_result_naming_it(era):
+    # schema.json ServerCapabilities (every revision): each member it defines is an object.
+    # "tools": true used to be read as one later: an AttributeError, no MCPRefError.
+    info = {"name": "s", "version": "1"}
+    first = (
+        {"supportedVersions": ["2026-07-28"], "_meta": {"io.modelcontextprotocol/serverInfo": info}}
+        if era == "modern"
+        else {"protocolVersion": "2025-11-25", "serverInfo": info}
+    )
+    capabilities = {"tools": True, "resources": "yes", "logging": {}, "somethingNew": 1}
+    with pytest.raises(InvalidResult) as caught:
+        connect(era, text({**first, "capabilities": capabilities}))
+    method, kind = (
+        ("server/discover", "DiscoverResult")
+        if era == "modern"
+        else ("initialize", "InitializeResult")
+    )
+    assert str(caught.value) == (
+        f"{method}: the server's result does not have the shape of {kind} (20"
+        + ("26-07-28" if era == "modern" else "25-11-25")
+        + "): /capabilities/tools is a boolean, not an object;"
+        " /capabilities/resources is a string, not an object"
+    )
+    # a member no revision defines is not read: it may be anything
+    lenient = {"tools": {}, "somethingNew": 1}
+    with connect(era, text({**first, "capabilities": lenient})) as client:
+        assert client.server_capabilities == lenient
+        still_serves(client)
+
+
 def test_the_2026_era_reports_a_malformed_tool_result_the_same_way():
     with connect("modern") as client:
         assert client.era == "modern"

@@ -12,7 +12,8 @@ Each request names the result it wants, as JSON, where its params have room for 
 
 A request that names none gets a well-formed result.  ``argv[1]`` is the era: ``handshake``
 (``server/discover`` is an unknown method) or ``modern`` (2026-07-28, no ``initialize``).
-``argv[2]``, when given, is the JSON of the ``initialize`` result to send instead of a good one.
+``argv[2]``, when given, is the JSON of the result to send instead of a good one to the era's
+first request (``initialize``; in the modern era ``server/discover``).
 Written by hand (no mcp_ref), so the client meets code that shares nothing with it.
 """
 
@@ -43,7 +44,7 @@ GOOD = {
     "completion/complete": {"completion": {"values": []}},
 }
 if len(sys.argv) > 2:
-    GOOD["initialize"] = json.loads(sys.argv[2])
+    GOOD["server/discover" if ERA == "modern" else "initialize"] = json.loads(sys.argv[2])
 
 
 def asked_for(method, params):
