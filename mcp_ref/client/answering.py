@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -74,9 +74,12 @@ def create_message(connection: Connection, context: RequestContext, params: dict
 # -- elicitation (2025-06-18 and later, client/elicitation): answering ``elicitation/create`` ------
 
 
-#: What no URL holds (RFC 3986 §2: no space, control character or backslash), nor characters that
-#: hide part of one from the user who must examine it (zero-width, line separators, bidi controls).
-_NOT_IN_A_URL = re.compile(r"[\x00-\x20\x7f-\x9f\\\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+#: The Unicode general categories of what no URL holds (RFC 3986 §2: no space or control
+#: character), nor characters that hide part of one from the user who must examine it: controls
+#: (Cc), format characters (Cf: zero-width ones, bidi controls, the soft hyphen, the byte order
+#: mark ...), line and paragraph separators (Zl, Zp) and spaces (Zs).  By category, not by a
+#: list: any such character Unicode has, or adds, is refused.
+_NOT_IN_A_URL = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs"})
 
 
 def check_elicitation(params: dict, version: str | None) -> None:
@@ -124,8 +127,14 @@ def check_elicitation(params: dict, version: str | None) -> None:
 
 
 def is_web_url(url: object) -> bool:
-    """Whether ``url`` is a well-formed ``http``/``https`` URL with a host (a valid port, if any)."""
-    if not isinstance(url, str) or _NOT_IN_A_URL.search(url):
+    """Whether ``url`` is a well-formed ``http``/``https`` URL with a host (a valid port, if any),
+    with no backslash and no character of the categories of :data:`_NOT_IN_A_URL`.
+
+    2025-11-25 client/elicitation §Safe URL Handling: clients "MUST show the full URL to the user
+    for examination before consent": a URL with an invisible part cannot be examined."""
+    if not isinstance(url, str) or any(
+        char == "\\" or unicodedata.category(char) in _NOT_IN_A_URL for char in url
+    ):
         return False
     try:
         parts = urlsplit(url)

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import sys
 import threading
+import unicodedata
 
 import pytest
 from conftest import SERVERS, WAIT, Collector, InMemory, handshake_era
@@ -413,6 +414,10 @@ def test_a_form_only_client_refuses_url_elicitation(connect, wire):
 
 
 UNTESTED_STDIO = [sys.executable, str(SERVERS / "untested_server.py")]
+#: Characters that show nothing, so hide part of a URL from the user who must examine it: the
+#: Arabic letter mark (a bidi control), the word joiner, an invisible operator, the zero-width
+#: no-break space, the soft hyphen, the Mongolian vowel separator, an ideographic space.
+INVISIBLE = ["\u061c", "\u2060", "\u2064", "\ufeff", "\u00ad", "\u180e", "\u3000"]
 A_GOOD_URL_ASK = {
     "mode": "url",
     "message": "m",
@@ -489,6 +494,11 @@ def test_a_url_mode_elicitation_the_revision_does_not_allow_is_refused(
             "url": "https://a.example/\u202egnp.exe",
             "elicitationId": "e",
         },
+        *(
+            {"message": "m", "mode": "url", "url": f"https://bank.example{c}.evil.example/"}
+            | {"elicitationId": "e"}
+            for c in INVISIBLE
+        ),
     ],
     ids=[
         "schema-array",
@@ -503,6 +513,7 @@ def test_a_url_mode_elicitation_the_revision_does_not_allow_is_refused(
         "url-port-out-of-range",
         "url-with-space",
         "url-with-bidi-override",
+        *(f"url-with-U+{ord(c):04X}" for c in INVISIBLE),
     ],
 )
 def test_malformed_elicitation_params_are_invalid_params(connect, wire, caplog, params):
@@ -526,6 +537,19 @@ def test_malformed_elicitation_params_are_invalid_params(connect, wire, caplog, 
     # The request the server sent on purpose may break the schema; nothing else may.
     assert all(error.startswith("ElicitRequest") for error in wire.errors), wire.errors
     wire.errors.clear()
+
+
+def test_no_url_with_a_control_format_separator_or_space_character_is_a_web_url():
+    # 2025-11-25 client/elicitation §Safe URL Handling: the client "MUST show the full URL to the
+    # user for examination before consent".  Every such character Unicode has, by its category.
+    from mcp_ref.client.answering import is_web_url
+
+    refused = {"Cc", "Cf", "Zl", "Zp", "Zs"}
+    hiding = [chr(n) for n in range(0x110000) if unicodedata.category(chr(n)) in refused]
+    assert len(hiding) > 200  # the test sees them all
+    assert [c for c in hiding if is_web_url(f"https://a.example/{c}x")] == []
+    assert is_web_url("https://a.example/é/日本")  # letters of any script are not refused
+    assert not is_web_url("https://a.example\\@evil.example/")
 
 
 #: A form of every restricted primitive type (2025-11-25 client/elicitation §Requested Schema).
