@@ -10,6 +10,9 @@ request whose cancellation is asked for.
 
 And the other way: an answer to a request of ours that is no longer waited for
 (:func:`unclaimed_answer`), as a cancellation crossing it leaves.
+
+Progress, the other thing a peer reports about a request under way: a malformed report is
+dropped (:func:`malformed_progress`).  Loaded with the first progress report.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .jsonrpc import ErrorResponse, Response
+from .jsonrpc import ErrorResponse, Response, valid_id
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
@@ -76,6 +79,21 @@ class Cancellation(threading.Event):
                 fn()
             except Exception:
                 log.exception("a cancellation callback failed")
+
+
+def malformed_progress(name: str, params: dict) -> bool:
+    """True (and logged at DEBUG) for a ``notifications/progress`` the session must drop before
+    it resets a request's timeout or reaches its ``on_progress``: a ``progressToken`` that is not
+    a string or an integer (schema ProgressToken), a ``progress`` that is not a number, or a
+    ``total`` present and not a number (schema ProgressNotification: ``progress: number``,
+    ``total?: number``).  A JSON boolean is no number; nor is null.  Passed on, such a value
+    reached the caller's callback, and across a 2026-07-28 call's rounds one string silenced
+    every later report (:class:`mcp_ref.client.mrtr.ProgressAcrossRounds` compares them)."""
+    numbers = (params.get("progress"), params.get("total", 0))
+    if valid_id(params.get("progressToken")) and all(type(n) in (int, float) for n in numbers):
+        return False
+    log.debug("%s: dropped a progress report whose token, progress or total is malformed", name)
+    return True
 
 
 def cancel_at_end_of_input(pool: Any, contexts: list[Any]) -> None:

@@ -931,12 +931,11 @@ class Session:
                 self._handle_notification(method, params)
             return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
         if method == "notifications/progress":
-            token = params.get("progressToken")
-            if not jsonrpc.valid_id(token):  # schema ProgressToken: a string or an integer
-                log.debug(
-                    "%s: dropped progress whose progressToken is not a string or integer", self.name
-                )
+            from .cancellation import malformed_progress  # loaded with the first progress report
+
+            if malformed_progress(self.name, params):  # before it resets a timeout or is reported
                 return
+            token = params.get("progressToken")
             with self._lock:
                 pending = self._progress.get(token)
             if pending is not None:

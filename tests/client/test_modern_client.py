@@ -754,6 +754,32 @@ def test_a_cursor_refused_after_a_redeploy_drops_the_cached_pages_and_lists_agai
     assert cursors == [None, "e1:1", "e1:1", None, "e2:1", "e2:1"]
 
 
+@pytest.mark.parametrize("mode", ["legacy", "reject-first"], ids=["handshake", "modern"])
+def test_a_progress_report_whose_values_are_not_numbers_is_dropped(mode):
+    # schema ProgressNotification: progress is a number, total (optional) a number; a boolean or
+    # null is neither.  Such a report neither reaches on_progress nor stops the later ones (in
+    # the 2026-07-28 era a string progress used to silence every report after it).
+    reports = [
+        {"progress": "1", "total": 3},
+        {"progress": None, "total": 3},
+        {"progress": True, "total": 3},
+        {"total": 3},
+        {"progress": 1, "total": "3"},
+        {"progress": 1, "total": None},
+        {"progress": 1, "total": 3},
+        {"progress": 2},
+        {"progress": 2.5, "total": 3.0},
+    ]
+    seen = []
+    with Client.stdio([*SCRIPTED, mode], timeout=WAIT, stderr="capture") as client:
+        client.call_tool(
+            "echo",
+            {"text": "x", "progress": reports},
+            on_progress=lambda progress, total, message: seen.append((progress, total)),
+        )  # every report is handled before the result is given
+    assert seen == [(1, 3), (2, None), (2.5, 3.0)]
+
+
 def test_the_caller_whose_request_filled_the_cache_gets_its_own_result(connect, wire):
     # mcp_ref.client.cache: each caller its own result, the first one too.
     client = connect([sys.executable, str(SERVERS / "modern_server.py")])

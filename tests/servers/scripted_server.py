@@ -31,6 +31,9 @@
   stands for a redeploy: the epoch goes up, and the cursors handed out before are refused
   (-32602).
 
+In every mode a ``tools/call`` whose arguments hold ``progress`` (a list of objects) first sends
+each as the params of a ``notifications/progress`` for the request's ``progressToken``.
+
 It writes every request it receives to stderr as ``got <json>``.  Written by hand (no mcp_ref)
 so the tests see the client against code that shares nothing with it.
 """
@@ -65,6 +68,15 @@ def error(request_id, code, message, data=None):
     send({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
+def report_progress(message):
+    """Send the progress reports a tools/call's ``progress`` argument lists, as they are."""
+    params = message.get("params") or {}
+    token = params.get("_meta", {}).get("progressToken")
+    for report in params.get("arguments", {}).get("progress", []):
+        note = {"progressToken": token, **report}
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
+
+
 def legacy(message, state):
     method, request_id = message.get("method"), message.get("id")
     if request_id is None:
@@ -91,6 +103,7 @@ def legacy(message, state):
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [TOOL]}})
     elif method == "tools/call":
+        report_progress(message)
         text = message["params"].get("arguments", {}).get("text", "")
         send(
             {
@@ -150,6 +163,7 @@ def modern(message, state):
         more = {"nextCursor": f"e{epoch}:1", "ttlMs": 600_000} if first else {}
         send({"jsonrpc": "2.0", "id": request_id, "result": {**listing, **more}})
     elif method == "tools/call":
+        report_progress(message)
         state["epoch"] = state.get("epoch", 1) + 1
         if MODE == "asks":
             sys.stdout.write("this is not JSON\n")
