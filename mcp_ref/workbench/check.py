@@ -593,16 +593,34 @@ def example_number(prop: dict, integer: bool) -> int | float:
     candidates = [1, *lowers, *uppers, *(b + 1 for b in lowers), *(b - 1 for b in uppers)]
     candidates += [math.floor(b) + 1 for b in lowers] + [math.ceil(b) - 1 for b in uppers]
     if lowers and uppers:
-        middle = (max(lowers) + min(uppers)) / 2
+        middle = _middle(max(lowers), min(uppers))
         candidates += [middle, math.floor(middle), math.ceil(middle)]
     value = next((candidate for candidate in candidates if allowed(candidate)), 1)
-    return int(value) if integer else float(value)
+    if integer:
+        return int(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond every float: sent as it is, still a JSON number
+        return value
+
+
+def _middle(low: int | float, high: int | float) -> int | float:
+    """Halfway from ``low`` to ``high``; in whole numbers when a bound is an integer beyond every
+    float (Python's float arithmetic cannot take it; its comparisons can)."""
+    try:
+        return (low + high) / 2
+    except OverflowError:
+        return (math.floor(low) + math.ceil(high)) // 2
 
 
 def _bound(prop: dict, key: str) -> int | float | None:
-    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None."""
+    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None.  An
+    integer is always finite and is kept exact, however large (a JSON number may have any digits,
+    RFC 8259 §6): ``math.isfinite`` cannot take one beyond every float."""
     value = prop.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 

@@ -504,16 +504,22 @@ def _within(size: float, low: float | None, high: float | None, unit: str) -> No
 
 
 def _counted(bound: float, unit: str) -> str:
-    """``bound`` and its ``unit`` ("1 choice", "2 choices", "10")."""
+    """``bound`` and its ``unit`` ("1 choice", "2 choices", "10"); an integer in all its digits
+    (``:g`` would make it a float, which one beyond every float cannot be)."""
+    shown = str(bound) if isinstance(bound, int) else f"{bound:g}"
     if not unit:
-        return f"{bound:g}"
-    return f"{bound:g} {unit.removesuffix('s') if bound == 1 else unit}"
+        return shown
+    return f"{shown} {unit.removesuffix('s') if bound == 1 else unit}"
 
 
 def _number(prop: dict, key: str) -> float | None:
-    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None."""
+    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None.  An
+    integer is always finite and is kept as it is, however large (a JSON number may have any
+    digits, RFC 8259 §6): Python compares it with a typed int or float exactly."""
     value = prop.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 

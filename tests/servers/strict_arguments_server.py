@@ -8,13 +8,16 @@ conforming server may: invalid arguments get the protocol error -32602 (2025-06-
 - ``ship``: answers isError for every order;
 - ``bounded``: a number within minimum/maximum, an exclusive range, a bounded string, an enum and
   a date: refused (-32602) unless every value is within its schema;
-- ``crash``: answers -32603, a wrong error for arguments (still a failure).
+- ``crash``: answers -32603, a wrong error for arguments (still a failure);
+- ``vast``: bounds beyond every float (``10**400``: a JSON number may have any digits, RFC 8259
+  §6): refused (-32602) unless every value is within them, compared exactly.
 """
 
 import json
 import sys
 
 STRING = {"type": "string"}
+VAST = 10**400  # no float holds it
 TOOLS = [
     {
         "name": "lookup",
@@ -48,6 +51,20 @@ TOOLS = [
         },
     },
     {"name": "crash", "inputSchema": {"type": "object"}},
+    {
+        "name": "vast",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "maximum": VAST},
+                "far": {"type": "integer", "minimum": VAST},
+                "x": {"type": "number", "minimum": -VAST, "maximum": VAST},
+                "gap": {"type": "number", "exclusiveMinimum": VAST, "exclusiveMaximum": VAST + 2},
+                "half": {"type": "number", "exclusiveMinimum": 1.5, "maximum": VAST},
+            },
+            "required": ["n", "far", "x", "gap", "half"],
+        },
+    },
 ]
 
 
@@ -68,6 +85,22 @@ def within_bounds(arguments: dict) -> bool:
         and arguments.get("size") in ("S", "M")
         and len(day) == 10
         and day[4] == day[7] == "-"
+    )
+
+
+def within_vast(arguments: dict) -> bool:
+    """True when ``vast``'s arguments meet its schema (Python compares them exactly)."""
+    n, far, x = (arguments.get(key) for key in ("n", "far", "x"))
+    gap, half = arguments.get("gap", 0), arguments.get("half", 0)
+    return (
+        isinstance(n, int)
+        and n <= VAST
+        and isinstance(far, int)
+        and far >= VAST
+        and isinstance(x, (int, float))
+        and -VAST <= x <= VAST
+        and VAST < gap < VAST + 2
+        and 1.5 < half <= VAST
     )
 
 
@@ -92,6 +125,8 @@ def call(request_id, params: dict) -> None:
             }
         )
     elif name == "bounded" and within_bounds(arguments):
+        send({"jsonrpc": "2.0", "id": request_id, "result": text})
+    elif name == "vast" and within_vast(arguments):
         send({"jsonrpc": "2.0", "id": request_id, "result": text})
     elif name == "crash":
         send(

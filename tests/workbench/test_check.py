@@ -293,3 +293,5 @@ def test_call_tools_warns_when_a_conforming_server_refuses_the_example_arguments
     assert "refused (isError)" in warned["tools/call ship with example arguments"]
     assert "must match a pattern" in warned["tools/call lookup with example arguments"]
     assert "tools/call bounded with example arguments" in passed, warned
+    # bounds beyond every float (10**400, a valid JSON number) are met, compared exactly
+    assert "tools/call vast with example arguments" in passed, warned

@@ -504,6 +504,20 @@ def test_a_multi_select_field_takes_choices_separated_by_commas(items, many, typ
             3,
         ),
         (
+            # bounds beyond every float (a JSON number may have any digits, RFC 8259 §6): an
+            # integer is compared exactly, and the bound is said in all its digits
+            {"type": "integer", "minimum": -(10**400), "maximum": 10**400},
+            [str(10**400 + 1), str(-(10**400) - 1), str(10**400)],
+            [f"at most {10**400}\n", f"at least {-(10**400)}\n"],
+            10**400,
+        ),
+        (
+            {"type": "number", "minimum": -(10**400), "maximum": 10**400},
+            ["1e300"],
+            [],
+            1e300,
+        ),
+        (
             {"type": "string", "minLength": 2, "maxLength": 8, "format": "email"},
             ["a", "abcdefghij", "abcdef", "a@b.co"],
             ["at least 2 characters", "at most 8 characters", "not an email"],
@@ -536,7 +550,17 @@ def test_a_multi_select_field_takes_choices_separated_by_commas(items, many, typ
             "a" * 40 + "!",
         ),
     ],
-    ids=["number", "integer", "string-email", "uri", "date", "date-time", "pattern-not-run"],
+    ids=[
+        "number",
+        "integer",
+        "vast-integer",
+        "vast-number",
+        "string-email",
+        "uri",
+        "date",
+        "date-time",
+        "pattern-not-run",
+    ],
 )
 def test_a_typed_answer_is_checked_against_its_field_and_asked_again(prop, typed, said, value):
     """2025-11-25 client/elicitation §Security: "Clients SHOULD validate all responses against the
