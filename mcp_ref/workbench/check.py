@@ -241,7 +241,12 @@ class Checker:
         if unmatched:
             self.add(check, WARN, "server/tools §Calling Tools", f"not called: {unmatched}")
             return
-        arguments = example_arguments(tool.input_schema)
+        try:
+            arguments = example_arguments(tool.input_schema)
+        except ExampleTooLarge as exc:
+            self.add(check, WARN, "server/tools §Calling Tools", f"not called: {exc}")
+            return
+        shown = shown_arguments(arguments)
         try:
             result = self.client.call_tool(tool.name, arguments, timeout=self.call_timeout)
         except RequestTimeout:
@@ -249,7 +254,7 @@ class Checker:
                 check,
                 WARN,
                 "server/tools §Calling Tools",
-                f"no answer within {self.call_timeout:g} s with {arguments}; cancelled (basic/utilities/cancellation)",
+                f"no answer within {self.call_timeout:g} s with {shown}; cancelled (basic/utilities/cancellation)",
             )
             return
         except MissingRequiredClientCapabilityError as exc:
@@ -268,7 +273,7 @@ class Checker:
             status = WARN if exc.code == INVALID_PARAMS else FAIL
             detail = f"{type(exc).__name__}: {exc}"
             if status == WARN:
-                detail = f"the example arguments were refused: {arguments}: {exc}"
+                detail = f"the example arguments were refused: {shown}: {exc}"
             self.add(check, status, "server/tools §Error Handling", detail)
             return
         except ConnectionClosed as exc:
@@ -280,7 +285,7 @@ class Checker:
                 check,
                 WARN,
                 "server/tools §Error Handling",
-                f"the example arguments were refused (isError): {arguments}: {text}",
+                f"the example arguments were refused (isError): {shown}: {text}",
             )
         elif tool.output_schema is not None and result.structured_content is None:
             self.add(
@@ -290,7 +295,7 @@ class Checker:
                 "the tool declares an outputSchema but sent no structuredContent (servers MUST)",
             )
         else:
-            self.add(check, PASS, "server/tools §Calling Tools", f"arguments {arguments}")
+            self.add(check, PASS, "server/tools §Calling Tools", f"arguments {shown}")
 
     def _resources(self) -> None:
         resources: list = []
@@ -493,6 +498,48 @@ FORMAT_EXAMPLES = {
 #: minItems past them is not honoured: the server may refuse the example, a warning).
 MAX_EXAMPLE_LENGTH = 1024
 MAX_EXAMPLE_ITEMS = 16
+#: The whole example's budget, across every level of nesting: so many values (each array item,
+#: property and scalar) and so many characters.  Nested arrays multiply (16 items of 16 items of
+#: ...): a small schema past it is not called, a warning.
+MAX_EXAMPLE_VALUES = 1000
+MAX_EXAMPLE_CHARACTERS = 64 * 1024
+#: The most characters of an example shown in a finding (its JSON, cut).
+SHOWN_ARGUMENTS = 200
+
+
+class ExampleTooLarge(ValueError):
+    """The example arguments a schema asks for would pass the budget of one example."""
+
+
+class _Budget:
+    """What is left of one example's budget of values and characters."""
+
+    def __init__(self) -> None:
+        self.values = MAX_EXAMPLE_VALUES
+        self.characters = MAX_EXAMPLE_CHARACTERS
+
+    def spend(self, values: int, characters: int) -> None:
+        """Take ``values`` and ``characters``; ExampleTooLarge when the budget is spent."""
+        self.values -= values
+        self.characters -= characters
+        if self.values < 0 or self.characters < 0:
+            raise ExampleTooLarge(
+                f"the example arguments would pass {MAX_EXAMPLE_VALUES:,} values"
+                f" or {MAX_EXAMPLE_CHARACTERS // 1024} KiB"
+            )
+
+    def charged(self, value: Any) -> Any:
+        """``value``, a whole value the example takes as it is, paid for as one value and its
+        JSON's characters."""
+        self.spend(1, len(json.dumps(value)))
+        return value
+
+
+def shown_arguments(arguments: dict) -> str:
+    """``arguments`` as a finding shows them: their JSON (every character escaped that is not
+    ASCII), cut to :data:`SHOWN_ARGUMENTS` characters."""
+    text = json.dumps(arguments)
+    return text if len(text) <= SHOWN_ARGUMENTS else text[:SHOWN_ARGUMENTS] + "..."
 
 
 def unexampled(schema: Any) -> str | None:
@@ -526,50 +573,75 @@ def _object_parts(schema: Any) -> tuple[dict, list]:
     return properties, required
 
 
-def example_arguments(schema: Any) -> dict:
-    """Arguments that satisfy ``schema`` (an ``inputSchema``): each required property, simply filled."""
+def example_arguments(schema: Any, depth: int = 0, budget: _Budget | None = None) -> dict:
+    """Arguments that satisfy ``schema`` (an ``inputSchema``): each required property, simply
+    filled.  ExampleTooLarge when they would pass the budget of one example (``budget``: what is
+    left of it, shared by every level of nesting; ``depth``: how deep this object is)."""
+    budget = _Budget() if budget is None else budget
     properties, required = _object_parts(schema)
-    return {name: example_value(properties[name]) for name in required if name in properties}
+    arguments = {}
+    for name in required:
+        if name in properties:
+            budget.spend(1, len(json.dumps(name)))
+            arguments[name] = example_value(properties[name], depth, budget)
+    return arguments
 
 
-def example_value(prop: Any, depth: int = 0) -> Any:
+def example_value(prop: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
     """A value for one property schema: its default, its first enum or const value, else a plain
     one of its type within its bounds (minimum, maximum and their exclusive forms; minLength,
-    maxLength and a known format; minItems)."""
+    maxLength and a known format; minItems).  Past five levels of nesting, a plain string;
+    ExampleTooLarge past the budget (see :func:`example_arguments`)."""
+    budget = _Budget() if budget is None else budget
     if not isinstance(prop, dict) or depth > 5:
-        return "example"
+        return budget.charged("example")
     for key in ("default", "const"):
         if key in prop:
-            return prop[key]
+            return budget.charged(prop[key])
     if isinstance(prop.get("enum"), list) and prop["enum"]:
-        return prop["enum"][0]
+        return budget.charged(prop["enum"][0])
     for key in ("anyOf", "oneOf"):
         if isinstance(prop.get(key), list) and prop[key]:
-            return example_value(prop[key][0], depth + 1)
+            return example_value(prop[key][0], depth + 1, budget)
     kind = prop.get("type", "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
-        return example_arguments(prop)
+        budget.spend(1, 2)
+        return example_arguments(prop, depth + 1, budget)
     if kind == "array":
-        items = prop.get("items")
-        count = _bound(prop, "minItems")
-        count = min(int(count), MAX_EXAMPLE_ITEMS) if count is not None else 0
-        return [example_value(items, depth + 1)] * count if isinstance(items, dict) else []
+        return _example_array(prop, depth, budget)
     if kind in ("integer", "number"):
-        return example_number(prop, integer=kind == "integer")
+        return budget.charged(example_number(prop, integer=kind == "integer"))
     if kind == "boolean":
-        return True
+        return budget.charged(True)
     if kind == "null":
-        return None
+        return budget.charged(None)
     if prop.get("format") in FORMAT_EXAMPLES:
-        return FORMAT_EXAMPLES[prop["format"]]
+        return budget.charged(FORMAT_EXAMPLES[prop["format"]])
     shortest = _bound(prop, "minLength")
     longest = _bound(prop, "maxLength")
     length = max(int(shortest), 1) if shortest is not None else 1
     if longest is not None:
         length = min(length, int(longest))
-    return "x" * min(length, MAX_EXAMPLE_LENGTH)
+    return budget.charged("x" * min(length, MAX_EXAMPLE_LENGTH))
+
+
+def _example_array(prop: dict, depth: int, budget: _Budget) -> list:
+    """An array of ``minItems`` (at most :data:`MAX_EXAMPLE_ITEMS`) copies of one example item,
+    each copy paid for: what the first cost, again for every other."""
+    items = prop.get("items")
+    count = _bound(prop, "minItems")
+    count = min(int(count), MAX_EXAMPLE_ITEMS) if count is not None else 0
+    budget.spend(1, 2)
+    if not isinstance(items, dict) or count < 1:
+        return []
+    values, characters = budget.values, budget.characters
+    item = example_value(items, depth + 1, budget)
+    budget.spend(
+        (count - 1) * (values - budget.values), (count - 1) * (characters - budget.characters + 1)
+    )
+    return [item] * count
 
 
 def example_number(prop: dict, integer: bool) -> int | float:

@@ -10,7 +10,10 @@ conforming server may: invalid arguments get the protocol error -32602 (2025-06-
   a date: refused (-32602) unless every value is within its schema;
 - ``crash``: answers -32603, a wrong error for arguments (still a failure);
 - ``vast``: bounds beyond every float (``10**400``: a JSON number may have any digits, RFC 8259
-  §6): refused (-32602) unless every value is within them, compared exactly.
+  §6): refused (-32602) unless every value is within them, compared exactly;
+- ``amplify``: a small schema of nested arrays (16 items each, an object between them) whose
+  example would be megabytes (answered -32602 if ever called);
+- ``long``: a string of at least 1,000 characters: accepted when it has them.
 """
 
 import json
@@ -18,6 +21,20 @@ import sys
 
 STRING = {"type": "string"}
 VAST = 10**400  # no float holds it
+LONG_TEXT = {"type": "string", "minLength": 1000}
+
+
+def sixteen(items: dict) -> dict:
+    """An array schema of at least 16 ``items``."""
+    return {"type": "array", "minItems": 16, "items": items}
+
+
+def one(name: str, prop: dict) -> dict:
+    """An object schema whose one property ``name`` is required."""
+    return {"type": "object", "properties": {name: prop}, "required": [name]}
+
+
+AMPLIFIED = sixteen(one("a", sixteen(sixteen(LONG_TEXT))))
 TOOLS = [
     {
         "name": "lookup",
@@ -65,6 +82,8 @@ TOOLS = [
             "required": ["n", "far", "x", "gap", "half"],
         },
     },
+    {"name": "amplify", "inputSchema": one("a", AMPLIFIED)},
+    {"name": "long", "inputSchema": one("text", LONG_TEXT)},
 ]
 
 
@@ -125,6 +144,8 @@ def call(request_id, params: dict) -> None:
             }
         )
     elif name == "bounded" and within_bounds(arguments):
+        send({"jsonrpc": "2.0", "id": request_id, "result": text})
+    elif name == "long" and len(str(arguments.get("text"))) >= 1000:
         send({"jsonrpc": "2.0", "id": request_id, "result": text})
     elif name == "vast" and within_vast(arguments):
         send({"jsonrpc": "2.0", "id": request_id, "result": text})

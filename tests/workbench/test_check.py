@@ -286,7 +286,7 @@ def test_call_tools_warns_when_a_conforming_server_refuses_the_example_arguments
     assert list(failed) == ["tools/call crash with example arguments"], failed
     assert code == 5
     assert (
-        "the example arguments were refused: {'order': 'x'}"
+        'the example arguments were refused: {"order": "x"}'
         in warned["tools/call find with example arguments"]
     )
     assert "no such order" in warned["tools/call find with example arguments"]
@@ -295,3 +295,18 @@ def test_call_tools_warns_when_a_conforming_server_refuses_the_example_arguments
     assert "tools/call bounded with example arguments" in passed, warned
     # bounds beyond every float (10**400, a valid JSON number) are met, compared exactly
     assert "tools/call vast with example arguments" in passed, warned
+
+
+def test_call_tools_gives_one_example_a_budget_across_every_level_and_shows_it_cut():
+    """Nested arrays multiply (16 items of 16 items of ... of 1,000 characters, an object between
+    them that once started the count of levels again): the whole example has one budget of
+    values and characters, and a tool whose example would pass it is not called, a warning.  A
+    finding shows the arguments as JSON, cut to about 200 characters."""
+    code, report = check(STRICT, "--era", "handshake", "--call-tools")
+    warned, passed = by_status(report, "warn"), by_status(report, "pass")
+    assert warned["tools/call amplify with example arguments"] == (
+        "not called: the example arguments would pass 1,000 values or 64 KiB"
+    )
+    shown = passed["tools/call long with example arguments"]
+    assert shown == 'arguments {"text": "' + "x" * (200 - len('{"text": "')) + "..."
+    assert all(len(finding["detail"]) < 1000 for finding in report["findings"]), report
