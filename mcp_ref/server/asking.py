@@ -134,10 +134,12 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
     from .signatures import first_error, validator_for
 
     schema, convert = ask.schema, None
+    unset: dict[str, None] = {}  # the type's Optional fields with no default: None if left out
     if isinstance(schema, type):
         from .signatures import schema_and_converter
 
         schema, convert = schema_and_converter(schema)
+        schema, unset = elicitation_schema(schema)
     if not lifecycle.at_least(version, lifecycle.ELICITATION):
         raise CapabilityError(f"elicitation does not exist in protocol version {version}")
     caps = client_capability(ctx, "elicitation", "elicitation/create", {"elicitation": {}})
@@ -164,13 +166,52 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
                 )
             if convert is not None:
                 try:  # a value the type's annotations refuse (a constraint on a field)
-                    result.data = convert(content)
+                    result.data = convert({**unset, **content})
                 except ValueError as exc:
                     problem = f"elicitation reply does not match the requested type: {exc}"
                     raise InvalidParams(problem) from None
         return result
 
     return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read)
+
+
+def elicitation_schema(schema: dict) -> tuple[dict, dict[str, None]]:
+    """A dataclass's or TypedDict's schema (as a tool's input has it) made a requested schema, and
+    its Optional fields that have no default, each None.  2025-11-25 client/elicitation
+    §Requested Schema: "flat objects with primitive properties only", each a
+    PrimitiveSchemaDefinition of one ``type`` (no ``"null"``; and ElicitResult's content holds no
+    null): so ``Optional[T]`` is asked as ``T``, not required, with no default of null; left out,
+    it is its default, or None."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema, {}
+    fields = {name: _not_null(prop) for name, prop in properties.items()}
+    required = schema.get("required", ())
+    unset = {name: None for name in required if fields.get(name) is not properties.get(name)}
+    plain = {**schema, "properties": fields, "required": [n for n in required if n not in unset]}
+    if not plain["required"]:
+        del plain["required"]
+    return plain, unset
+
+
+def _not_null(prop: Any) -> Any:
+    """``prop`` without its ``"null"`` (``{"type": [T, "null"]}``, or ``anyOf`` a member and
+    ``{"type": "null"}``) and its default of null; ``prop`` itself when it has no ``"null"``."""
+    if not isinstance(prop, dict):
+        return prop
+    rest = {key: value for key, value in prop.items() if key != "default" or value is not None}
+    kind, members = prop.get("type"), prop.get("anyOf")
+    if isinstance(kind, list) and "null" in kind:
+        others = [name for name in kind if name != "null"]
+        rest["type"] = others[0] if len(others) == 1 else others
+        return rest
+    if isinstance(members, list) and {"type": "null"} in members:
+        others = [member for member in members if member != {"type": "null"}]
+        del rest["anyOf"]
+        if len(others) == 1 and isinstance(others[0], dict):
+            return {**others[0], **rest}
+        return {**rest, "anyOf": others}
+    return prop
 
 
 def read_elicit(answer: dict) -> ElicitResult:

@@ -379,7 +379,7 @@ class AskTheUser:
             for name, prop in properties.items():
                 value = _INVALID
                 while value is _INVALID:
-                    value = self._ask_field(name, prop, name in required, context)
+                    value = self._ask_field(name, _without_null(prop), name in required, context)
                 if isinstance(value, ElicitResult):  # the form ends here
                     return value
                 if value is not None:
@@ -439,13 +439,26 @@ def unaskable(properties: Any) -> str | None:
     multi-select enum (``items`` with ``enum`` or ``anyOf`` choices)."""
     if not isinstance(properties, dict):
         return "its fields (properties is not an object)"
-    for name, prop in properties.items():
+    for name, given in properties.items():
+        prop = _without_null(given)
         kind = prop.get("type", "string") if isinstance(prop, dict) else None
         if kind not in _ASKABLE:
             return f"the field {one_line(name)} (of type {one_line(json.dumps(kind))[:60]})"
         if kind == "array" and not _choices(prop):
             return f"the field {one_line(name)} (an array that is not a multi-select enum)"
     return None
+
+
+def _without_null(prop: Any) -> Any:
+    """A field's schema asked as its one type when it is ``{"type": [T, "null"]}`` (a form other
+    servers send for an optional field; the spec's PrimitiveSchemaDefinition has one type), else
+    as it is.  Optional or not as the schema's ``required`` says: an answer holds no null (2025-11-25
+    ElicitResult: each value a string, number, boolean or list of strings)."""
+    kind = prop.get("type") if isinstance(prop, dict) else None
+    if not isinstance(kind, list) or len(kind) != 2:
+        return prop
+    others = [name for name in kind if name != "null"]
+    return {**prop, "type": others[0]} if len(others) == 1 else prop
 
 
 def _read_value(kind: str, text: str) -> Any:

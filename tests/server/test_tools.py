@@ -717,6 +717,57 @@ def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_o
     assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent
 
 
+@dataclasses.dataclass
+class Signup:
+    name: str
+    age: int | None
+    nickname: str | None = None
+    size: Literal["S", "M"] | None = "M"
+
+
+def test_elicit_with_optional_fields_asks_each_as_its_type_not_required():
+    """2025-11-25 client/elicitation §Requested Schema: "flat objects with primitive properties
+    only", a PrimitiveSchemaDefinition having one ``type``: an Optional field is sent as its type
+    (no ``"null"``, no default of null), not required.  Left out, it is None when it has no
+    default, else its default.  A tool's inputSchema keeps ``[T, "null"]`` (any JSON Schema is
+    allowed there)."""
+    server = Server("optional")
+
+    @server.tool
+    def ask(ctx: Context) -> str:
+        """Ask for a signup."""
+        return repr(ctx.elicit("Sign up", schema=Signup).data)
+
+    @server.tool
+    def take(nickname: str | None = None) -> str:
+        """Take a nickname."""
+        return repr(nickname)
+
+    asked, answers = [], iter([{"name": "Ada"}, {"name": "Ada", "age": 36, "size": "S"}])
+
+    def handler(params):
+        asked.append(params.requested_schema)
+        return ElicitResult(action="accept", content=next(answers))
+
+    with Client.in_memory(server, elicitation_handler=handler) as client:
+        assert (
+            client.call_tool("ask").text == "Signup(name='Ada', age=None, nickname=None, size='M')"
+        )
+        assert client.call_tool("ask").text == "Signup(name='Ada', age=36, nickname=None, size='S')"
+        taken = tool_named(client, "take").input_schema["properties"]["nickname"]
+    assert asked[0] == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer"},
+            "nickname": {"type": "string"},
+            "size": {"type": "string", "enum": ["S", "M"], "default": "M"},
+        },
+        "required": ["name"],
+    }
+    assert taken == {"type": ["string", "null"], "default": None}
+
+
 @pytest.mark.slow
 def test_validation_messages_speak_json_not_python():
     server = Server("strict")

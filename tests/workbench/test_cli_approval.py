@@ -576,7 +576,7 @@ def test_a_typed_answer_is_checked_against_its_field_and_asked_again(prop, typed
 @pytest.mark.parametrize(
     "prop",
     [
-        {"type": ["string", "null"]},
+        {"type": ["string", "number"]},
         {"type": "object"},
         {"type": "array", "items": {"type": "string"}},
     ],
@@ -591,3 +591,40 @@ def test_a_requested_schema_the_command_cannot_ask_is_declined_in_one_line(prop)
     assert lines == [lines[0]] and lines[0].startswith(
         "mcp-ref: declined the server's request: cannot ask for the field x"
     ), stderr
+
+
+@pytest.mark.parametrize(
+    "required, typed, content, asked",
+    [
+        (False, [""], {}, "x (integer) (optional), or !decline:"),
+        (False, ["1.5", "5"], {"x": 5}, "x (integer) (optional), or !decline:"),
+        (True, ["", "5"], {"x": 5}, "x (integer), or !decline:"),
+    ],
+    ids=["optional-left-empty", "optional-typed", "required"],
+)
+def test_a_field_of_a_type_or_null_is_asked_as_a_field_of_that_type(
+    required, typed, content, asked
+):
+    """Other servers send an optional field as ``{"type": [T, "null"]}`` (not the spec's
+    PrimitiveSchemaDefinition, which has one type): asked as a ``T``, optional unless the schema
+    requires it (an answer holds no null: 2025-11-25 ElicitResult), checked as a ``T``."""
+    schema = form("x", {"type": ["integer", "null"]})
+    if not required:
+        del schema["required"]
+    answer, stderr = elicited(schema, typed)
+    assert answer == {"result": {"action": "accept", "content": content}}
+    assert asked in stderr
+
+
+def test_our_own_servers_elicitation_of_an_optional_field_is_asked_and_answered():
+    """``ctx.elicit(schema=<dataclass>)`` with ``Optional`` fields: 2025-11-25 client/elicitation
+    §Requested Schema allows only primitive types (one ``type``, no ``"null"``), so each is sent
+    as its type, not required; the command asks it as optional, and the tool gets None for it."""
+    server = Path(__file__).parent.parent / "servers" / "elicit_optional_server.py"
+    proc = cli("call", "--yes", "signup", "--", sys.executable, str(server), stdin="Ada\n\nada\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "declined" not in proc.stderr
+    assert (
+        "age (integer) (optional)" in proc.stderr and "nickname (string) (optional)" in proc.stderr
+    )
+    assert proc.stdout.strip() == "accept Signup(name='Ada', age=None, nickname='ada')"
