@@ -428,11 +428,11 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             else:
                 for chunk in result:
                     self._write(state, chunk)
-                    if head_only and state["sent"]:
+                    if state["head_only"] and state["sent"]:
                         break  # the head is out; a stream's events are never waited for
                 if not state["sent"]:
                     self._send_head(state)
-                if state["chunked"] and not head_only:
+                if state["chunked"] and not state["head_only"]:
                     self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
         finally:
@@ -444,7 +444,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
 
     def _send_head(self, state: dict, length: int | None = None) -> None:
         """The status line and headers; ``length``: the body's, sent as its Content-Length unless
-        the application gave one (neither: the body is chunked)."""
+        the application gave one (neither: the body is chunked; a status with no content: none)."""
         self.socket_io.expect(None)  # answering: a long response (an SSE stream) is not a slow body
         body: _Body = state["body"]
         if body.left:  # answered without reading it all (see DRAIN_LIMIT): never waited for
@@ -453,7 +453,20 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             if body.left:
                 self._close_lingering()
         headers = list(state["headers"])
-        sized = any(name.lower() == "content-length" for name, _ in headers)
+        status = state["status"]
+        no_content = status[:1] == "1" or status[:3] in ("204", "304")
+        if no_content:
+            # RFC 9112 §6.3: a 1xx, 204 or 304 response ends with its head: no content, no
+            # framing.  RFC 9112 §6.1 and RFC 9110 §8.6: a server "MUST NOT send" Transfer-Encoding
+            # or Content-Length in a 1xx or 204 (a 304's, the application's, is a GET's length).
+            state["head_only"] = True
+            dropped = (
+                ("transfer-encoding",)
+                if status[:3] == "304"
+                else ("transfer-encoding", "content-length")
+            )
+            headers = [(name, value) for name, value in headers if name.lower() not in dropped]
+        sized = no_content or any(name.lower() == "content-length" for name, _ in headers)
         if not sized and length is not None:
             headers.append(("Content-Length", str(length)))
             sized = True

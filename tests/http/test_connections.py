@@ -846,6 +846,64 @@ def test_a_head_request_is_answered_without_content_and_the_connection_goes_on()
         thread.join(WAIT)
 
 
+def no_content_app(environ, start_response):
+    """A WSGI app answering 204 (streamed, or given whole with a Content-Length of its own) or 304
+    (streamed, with a GET's Content-Length), each with a body the server must not send; ``/sized``
+    as :func:`sized_or_streamed_app`."""
+    path = environ["PATH_INFO"]
+    if path == "/sized":
+        return sized_or_streamed_app(environ, start_response)
+    if path == "/whole-204":
+        start_response("204 No Content", [("Content-Length", "0")])
+        return [b""]
+
+    def stream():
+        if path == "/unchanged":
+            start_response("304 Not Modified", [("ETag", '"1"'), ("Content-Length", "12")])
+        else:
+            start_response("204 No Content", [("X-Done", "yes")])
+        yield b""
+        yield b"not for the wire"
+
+    return stream()
+
+
+def test_a_204_or_304_has_no_content_no_framing_and_the_connection_goes_on():
+    """RFC 9110 §15.3.5: a 204 "cannot contain content"; RFC 9112 §6.1 and RFC 9110 §8.6: a server
+    MUST NOT send Transfer-Encoding or Content-Length in a 204; RFC 9112 §6.3: a 204 or 304 ends
+    with its head.  So no chunked framing, no terminator, no bytes the application yields: the
+    next answer on the same kept-alive connection starts right after the head.  Exact bytes."""
+    from mcp_ref.http.wsgi_server import WsgiServer
+
+    httpd = WsgiServer(("127.0.0.1", 0), no_content_app)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        with connect(httpd.port) as sock:
+            sock.sendall(
+                b"GET /streamed-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"GET /whole-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"GET /unchanged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+        assert received == (
+            b"HTTP/1.1 204 No Content\r\nX-Done: yes\r\n\r\n"
+            b"HTTP/1.1 204 No Content\r\n\r\n"
+            b'HTTP/1.1 304 Not Modified\r\nETag: "1"\r\nContent-Length: 12\r\n\r\n'
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+            b"Connection: close\r\n\r\nhello, world"
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+
+
 def test_a_head_request_to_the_mcp_endpoint_gets_its_error_answer_without_content(serve):
     """The MCP application's answer to HEAD (an error) leaves no body on the connection: the next
     request on it is answered in turn (a HEAD's body would be read as the next status line)."""
