@@ -80,6 +80,23 @@ def create_message(connection: Connection, context: RequestContext, params: dict
 #: mark ...), line and paragraph separators (Zl, Zp) and spaces (Zs).  By category, not by a
 #: list: any such character Unicode has, or adds, is refused.
 _NOT_IN_A_URL = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs"})
+#: And the characters of other categories that show as nothing: Unicode's Default_Ignorable_Code_Point
+#: outside Cf (DerivedCoreProperties.txt: the combining grapheme joiner, the Hangul fillers, the
+#: Khmer inherent vowels, the Mongolian and other variation selectors, the reserved ones), and
+#: the blank Braille pattern.  Inclusive ranges of code points.
+_BLANK_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
 
 
 def check_elicitation(params: dict, version: str | None) -> None:
@@ -126,14 +143,21 @@ def check_elicitation(params: dict, version: str | None) -> None:
         )
 
 
+def _blank(char: str) -> bool:
+    """True for a character of :data:`_BLANK_RANGES`."""
+    point = ord(char)
+    return any(first <= point <= last for first, last in _BLANK_RANGES)
+
+
 def is_web_url(url: object) -> bool:
     """Whether ``url`` is a well-formed ``http``/``https`` URL with a host (a valid port, if any),
-    with no backslash and no character of the categories of :data:`_NOT_IN_A_URL`.
+    with no backslash, no character of the categories of :data:`_NOT_IN_A_URL` and none of
+    :data:`_BLANK_RANGES`.
 
     2025-11-25 client/elicitation §Safe URL Handling: clients "MUST show the full URL to the user
     for examination before consent": a URL with an invisible part cannot be examined."""
     if not isinstance(url, str) or any(
-        char == "\\" or unicodedata.category(char) in _NOT_IN_A_URL for char in url
+        char == "\\" or unicodedata.category(char) in _NOT_IN_A_URL or _blank(char) for char in url
     ):
         return False
     try:

@@ -26,6 +26,7 @@ from ..feature_types import (
     Resource,
     ResourceTemplate,
 )
+from ..lifecycle import at_least
 from ..types import (
     AudioContent,
     BlobResourceContents,
@@ -66,19 +67,19 @@ RESULTS: dict[str, tuple[str, Any]] = {
     ),
     "prompts/list": ("ListPromptsResult", {"prompts": [Prompt]}),
 }
-#: The members of ServerCapabilities, each an object (schema.json, 2024-11-05 to 2026-07-28).
-CAPABILITY_MEMBERS = frozenset(
-    {
-        "experimental",
-        "logging",
-        "completions",
-        "prompts",
-        "resources",
-        "tools",
-        "tasks",
-        "extensions",
-    }
-)
+#: The members of ServerCapabilities, each an object, with the revisions that define them (the
+#: first, and the last or None): schema.json of each revision, 2024-11-05 to 2026-07-28.  A
+#: member the negotiated revision does not define is not read, and may be anything.
+CAPABILITY_MEMBERS: dict[str, tuple[str, str | None]] = {
+    "experimental": ("2024-11-05", None),
+    "logging": ("2024-11-05", None),
+    "prompts": ("2024-11-05", None),
+    "resources": ("2024-11-05", None),
+    "tools": ("2024-11-05", None),
+    "completions": ("2025-03-26", None),
+    "tasks": ("2025-11-25", "2025-11-25"),  # an extension since 2026-07-28
+    "extensions": ("2026-07-28", None),
+}
 #: The content block classes by their ``type``, as ``content_from_wire`` picks them.
 BLOCKS: dict[Any, type[WireModel]] = {
     block.type: block
@@ -130,10 +131,19 @@ def check_result(method: str, result: dict, version: str | None) -> None:
         found += [
             f"/capabilities/{key} is {_json_kind(member)}, not an object"
             for key, member in capabilities.items()
-            if key in CAPABILITY_MEMBERS and not isinstance(member, dict)
+            if _defined_in(key, version) and not isinstance(member, dict)
         ]
     if found:
         raise _refusal(method, name, version, found)
+
+
+def _defined_in(member: str, version: str | None) -> bool:
+    """True when the ServerCapabilities of ``version`` define ``member`` (None: the newest)."""
+    revisions = CAPABILITY_MEMBERS.get(member)
+    if revisions is None:
+        return False
+    first, last = revisions
+    return at_least(version, first) and (last is None or version is not None and version <= last)
 
 
 # -- a tool result, field by field ---------------------------------------------------------------

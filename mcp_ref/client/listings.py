@@ -40,10 +40,20 @@ LISTED: dict[str, tuple[str, Any]] = {
 def page(connection: Connection, method: str, cursor: str | None = None) -> Page:
     """One page of the listing ``method``, its items built as the listing's type (the capability it
     needs is the method's first word: ``resources`` for ``resources/templates/list``).  A tools
-    page holds the tools a caller may use (:meth:`~mcp_ref.client.connection.ClientConnection.usable_tools`)."""
+    page holds the tools a caller may use (:meth:`~mcp_ref.client.connection.ClientConnection.usable_tools`).
+    An error answer to a page asked for with a cursor drops the listing's cached pages, so that
+    its first page is asked for again (see :func:`every_item`)."""
     key, item = LISTED[method]
     connection.require_capability(method.split("/")[0], method)
-    result = connection.request(method, {"cursor": cursor} if cursor is not None else None)
+    try:
+        result = connection.request(method, {"cursor": cursor} if cursor is not None else None)
+    except McpError as exc:
+        # 2026-07-28 server/utilities/caching §Interaction with Pagination: "If a cursor becomes
+        # invalid ... the client SHOULD discard all cached pages" (a limit of this client's,
+        # -31005, is no cursor's fault)
+        if cursor is not None and connection.modern and not isinstance(exc, LimitExceeded):
+            connection.cache.forget(method)
+        raise
     listed = built(
         lambda raw: Page.listing(raw, key, item), method, result, connection.protocol_version
     )
@@ -71,10 +81,8 @@ def every_item(connection: Connection, method: str) -> list:
     """
     try:
         return gathered(connection, method, restart=True)
-    except CursorRefused:
+    except CursorRefused:  # its cached pages dropped (page)
         log.debug("%s: the server refused a cursor; listing again from the start", method)
-    if connection.modern:
-        connection.cache.forget(method)
     return gathered(connection, method, restart=False)
 
 

@@ -552,6 +552,18 @@ def test_no_url_with_a_control_format_separator_or_space_character_is_a_web_url(
     assert not is_web_url("https://a.example\\@evil.example/")
 
 
+@pytest.mark.parametrize(
+    "blank", ["\u034f", "\u115f", "\u17b4", "\u180b", "\u2800", "\u3164", "\ufe0f", "\uffa0"]
+)
+def test_no_url_with_a_character_that_shows_as_nothing_is_a_web_url(blank):
+    # Unicode's Default_Ignorable_Code_Point outside Cf (a combining grapheme joiner, Hangul
+    # fillers, a variation selector ...) and the blank Braille pattern show as nothing: forty of
+    # them push the real host out of view.
+    from mcp_ref.client.answering import is_web_url
+
+    assert not is_web_url(f"https://accounts.example.com{blank * 40}.evil.example/login")
+
+
 #: A form of every restricted primitive type (2025-11-25 client/elicitation §Requested Schema).
 EVERY_TYPE_FORM = {
     "message": "m",

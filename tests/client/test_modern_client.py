@@ -754,6 +754,23 @@ def test_a_cursor_refused_after_a_redeploy_drops_the_cached_pages_and_lists_agai
     assert cursors == [None, "e1:1", "e1:1", None, "e2:1", "e2:1"]
 
 
+def test_a_cursor_refused_to_one_page_at_a_time_drops_the_cached_pages_too():
+    # The same, for a caller following the cursors itself (list_tools_page): the refused cursor
+    # drops the cached first page, so asking for the first page again asks the server.
+    wire = WireChecker()
+    with Client.stdio([*SCRIPTED, "cursor-epochs"], timeout=WAIT, trace=wire) as client:
+        first = client.list_tools_page()
+        assert [tool.name for tool in first.items] == ["a1"]
+        client.call_tool("echo", {"text": "redeploy"})
+        with pytest.raises(InvalidParams):
+            client.list_tools_page(first.next_cursor)
+        again = client.list_tools_page()
+        assert [tool.name for tool in again.items] == ["a2"]
+        assert [tool.name for tool in client.list_tools_page(again.next_cursor).items] == ["b2"]
+    cursors = [m.get("params", {}).get("cursor") for m in wire.sent("tools/list")]
+    assert cursors == [None, "e1:1", None, "e2:1"]
+
+
 @pytest.mark.parametrize("mode", ["legacy", "reject-first"], ids=["handshake", "modern"])
 def test_a_progress_report_whose_values_are_not_numbers_is_dropped(mode):
     # schema ProgressNotification: progress is a number, total (optional) a number; a boolean or
