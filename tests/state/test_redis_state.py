@@ -565,13 +565,22 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
     process that stops renewing (it died) leaves the task to read ``failed`` once the lease runs out."""
     from mcp_ref.extensions import tasks as tasks_module
 
-    monkeypatch.setattr(tasks_module, "LEASE_SECONDS", 0.3)
-    holder = TaskStore(records=RedisTaskRecords(connection))
+    monkeypatch.setattr(tasks_module, "LEASE_SECONDS", 1.5)
+    renewals = threading.Semaphore(0)
+
+    class Counted(RedisTaskRecords):
+        def renew_lease(self, task_id: str, seconds: float) -> bool:
+            renewed = super().renew_lease(task_id, seconds)
+            renewals.release()
+            return renewed
+
+    holder = TaskStore(records=Counted(connection))
     other = RedisTaskRecords(connection)  # what another worker reads
     task = holder.create("alice")
+    for _ in range(5):  # the lease taken, then four renewals: past one lease's length
+        assert renewals.acquire(timeout=WAIT)
+    assert other.get(task.id)["status"] == "working"  # only the renewals kept it alive
     passing = threading.Event()
-    passing.wait(0.9)  # three lease lengths: only the renewals keep it alive
-    assert other.get(task.id)["status"] == "working"
     holder._leases_stop.set()  # the holder stops, as a dead worker would
     deadline = time.monotonic() + WAIT
     while other.get(task.id)["status"] == "working" and time.monotonic() < deadline:
