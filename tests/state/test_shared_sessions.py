@@ -767,6 +767,38 @@ def test_a_2024_11_05_post_to_another_worker_is_refused_503_while_the_stream_is_
     stream.response.close()
 
 
+def legacy_session_id(path: str) -> str:
+    """The session id in a 2024-11-05 session's POST path (``/messages?session_id=...``)."""
+    return path.rsplit("session_id=", 1)[1]
+
+
+def test_a_2024_11_05_post_forwarded_to_a_worker_of_an_earlier_release_is_answered_202_once_heard(
+    workers,
+):
+    """A worker of an earlier release holds the stream (here A, made to behave as one: its record
+    without the word-sending flag, and it runs a forwarded message without sending a word).  B
+    waited for a word that never came: 503 after shared.DELIVERY_WINDOW although A ran the message,
+    and each retry ran it again.  Now B waits only for a worker whose record says it sends one:
+    202 once A heard it, and it runs once."""
+    import requests
+
+    from mcp_ref.http.server.shared import SENDS_VERDICTS
+
+    a, b = workers()
+    stream, path = open_legacy_session(a)
+    assert a.app.session_table.update(legacy_session_id(path), {SENDS_VERDICTS: None})
+    a.app.shared_sessions._answer_forward = lambda message, verdict: True  # sends no word
+    call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
+    posted = requests.post(b.served.url + path, json=call, headers=b.headers, timeout=WAIT)
+    assert posted.status_code == 202
+    assert answer_on(stream, 2)["result"]["content"][0]["text"] == "w0"
+    last = request("tools/call", {"name": "whoami", "arguments": {}}, 3)
+    posted = requests.post(a.served.url + path, json=last, headers=a.headers, timeout=WAIT)
+    assert posted.status_code == 202
+    assert answer_on(stream, 3)["result"]["content"][0]["text"] == "w0"  # 2 was answered once
+    stream.response.close()
+
+
 def test_a_2024_11_05_post_whose_worker_cannot_hear_the_word_on_it_is_refused_and_not_run(
     redis_server,
 ):

@@ -79,6 +79,9 @@ DELIVERY_WINDOW, DELIVERY_PAUSE, RESEND_AFTER = 2.0, 0.05, "1"
 #: A worker's word on a 2024-11-05 POST forwarded to it (:meth:`SharedSessions.forward_legacy`): it
 #: took the message, its stream is full, or it holds no such session (its stream has closed).
 TAKEN, FULL, GONE = "taken", "full", "gone"
+#: The key of a 2024-11-05 session's record saying its stream's worker sends that word (a worker of
+#: this release); an earlier release's sends none, and its forwarder answered 202 once heard.
+SENDS_VERDICTS = "verdicts"
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -287,7 +290,9 @@ class SharedSessions:
         (the stream is the session: its answers can only go there), and that worker's word on it.
         True: it took the message (the POST's 202); False: it refused it, the stream being full
         (the POST's 503, as if POSTed there: ``LegacySse.post``).  404 when there is no such
-        session, another principal asks, or its worker has gone.
+        session, another principal asks, or its worker has gone.  A stream held by a worker of an
+        earlier release (its record without :data:`SENDS_VERDICTS`) sends no word: 202 once heard,
+        as that release answered.
 
         The POST's 202 says its answer will come on the stream, so it is given only once that
         worker heard the message and took it.  Not heard (its pub/sub connection reconnecting:
@@ -318,6 +323,11 @@ class SharedSessions:
             )
             if not heard:  # its home has gone, and the stream, which is the session, with it
                 raise NotFound("Session not found")
+            if not state.get(SENDS_VERDICTS):
+                # a worker of an earlier release holds the stream: it sends no word, and runs the
+                # message as heard (waiting for a word would refuse 503 what it ran, and each
+                # retry would run it again)
+                return True
             verdict = self.verdicts.wait(reply, DELIVERY_WINDOW)
         finally:
             self.verdicts.forget(reply)
@@ -687,6 +697,7 @@ def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     state: dict[str, Any] = {"home": worker, "principal": principal_id_of(session.principal)}
     if session.kind == "legacy":
         state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded
+        state[SENDS_VERDICTS] = True  # and this worker sends its word on it (forward_legacy)
     else:
         state.update(_recorded(negotiated_by(cast("Connection", session.connection))))
     return state
