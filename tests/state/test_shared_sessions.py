@@ -799,6 +799,49 @@ def test_a_2024_11_05_post_forwarded_to_a_worker_of_an_earlier_release_is_answer
     stream.response.close()
 
 
+def test_a_2024_11_05_post_a_worker_of_an_earlier_release_forwards_while_the_stream_is_full_runs(
+    workers,
+):
+    """A worker of an earlier release (here B, made to behave as one: it publishes the message with
+    no reply token, as that release did) answered the POST 202 once A heard it, whatever A's stream
+    held.  A, its stream full, refused it, with nobody to hear the refusal, and ran nothing: a 202
+    never answered.  Now a message with no reply token runs even while the stream is full (the
+    answers of accepted POSTs are kept past the bound): answered once the client reads."""
+    import requests
+
+    a, b = workers(backlog_bytes=300_000)
+    stream, path = open_legacy_session(a)
+    session_id = legacy_session_id(path)
+    big = "x" * 100_000
+
+    def post(request_id):
+        call = request("tools/call", {"name": "echo", "arguments": {"text": big}}, request_id)
+        return requests.post(a.served.url + path, json=call, headers=a.headers, timeout=WAIT)
+
+    accepted = 0
+    while post(accepted).status_code == 202:  # until A's stream is full
+        accepted += 1
+        assert accepted < 150, "the stream never filled"
+    state = a.app.session_table.get(session_id)["state"]
+    call = request("tools/call", {"name": "echo", "arguments": {"text": "old"}}, "via old b")
+    heard = b.app.shared_sessions._deliver(
+        session_id,
+        state["home"],
+        json.dumps(call),
+        kind="legacy",
+        principal=state["principal"],
+    )
+    assert heard  # the earlier release's forwarder answered 202 here
+    answered: dict = {}
+    while "via old b" not in answered or len(answered) <= accepted:  # the client reads again
+        message = json.loads(next_within(stream)["data"])
+        if "id" in message:
+            answered[message["id"]] = message["result"]["content"][0]["text"]
+    assert answered.pop("via old b") == "old"
+    assert set(answered) == set(range(accepted))
+    stream.response.close()
+
+
 def test_a_2024_11_05_post_whose_worker_cannot_hear_the_word_on_it_is_refused_and_not_run(
     redis_server,
 ):

@@ -565,10 +565,17 @@ class SharedSessions:
         has read it: docs/deploying.md, ``backlog_bytes``), else the answers would pile up on the
         stream past its bounds.  Run only once the POSTing worker can have heard this worker's
         word on it: a message it must refuse for want of a word (503, sent again) is not run
-        twice."""
+        twice.
+
+        A message with no reply token comes from a worker of an earlier release, which answered
+        the POST 202 once the message was heard: that promise of an answer on the stream is kept,
+        so it runs even while the stream is full (as that release ran it: the answers of accepted
+        POSTs are kept past the bound anyway)."""
         stream = session.standalone
         if session.kind != "legacy" or not owned_by(message, session.principal):
             self._answer_forward(message, GONE)
+        elif not isinstance(message.get("reply"), str):  # already answered 202 by its forwarder
+            session.dispatch_within_share(item)
         elif stream is not None and stream.full():
             self._answer_forward(message, FULL)
         elif self._answer_forward(message, TAKEN):
