@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import schemas
+from ..jsonrpc import valid_id
 from ..workbench.wire_check import message_errors, schema_type
 
 #: At most this many errors are kept for one message (the first ones the schema reports).
@@ -237,9 +238,7 @@ def check_message(
     if not validate:
         return Check(None, (), revision, None, method, spec)
     assert revision is not None
-    # The schemas' types leave the envelope's id unchecked; 2025-06-18 basic/index §Requests:
-    # "Requests MUST include a string or integer ID" (and an answer has its request's).
-    bad_id = [] if _hashable(message.get("id")) else ["id: not a string or a number"]
+    bad_id = _id_errors(message)
     name, _payload, found = schema_type(message, revision, answered, task_augmented)
     if name is None and not found and not bad_id:
         return Check(None, (), revision, None, method, spec)
@@ -324,6 +323,26 @@ class MessageChecker:
                 self.revision = result["protocolVersion"]
             revision = modern or self.revision or (self._modern if answered is None else None)
             return check_message(message, revision, answered, augmented, validate)
+
+
+def _id_errors(message: dict) -> list[str]:
+    """What is wrong with a message's ``id`` (the schemas' types leave the envelope's id unchecked).
+
+    2025-06-18 basic/index §Requests: "Requests MUST include a string or integer ID", and "Unlike
+    base JSON-RPC, the ID MUST NOT be null"; §Responses: "Responses MUST include the same ID as
+    the request they correspond to", so a string or an integer too, except the null id of an
+    error answering a request whose id could not be read (JSON-RPC 2.0 §5).  A notification has
+    none (and an answer without one is the schema's to flag)."""
+    if "id" not in message:
+        return []
+    request_id = message["id"]
+    if valid_id(request_id):
+        return []
+    if request_id is None and "method" not in message and "error" in message:
+        return []
+    if request_id is None:
+        return ["id: null (only an error answering an unreadable request may have it)"]
+    return ["id: not a string or an integer"]
 
 
 def _hashable(value: Any) -> bool:

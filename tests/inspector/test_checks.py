@@ -144,6 +144,32 @@ def test_a_known_bad_message_is_invalid_with_a_useful_error():
     assert check.spec["title"] == "Tools — Calling Tools"
 
 
+@pytest.mark.parametrize("request_id", [True, False, 1.5, 2.0, None])
+def test_a_request_whose_id_is_not_a_string_or_an_integer_is_invalid(request_id):
+    """2025-06-18 basic/index §Requests: "Requests MUST include a string or integer ID", and
+    "Unlike base JSON-RPC, the ID MUST NOT be null": true, 1.5 and null were marked valid."""
+    ping = {"jsonrpc": "2.0", "id": request_id, "method": "ping"}
+    check = check_message(ping, "2025-06-18")
+    assert check.valid is False
+    assert check.errors[0].startswith("id: ")
+    for good_id in ("a", 0, -7):
+        assert check_message(ping | {"id": good_id}, "2025-06-18").valid is True
+
+
+def test_an_answer_may_have_a_null_id_only_for_an_error():
+    """§Responses: "the same ID as the request" (a string or an integer); a null id only for an
+    error answering a request whose id could not be read (JSON-RPC 2.0 §5)."""
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert check_message(error, "2025-06-18").errors == ()
+    result = {"jsonrpc": "2.0", "id": None, "result": {}}
+    assert check_message(result, "2025-06-18", answered="ping").valid is False
+    for bad_id in (True, 1.5):
+        answer = check_message(result | {"id": bad_id}, "2025-06-18", answered="ping")
+        assert answer.errors == ("id: not a string or an integer",)
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert check_message(notification, "2025-06-18").valid is True  # it has no id
+
+
 def test_errors_are_few_and_short():
     result = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"x": "y" * 1000}] * 20}}
     check = check_message(result, "2025-06-18", answered="tools/list")

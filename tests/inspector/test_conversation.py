@@ -800,7 +800,7 @@ def test_a_message_whose_id_is_an_object_or_an_array_is_recorded_as_invalid():
     ping, answer, call, result = conv.records()
     assert ping["message"]["id"] == {"x": 1} and answer["message"]["id"] == [1]
     assert (ping["valid"], answer["valid"]) == (False, False)
-    assert ping["errors"] == answer["errors"] == ["id: not a string or a number"]
+    assert ping["errors"] == answer["errors"] == ["id: not a string or an integer"]
     assert (call["label"], result["label"], result["valid"]) == (
         "tools/call #2 echo",
         "#2 result",

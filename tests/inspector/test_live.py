@@ -939,7 +939,7 @@ def test_a_server_message_whose_id_is_an_object_is_shown_marked_invalid(tmp_path
         records = inspector.get("api/records").json()["records"]
         pings = [r for r in records if (r.get("message") or {}).get("id") == {"x": 1}]
         assert [(p["direction"], p["valid"]) for p in pings] == [("receive", False)]
-        assert pings[0]["errors"] == ["id: not a string or a number"]
+        assert pings[0]["errors"] == ["id: not a string or an integer"]
         logs = [
             r for r in records if (r.get("message") or {}).get("method") == "notifications/message"
         ]
