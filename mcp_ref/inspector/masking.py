@@ -285,14 +285,17 @@ def _mask_quoted_values(text: str) -> str:
     ``"pass\\u0077ord": "p"`` (the key read as JSON reads it) and ``"client_secret": {...}`` each
     become ``"••••••"`` (as :func:`mask_json` masks them)."""
     pieces = []
-    at = 0
-    while (match := _QUOTED_KEY.search(text, at)) is not None:
-        start = match.end()
-        pieces.append(text[at:start])
-        at = start
-        if secret_key(_key_name(match.group(2), match.group(1))):
-            pieces.append(f"{match.group(1)}{MASK}{match.group(1)}")
-            at = _value_end(text, start)
+    at = 0  # the text up to here is in pieces
+    search_from = 0
+    while (match := _QUOTED_KEY.search(text, search_from)) is not None:
+        if not secret_key(_key_name(match.group(2), match.group(1))):
+            # its opening quote may be a stray apostrophe ("the users' {"password": ...") whose
+            # span swallowed a secret key: the search goes on just after it
+            search_from = match.start() + 1
+            continue
+        pieces.append(text[at : match.end()])
+        pieces.append(f"{match.group(1)}{MASK}{match.group(1)}")
+        at = search_from = _value_end(text, match.end())
     pieces.append(text[at:])
     return "".join(pieces)
 

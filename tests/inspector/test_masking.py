@@ -165,6 +165,32 @@ def test_a_secret_s_quoted_value_is_masked_as_a_shell_or_python_writes_it():
     assert mask_free_text("it's 'token' time: 'x'") == "it's 'token' time: 'x'"
 
 
+@pytest.mark.parametrize(
+    "line, shown",
+    [
+        (
+            """the users' {"password": "pw-1"} and the admins': {"x": 1}""",
+            f"""the users' {{"password": "{MASK}"}} and the admins': {{"x": 1}}""",
+        ),
+        (
+            """parents' "api_key": "k-1", kids': [1]""",
+            f"""parents' "api_key": "{MASK}", kids': [1]""",
+        ),
+        (
+            """{"note": "Bob's", "token": "t-1", "x": "the kids': [1]"}""",
+            f"""{{"note": "Bob's", "token": "{MASK}", "x": "the kids': [1]"}}""",
+        ),
+    ],
+    ids=["before an object", "before a key", "in a value"],
+)
+def test_a_stray_apostrophe_never_hides_a_secret_key(line, shown):
+    """A single quote that opens no key (an apostrophe: "the users'") and a later one before a
+    colon read as one quoted key, not a secret, whose span swallowed the real secret key inside:
+    its value was shown in clear.  A quoted key that is no secret's now lets the search go on just
+    after its opening quote."""
+    assert mask_free_text(line) == shown
+
+
 def test_the_target_s_quoted_secret_is_masked():
     from mcp_ref.inspector.live import shown_target
 
