@@ -8,7 +8,8 @@ matches, so checked in the inspector's own process such a schema would stop ever
 (``python -m mcp_ref.inspector.output_check``: one JSON line in, ``{"schema", "instance"}``; one
 out, the check) and waits :data:`DEADLINE` seconds for the answer; past it the child is killed
 (a new one is started for the next check) and the result says it was not checked.  Checks are
-made one at a time.
+made one at a time.  The child ends by itself once the inspector has gone (killed, its cleanup never
+run) even in the middle of a match (:func:`exit_with_parent`).
 
 2025-06-18 server/tools §Output Schema: "Servers MUST provide structured results that conform
 to this schema"; "Clients SHOULD validate structured results against this schema".
@@ -35,6 +36,8 @@ START_TIMEOUT = 30.0
 MAX_SENT = 16 * 1024 * 1024
 #: Errors listed for one check.
 MAX_ERRORS = 5
+#: Seconds between the child's looks at whether the process that started it is still there.
+PARENT_CHECK_EVERY = 0.5
 #: The reason a check that ran out of time gives.
 TOO_LONG = "not checked: the output schema took too long (its pattern may take exponential time)"
 
@@ -171,12 +174,37 @@ def check_output(schema: dict, instance: Any) -> dict:
     return {"valid": not errors, "errors": errors}
 
 
+def exit_with_parent(parent: int) -> None:
+    """End this process as soon as ``parent`` is no longer its parent (it exited, or was killed),
+    whatever it is doing: looked at every :data:`PARENT_CHECK_EVERY` seconds from a timer signal's
+    handler (POSIX).
+
+    The end of its input says the same, but only once it reads again: a match that takes
+    exponential time would go on at full CPU with no one to answer.  ``re`` matches holding the
+    interpreter's lock, so a watching thread never runs until the match ends; it does run the
+    signal handlers of the main thread as it goes.  (``prctl(PR_SET_PDEATHSIG)`` follows the
+    parent's thread that started the child, here the page request's, not its process.)"""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return
+
+    def look(_signum: int, _frame: Any) -> None:
+        if os.getppid() != parent:
+            os._exit(0)
+
+    signal.signal(signal.SIGALRM, look)
+    signal.setitimer(signal.ITIMER_REAL, PARENT_CHECK_EVERY, PARENT_CHECK_EVERY)
+
+
 def main() -> None:
-    """The child: a check for each JSON line read, its answer a line; ends with its input.
-    Ctrl-C in the terminal is the inspector's to handle: the child ignores it."""
+    """The child: a check for each JSON line read, its answer a line; ends with its input, or
+    with the inspector (:func:`exit_with_parent`; one gone before this started has closed the
+    input).  Ctrl-C in the terminal is the inspector's to handle: the child ignores it."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent(os.getppid())
     check_output({}, None)  # its libraries imported before it says it is ready
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

@@ -4,7 +4,8 @@
 options every verb takes: ``--era``, ``--transport``, ``--header``, ``--timeout``, OAuth login),
 serves the page (:mod:`mcp_ref.inspector.app`), prints its address on stderr as one line
 (``mcp-ref inspector: http://127.0.0.1:PORT/TOKEN/``), opens it in the browser unless
-``--no-browser`` (through a file of this user's: :func:`open_in_browser`), and serves until Ctrl-C (exit 0; the client and the launched server are closed).
+``--no-browser`` (through a file of this user's: :func:`open_in_browser`), and serves until Ctrl-C,
+SIGTERM or SIGHUP (exit 0; the client and the launched server are closed).
 ``mcp-ref dev SERVER[:OBJ] [-- ARGS]`` is ``inspect`` of ``python -m mcp_ref run SERVER -- ARGS``:
 your own server's file, served and inspected in one step.
 
@@ -18,6 +19,7 @@ import os
 import shlex
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from .cli_verbs import EXIT_OK, EXIT_UNREACHABLE, CliError, combine_hooks
 
 
 def inspect(args: Any, hooks: Any) -> int:
-    """``mcp-ref inspect TARGET``: serve the inspector until Ctrl-C."""
+    """``mcp-ref inspect TARGET``: serve the inspector until Ctrl-C, SIGTERM or SIGHUP."""
     from ..inspector.app import serve
     from ..inspector.conversation import Conversation
     from ..inspector.live import InspectedServer, shown_target
@@ -45,6 +47,7 @@ def inspect(args: Any, hooks: Any) -> int:
             EXIT_UNREACHABLE,
         ) from None
     opener: Path | None = None
+    restore_signals = stop_on_signals()
     try:
         to_stderr(f"mcp-ref inspector: {served.url}")
         if not args.no_browser:
@@ -60,7 +63,31 @@ def inspect(args: Any, hooks: Any) -> int:
         inspected.close()
         if opener is not None:
             opener.unlink(missing_ok=True)
+        restore_signals()
     return EXIT_OK
+
+
+def stop_on_signals() -> Callable[[], None]:
+    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) stop the inspector as Ctrl-C does
+    (:func:`signal.default_int_handler` raises ``KeyboardInterrupt`` in the main thread), so that
+    the client, a launched server and the output check's child are closed; their handlers before,
+    put back by the function returned.  Off the main thread (no signal handler can be set there):
+    nothing changes."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    before = {}
+    for name in names:
+        before[name] = signal.signal(getattr(signal, name), signal.default_int_handler)
+
+    def restore() -> None:
+        for name, handler in before.items():
+            if handler is not None:  # None: set outside Python, which cannot be put back
+                signal.signal(getattr(signal, name), handler)
+
+    return restore
 
 
 def open_in_browser(url: str) -> Path:

@@ -57,3 +57,63 @@ def test_a_result_too_large_to_send_is_not_checked(monkeypatch):
         assert checker._child is None  # nothing was sent: no child was started
     finally:
         checker.close()
+
+
+#: A parent that starts the checking child, hands it the catastrophic check as OutputChecker does,
+#: says the child's pid, then waits to be killed (its cleanup never runs).
+PARENT = """
+import json, sys
+from mcp_ref.inspector.output_check import OutputChecker
+checker = OutputChecker(deadline=3600)
+child = checker._started()
+check = {"schema": json.loads(sys.argv[1]), "instance": json.loads(sys.argv[2])}
+child.stdin.write(json.dumps(check).encode() + b"\\n")
+child.stdin.flush()
+print(child.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_child_ends_when_the_inspector_is_killed_in_the_middle_of_a_match():
+    """The inspector killed (SIGKILL, the OOM killer: no cleanup) while its child matches a
+    pattern that takes exponential time: the child, which reads nothing while it matches, went
+    on at full CPU for hours, its parent gone.  It now looks at its parent every
+    PARENT_CHECK_EVERY seconds, from a timer signal's handler (``re`` runs those as it matches),
+    and ends."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import WAIT
+    from test_hardening_streams import wait_until
+
+    from mcp_ref.inspector.output_check import PARENT_CHECK_EVERY
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc to see the child run")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, json.dumps(CATASTROPHIC), json.dumps(STUCK)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    child = int(parent.stdout.readline())  # the check is in its input: read, then matched
+
+    def running() -> bool:
+        try:
+            with open(f"/proc/{child}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    try:
+        parent.kill()
+        parent.wait(WAIT)
+        assert wait_until(lambda: not running(), WAIT + PARENT_CHECK_EVERY)
+    finally:
+        if running():
+            os.kill(child, signal.SIGKILL)
+        parent.stdin.close()
+        parent.stdout.close()
