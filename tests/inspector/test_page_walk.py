@@ -318,3 +318,103 @@ def test_after_a_reconnect_each_message_shows_its_own_exchange(driver):
         page.text_in("#details-transport .http-request", '"method": "initialize"')
         assert len(page.all("#details-transport .http-request")) == 1
         assert "server/discover" not in page.css("#details-transport").text
+
+
+#: A handshake stdio server with two subscribable resources, res://a and res://b ("a v0", ...):
+#: tool ``bump`` {uri} makes a new version and says so (resources/updated); a read of res://a
+#: past its first version is answered only once tool ``release`` is called.
+HELD_READ_SERVER = """
+import json, sys, threading
+lock = threading.Lock()
+versions = {"res://a": 0, "res://b": 0}
+released = threading.Event()
+
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\\n")
+        sys.stdout.flush()
+
+def read(request_id, uri):
+    text = f"{uri[-1]} v{versions[uri]}"
+    if uri == "res://a" and versions[uri] > 0:
+        released.wait(60)
+    contents = [{"uri": uri, "mimeType": "text/plain", "text": text}]
+    send({"jsonrpc": "2.0", "id": request_id, "result": {"contents": contents}})
+
+def result_of(method, params):
+    if method == "initialize":
+        capabilities = {"tools": {}, "resources": {"subscribe": True}}
+        info = {"name": "held-read", "version": "1"}
+        return {"protocolVersion": "2025-11-25", "capabilities": capabilities, "serverInfo": info}
+    if method == "resources/list":
+        return {"resources": [{"uri": uri, "name": uri} for uri in versions]}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    if method == "tools/list":
+        uri = {"type": "object", "properties": {"uri": {"type": "string"}}}
+        return {"tools": [{"name": "bump", "inputSchema": uri},
+                          {"name": "release", "inputSchema": {"type": "object"}}]}
+    if method == "tools/call" and params["name"] == "bump":
+        uri = params["arguments"]["uri"]
+        versions[uri] += 1
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+        return {"content": [{"type": "text", "text": f"{uri} v{versions[uri]}"}]}
+    if method == "tools/call":
+        released.set()
+        return {"content": [{"type": "text", "text": "released"}]}
+    return {}
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    if message["method"] == "resources/read":
+        args = (message["id"], message["params"]["uri"])
+        threading.Thread(target=read, args=args, daemon=True).start()
+    else:
+        result = result_of(message["method"], message.get("params") or {})
+        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"""
+
+
+def test_an_update_of_the_resource_shown_while_another_is_read_again_is_read_again(
+    driver, tmp_path
+):
+    """Resource A on show is updated: it is read again, and that read takes long.  The user opens
+    resource B, and B is updated.  B's read again waited for A's, and was then dropped, because A
+    was no longer on show: B stayed at its old version.  Now the read asked for meanwhile is of
+    the resource on show when the running one ends: B's newest version is shown."""
+    (tmp_path / "held_read.py").write_text(HELD_READ_SERVER)
+    server = shlex.join([sys.executable, str(tmp_path / "held_read.py")])
+    with inspect(server, "--era", "handshake") as address:
+        page = Page(driver, address)
+        origin = {"Origin": address.split("/", 3)[0] + "//" + address.split("/", 3)[2]}
+
+        def call(name: str, **arguments: str) -> None:
+            body = {"call": f"{name}-{len(arguments)}", "name": name, "arguments": arguments}
+            answer = requests.post(address + "api/call", json=body, headers=origin, timeout=WAIT)
+            assert answer.status_code == 200, answer.text
+
+        def reads_of(uri: str) -> int:
+            return page.driver.execute_script(
+                "return window.inspector.find(r => r.kind === 'message' && r.type === 'request'"
+                " && r.method === 'resources/read' && r.message.params.uri === arguments[0]).length;",
+                uri,
+            )
+
+        page.connected("2025-11-25")
+        page.tab("resources")
+        for uri in ("res://a", "res://b"):
+            page.click(f'li[data-uri="{uri}"] button.subscribe')
+            page.text_in(f'li[data-uri="{uri}"] button.subscribe', "Unsubscribe")
+        page.open_item("resource", "res://a")
+        page.text_in("#resource-contents", "a v0")
+        call("bump", uri="res://a")  # A's read again: held by the server
+        page.until(lambda d: reads_of("res://a") == 2, "A was never read again")
+        page.open_item("resource", "res://b")
+        page.text_in("#resource-contents", "b v0")
+        call("bump", uri="res://b")  # B's read again is asked while A's runs
+        page.css('#resource-updates li[data-uri="res://b"]')
+        call("release")  # A's read again ends (A no longer on show)
+        page.text_in("#resource-contents", "b v1")
+        assert page.css("#resource-uri").text == "res://b"

@@ -691,21 +691,23 @@
     return li;
   }
 
+  let readsAsked = 0;
   async function readResource(uri) {
     shownUri = uri;
+    const asked = ++readsAsked; // only the last read asked is shown: an older one may end later
     show($("resource-view"), true);
     $("resource-uri").textContent = uri;
     const box = $("resource-contents");
     try {
       const answer = await api("read", { uri });
-      if (shownUri !== uri) return;
+      if (asked !== readsAsked) return;
       showError($("resource-error"), null);
       clear(box);
       const contents = isObject(answer.result) && Array.isArray(answer.result.contents) ? answer.result.contents : [];
       for (const item of contents) if (isObject(item)) box.appendChild(renderResourceContents(item));
       if (!contents.length) box.appendChild(el("p", { className: "muted" }, "(no contents)"));
     } catch (e) {
-      if (shownUri === uri) { clear(box); showError($("resource-error"), e); }
+      if (asked === readsAsked) { clear(box); showError($("resource-error"), e); }
     }
   }
 
@@ -718,7 +720,9 @@
   }
 
   // An updated resource on show is read again, coalesced: one read in flight, and one more
-  // asked for while it is (a flood of resources/updated makes two reads, not one each).
+  // asked for while it is (a flood of resources/updated makes two reads, not one each). That one
+  // more is of the resource on show when the running read ends: an update of the resource opened
+  // meanwhile is asked for while another's read runs, and must not be lost with it.
   let rereading = false;
   let rereadAgain = false;
   async function rereadResource(uri) {
@@ -731,7 +735,7 @@
     }
     if (rereadAgain) {
       rereadAgain = false;
-      if (shownUri === uri) rereadResource(uri);
+      if (shownUri !== null) rereadResource(shownUri);
     }
   }
 
