@@ -7,6 +7,7 @@ import contextlib
 import logging
 import shlex
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -15,17 +16,19 @@ from .. import lifecycle
 from ..cancellation import Cancellation
 from ..client import Client
 from ..client.connection import ModernCall, envelope_meta, with_envelope
-from ..errors import RequestRefused
+from ..errors import RequestCancelled, RequestRefused
 from ..extension import Extension
 from .forward import (
     ASK_CAPABILITY,
     ASK_METHODS,
+    CANCEL_GRACE,
     Forward,
     Front,
     Plain,
     callbacks_run,
     current,
     put_question,
+    withdrawn_refusal,
 )
 from .translate import back_params
 
@@ -200,21 +203,73 @@ class BackLink:
 
     def pass_on(self, method: str, params: dict, front: Front) -> dict:
         """Send ``front``'s request as it is (a listing, a completion) and wait for its answer,
-        counted in flight here until then (:meth:`carrying`).  The front request's cancellation
-        cancels it at the target (2025-11-25 basic/utilities/cancellation: the target is told),
-        as a forwarded call's does (:class:`Forward`)."""
-        with self.carrying(front):
+        counted in flight here until then.  The front request's cancellation cancels it at the
+        target (2025-11-25 basic/utilities/cancellation: the target is told), as a forwarded
+        call's does (:class:`Forward`); a handshake-era command target may go on with it, so
+        there it still counts in flight until the target answers it (:meth:`_withdraw`)."""
+        if self.client.connection.modern or self.proxy.http_target:
+            # its messages come with its own answers (2026-07-28), or on its own HTTP stream,
+            # which the cancellation closes: nothing of it can come once it is cancelled
+            with self.carrying(front):
+                return cancelled_with(self.start(method, params, front), front.context.cancelled)
+        request = Plain(front)
+        self.enter(request)
+        kept = False  # True: withdrawn, and left here once the target has answered it
+        try:
             call = self.start(method, params, front)
-            cancelled = front.context.cancelled
+            pending = getattr(call, "pending", None)  # (an extension's call of its own: None)
+            if pending is None:
+                return cancelled_with(call, front.context.cancelled)
+            if not settled_or_cancelled(pending, front.context.cancelled):
+                self._withdraw(request, call)
+                kept = True
+                raise RequestCancelled("cancelled by the client")
+            return call.result()
+        finally:
+            if not kept:
+                callbacks_run(self)
+                self.leave(request)
 
-            def cancel() -> None:
-                call.cancel("cancelled by the client in front of the proxy")
+    def _withdraw(self, request: Plain, call: Any) -> None:
+        """``request``'s front request was cancelled before the handshake-era target answered it.
+        The target is told (2025-11-25 basic/utilities/cancellation); receivers only "SHOULD" stop
+        and "MAY ignore" a cancellation, and its log messages and questions name no request
+        (:meth:`_log`, :meth:`ask`): so it still counts in flight here, its client told and asked
+        nothing more, until the target answers it or the connection ends.  As a forwarded call's
+        (:meth:`Forward._withdraw`): on the watcher, shared by every client, for
+        :data:`CANCEL_GRACE` at most, then the connection is closed, its process with it (a
+        target that stops as asked never answers); on a session's own, until the call's timeout
+        (without one, ``ask_timeout`` from now), then it is given up."""
+        reason = "cancelled by the client in front of the proxy"
+        request.withdrawn = True
+        with contextlib.suppress(Exception):  # the connection has ended: nothing more will come
+            self.client.session.notify(
+                "notifications/cancelled", {"requestId": call.id, "reason": reason}
+            )
+        pending = call.pending
+        if self.session() is None:  # the watcher
+            expiry = threading.Timer(CANCEL_GRACE, self._unanswered)
+        else:
+            deadline = pending.first_deadline
+            left = self.proxy.ask_timeout if deadline is None else deadline - time.monotonic()
+            expiry = threading.Timer(max(left, 0.0), call.cancel, (reason,))
+        expiry.name = "mcp-proxy-withdrawn"
+        expiry.daemon = True
 
-            cancelled.add_callback(cancel)
-            try:
-                return call.result()
-            finally:
-                cancelled.remove_callback(cancel)
+        def settled(_: Any) -> None:
+            expiry.cancel()
+            # left after the callbacks of what the target said before (they run in arrival order)
+            if not self.client.session.call_soon(self.leave, request, keep=True):
+                self.leave(request)  # the connection has ended: no callback will run
+
+        expiry.start()
+        pending.add_done_callback(settled)  # its answer, its give-up, the connection's end
+
+    def _unanswered(self) -> None:
+        # a withdrawn request on the watcher went unanswered for CANCEL_GRACE: the connection is
+        # closed (the next request opens another) and the listen streams are fed by a new one
+        self.end()
+        self.proxy.watch_again()
 
     def enter(self, request: Forward | Plain) -> None:
         """``request`` is in flight here from now on (before it is sent)."""
@@ -247,6 +302,8 @@ class BackLink:
         with self.lock:
             running = list(self.running)
         only = running[0] if len(running) == 1 else None
+        if isinstance(only, Plain) and only.withdrawn:  # its client is asked nothing more
+            raise withdrawn_refusal(method)
         if isinstance(only, Forward):
             return only.ask(method, params, withdrawn)
         front = None if only is None else only.front
@@ -276,7 +333,8 @@ class BackLink:
         # is its client's: the session gets it then, tied to none of them.
         with self.lock:
             only = self.running[0] if len(self.running) == 1 else None
-        front = None if only is None else only.front
+        withdrawn = isinstance(only, Plain) and only.withdrawn  # its client is told nothing more
+        front = None if only is None or withdrawn else only.front
         if front is not None:
             front.log(message.level, message.data, message.logger)
             return
@@ -324,3 +382,40 @@ class BackLink:
         finally:
             self.closed.set()
             self.proxy.links.ending.discard(self)
+
+
+def cancelled_with(call: Any, cancelled: Cancellation) -> dict:
+    """``call``'s result, the call cancelled (the target told) once ``cancelled`` is set."""
+
+    def cancel() -> None:
+        call.cancel("cancelled by the client in front of the proxy")
+
+    cancelled.add_callback(cancel)
+    try:
+        return call.result()
+    finally:
+        cancelled.remove_callback(cancel)
+
+
+def settled_or_cancelled(pending: Any, cancelled: Cancellation) -> bool:
+    """Wait until ``pending`` is settled or past its deadline (True: its ``result()`` has its
+    outcome now, or gives it up), or until ``cancelled`` is set first (False); neither settles
+    it."""
+    woken = threading.Event()
+    pending.add_done_callback(lambda _: woken.set())
+    cancelled.add_callback(woken.set)
+    try:
+        while not pending.done():
+            if cancelled.is_set():
+                return False
+            deadline = pending.first_deadline  # (progress may move it)
+            if deadline is None:
+                woken.wait()
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            woken.wait(left)
+        return True
+    finally:
+        cancelled.remove_callback(woken.set)

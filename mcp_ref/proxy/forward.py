@@ -106,6 +106,9 @@ class Plain:
 
     def __init__(self, front: Front | None):
         self.front = front
+        #: True once its front request was cancelled: the target may still be at work on it, so
+        #: it still counts in flight, but its client is told and asked nothing more.
+        self.withdrawn = False
 
 
 def callbacks_run(link: Any) -> None:
@@ -195,7 +198,7 @@ class Forward:
         """The front client's answer to a question of the target's (blocks until it comes, the
         target ``withdrawn`` it, or the call ended)."""
         if self.withdrawn:  # its client is asked nothing more, nor is any other
-            raise _withdrawn(method)
+            raise withdrawn_refusal(method)
         front = self.front
         if front is not None and front.envelope is None:
             # handshake-era front: a request of our own to the client that made this request,
@@ -236,7 +239,7 @@ class Forward:
             if not answered:
                 raise McpError(f"{method}: the client in front of the proxy did not answer in time")
             if self.withdrawn:
-                raise _withdrawn(method)
+                raise withdrawn_refusal(method)
             raise RequestCancelled(f"{method}: the question or the request it belonged to ended")
         return question.answer
 
@@ -444,7 +447,7 @@ class Forward:
         self.proxy.release(self)
 
 
-def _withdrawn(method: str) -> RequestRefused:
+def withdrawn_refusal(method: str) -> RequestRefused:
     """The error a target gets for a question of a call its front client cancelled."""
     return RequestRefused(f"Request refused: {method}: the request it was asked for was cancelled")
 

@@ -709,12 +709,14 @@ class ProxyServer(Server):
             if spent:  # its process ends: the next request that needs one starts another
                 link.end()
             self._turn.release()
-            if spent and len(self.subscriptions) and not self.links.closed:
-                self._watch_again()
+            if spent:
+                self.watch_again()
 
-    def _watch_again(self) -> None:
-        """The watcher was closed while 2026 listen streams are open: it is opened again now (and
+    def watch_again(self) -> None:
+        """The watcher was closed: while 2026 listen streams are open, it is opened again now (and
         subscribes again to what it watched), so that their notifications keep coming."""
+        if not len(self.subscriptions) or self.links.closed:
+            return
         try:
             self.live_watcher()
         except Exception as exc:  # the next request that needs it tries again

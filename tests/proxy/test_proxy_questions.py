@@ -288,3 +288,57 @@ def test_a_cancelled_completion_is_cancelled_at_the_target(era):
         call.cancel("the user gave up")
         said = target_said.wait_until(lambda lines: any("completion " in line for line in lines))
     assert [line for line in said if line.startswith("completion ")] == ["completion cancelled"]
+
+
+def test_a_cancelled_completion_the_target_goes_on_with_logs_to_no_other_client(monkeypatch):
+    # 2025-11-25 basic/utilities/cancellation: receivers "MAY ignore" a cancellation.  A
+    # handshake-era target still at work on a cancelled completion logs about it (a log message
+    # names no request, server/utilities/logging) while another client's listing is in flight on
+    # the same connection (the watcher): the cancelled completion still counts there until the
+    # target answers it, so that message is nobody's, never the other client's.  (CANCEL_GRACE as
+    # long as the test's waits: this target never answers the cancelled completion.)
+    monkeypatch.setattr("mcp_ref.proxy.back.CANCEL_GRACE", WAIT)
+    a_logs, b_logs, target_said = Collector(), Collector(), Collector()
+    with (
+        served(client_options={"timeout": 3 * WAIT, "stderr": target_said}) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT, on_log=a_logs, log_level="debug") as a,
+        Client.http(url, era="modern", timeout=WAIT, on_log=b_logs, log_level="debug") as b,
+    ):
+        params = {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "ignore A-SECRET"},
+        }
+        call = a.connection.start("completion/complete", params)
+        a_logs.wait_until(lambda messages: any("completing ignore" in m.data for m in messages))
+        call.cancel("the user gave up")
+        target_said.wait_until(lambda lines: "ignoring the cancellation" in lines)
+        assert b.list_tools()  # answered once the target logged, this listing in flight
+        target_said.wait_until(lambda lines: "logged still completing" in lines)
+        drained = threading.Event()  # B's callbacks of what came before its answer have run
+        assert b.connection.session.call_soon(drained.set, keep=True)
+        assert drained.wait(WAIT)
+    assert not [m.data for m in b_logs if "A-SECRET" in str(m.data)]
+
+
+def test_a_cancelled_completion_the_target_never_answers_ends_its_connection_after_the_grace():
+    # A handshake-era command target that stops as asked never answers the cancelled completion:
+    # the shared connection (the watcher) it still counts on is closed once CANCEL_GRACE has
+    # passed, its process with it, and the next request opens another.
+    logs, target_said = Collector(), Collector()
+    with (
+        served(client_options={"timeout": 3 * WAIT, "stderr": target_said}) as (proxy, url),
+        Client.http(url, era="modern", timeout=WAIT, on_log=logs, log_level="debug") as client,
+    ):
+        watcher = proxy.watcher
+        params = {
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "wait"},
+        }
+        call = client.connection.start("completion/complete", params)
+        logs.wait_until(lambda messages: any("completing wait" in m.data for m in messages))
+        call.cancel("the user gave up")
+        target_said.wait_until(lambda lines: "completion cancelled" in lines)
+        assert watcher.closed.wait(WAIT)  # unanswered after CANCEL_GRACE
+        assert watcher.running == []
+        assert client.list_tools()  # on a connection opened again
+        assert proxy.watcher is not watcher

@@ -8,7 +8,11 @@ servers do:
 * ``completion/complete`` for the prompt ``greet`` logs the value it completes, asks the client's
   roots when the value starts with ``roots`` (completing paths under them: its one value is what
   the question got, the roots or an error), waits until it is cancelled when the value is
-  ``wait`` (then says ``completion cancelled`` on stderr), and lets ``hold`` return;
+  ``wait`` (then says ``completion cancelled`` on stderr), goes on after its cancellation when
+  the value starts with ``ignore`` (receivers "MAY ignore" it, basic/utilities/cancellation: it
+  says ``ignoring the cancellation`` on stderr, and holds the next ``tools/list`` until it has
+  logged ``still completing <value>`` while that listing is in flight; its answer, its session
+  drops), and lets ``hold`` return;
 * ``hold`` reports progress once, then waits until a completion has run;
 * ``late`` reports progress once, waits until it is cancelled, then asks the user a question
   anyway (not every tool stops at once; over HTTP on its GET stream, as the question names no
@@ -38,6 +42,11 @@ WAIT = 30.0
 completed = threading.Event()
 late_outcome: list[str] = []
 late_answered = threading.Event()
+#: Set while a completion of ``ignore...`` is at work; ``listed`` once a listing came meanwhile,
+#: ``logged`` once that completion logged with the listing in flight.
+ignoring = threading.Event()
+listed = threading.Event()
+logged = threading.Event()
 
 
 def outcome_of(ask) -> str:
@@ -56,10 +65,22 @@ class Asking(Extension):
     def intercept_request(self, call, proceed):
         if is_modern(call.params) or call.method == "server/discover":
             raise MethodNotFound(f"Method not found: {call.method}")
+        if call.method == "tools/list" and ignoring.is_set():
+            listed.set()
+            logged.wait(WAIT)
         if call.method != "completion/complete":
             return proceed()
         value = call.params["argument"]["value"]
         call.caller.log("info", f"completing {value}")
+        if value.startswith("ignore"):  # on after its cancellation, while a listing is in flight
+            ignoring.set()
+            if call.context.cancelled.wait(WAIT):
+                print("ignoring the cancellation", file=sys.stderr, flush=True)
+            listed.wait(WAIT)
+            call.caller.log("info", f"still completing {value}")
+            print("logged still completing", file=sys.stderr, flush=True)
+            ignoring.clear()
+            logged.set()
         if value == "wait":  # until cancelled (at most WAIT): said on stderr
             cancelled = call.context.cancelled.wait(WAIT)
             print(f"completion {'cancelled' if cancelled else 'done'}", file=sys.stderr, flush=True)
