@@ -228,8 +228,26 @@ def cancel_with_request(context: RequestContext, cancel: Callable[[], Any]) -> N
     receivers "SHOULD NOT send a response for the cancelled request"), so no one could poll or
     cancel the task; and receivers SHOULD "Free associated resources" (ibid.).  Once the answer is
     sent the request has left the session, and a late cancellation no longer reaches it here (the
-    client cancels a handle that crossed its cancellation with ``tasks/cancel``)."""
-    context.cancelled.add_callback(cancel)
+    client cancels a handle that crossed its cancellation with ``tasks/cancel``).
+
+    The cancel writes the task's records (a round trip each with a shared store) and may end the
+    work it withdraws from the queue (``TaskPool.withdraw``): not on the thread that sets the
+    cancellation, the session's reader (``Session.cancel_incoming``), whose every later message
+    (a ping, an answer) would wait for it.  It goes to the session's callback thread
+    (``Session.call_soon``, kept: never dropped), one thread per session, in order; one cancel per
+    request that made a task, so at most as many as the session has requests in flight
+    (``max_incoming``).  A request cancelled already (this is its handler's thread) cancels here.
+    """
+    call_soon = getattr(context.session, "call_soon", None)
+
+    def hand_off() -> None:
+        if call_soon is None or not call_soon(cancel, keep=True):
+            cancel()  # no callback thread (its session has ended): on this thread
+
+    if context.cancelled.is_set():
+        cancel()
+        return
+    context.cancelled.add_callback(hand_off)
 
 
 def run_task(

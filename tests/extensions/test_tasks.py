@@ -28,6 +28,7 @@ from mcp_ref import (
     Server,
 )
 from mcp_ref.extensions.tasks import TaskStore
+from mcp_ref.state.stores import MemoryTaskRecords
 
 TASKS = InMemory("tasks_server")
 SERVER = [sys.executable, str(SERVERS / "tasks_server.py")]
@@ -633,6 +634,53 @@ def test_a_call_cancelled_before_its_task_was_answered_leaves_no_task_running(er
             assert record["status"] == "cancelled" and record["cancelRequested"] is True
         assert client.call_tool("work", task=True).text == "done"
     assert len(ran) == 1  # the task call that followed; never the cancelled one
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_call_cancelled_after_its_task_was_made_is_cancelled_off_the_reader(era):
+    """The client cancels the ``tools/call`` after its task was made, before its answer went: the
+    task is cancelled, but its records' writes (a round trip each with a shared store) are not made
+    on the session's reader, which would hold up every message after the cancellation: here the
+    writes wait until the request sent after it is answered (a reader doing them never answers
+    it)."""
+    made, pinged, writers = threading.Event(), threading.Event(), []
+
+    class Records(MemoryTaskRecords):
+        def transition(self, task_id, changes, *args, **kwargs):
+            if changes.get("cancelRequested") or changes.get("status") == "cancelled":
+                writers.append(threading.current_thread().name)
+                pinged.wait(2 * WAIT)  # a slow store: until the next request was answered
+            return super().transition(task_id, changes, *args, **kwargs)
+
+    class Started(TaskStore):
+        def start(self, task, work):
+            made.set()  # the task was made: the call's cancellation comes before its answer
+            assert task.cancelled.wait(2 * WAIT)
+            return super().start(task, work)
+
+    server = Server("cancelled-after-made")
+
+    @server.tool(task="optional")
+    def work(ctx: Context) -> str:
+        ctx.start_task()
+        return "done"
+
+    server.tasks = Started(records=Records())
+    modern = era == "2026-07-28"
+    options = {} if modern else {"era": "handshake", "protocol_version": era}
+    with Client.in_memory(server, timeout=WAIT, **options) as client:
+        params = {"name": "work", "arguments": {}, "task": {}}
+        if modern:
+            call = client.connection.start("tools/call", params, declares=(EXTENSION,))
+        else:
+            call = client.connection.send_request("tools/call", params)
+        try:
+            assert made.wait(WAIT)
+            call.cancel("changed my mind")
+            assert client.list_tools()  # answered while the store writes wait
+        finally:
+            pinged.set()
+    assert writers and not [name for name in writers if name.endswith("-reader")]
 
 
 def test_a_task_call_answered_with_its_result_is_done_and_cancel_loses_nothing():
