@@ -84,8 +84,12 @@ class McpError(MCPRefError):
         self.data = data
 
     def to_error(self) -> dict[str, Any]:
-        """The JSON-RPC ``error`` object for this exception."""
-        error = {"code": self.code, "message": concise(self.message)}
+        """The JSON-RPC ``error`` object for this exception.  JSON-RPC 2.0 §5.1: its code "MUST
+        be an integer", its message "SHOULD be limited to a concise single sentence": a code that
+        is not an integer is sent as -32603, a message that is not a string as its ``str``
+        (``McpError(-32001, "...")``, the arguments in another SDK's order, is still answered)."""
+        code = self.code if type(self.code) is int else INTERNAL_ERROR
+        error = {"code": code, "message": concise(str(self.message))}
         if self.data is not None:
             error["data"] = self.data
         return error

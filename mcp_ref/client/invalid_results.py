@@ -26,7 +26,7 @@ from ..feature_types import (
     Resource,
     ResourceTemplate,
 )
-from ..lifecycle import at_least
+from ..lifecycle import SUPPORTED_VERSIONS, at_least
 from ..types import (
     AudioContent,
     BlobResourceContents,
@@ -122,6 +122,8 @@ def check_result(method: str, result: dict, version: str | None) -> None:
     if method in ("tools/call", "tasks/result"):
         check_call_result(method, result, version)
         return
+    if method == "initialize" and result.get("protocolVersion") in SUPPORTED_VERSIONS:
+        version = result["protocolVersion"]  # the revision agreed on, not the one asked for
     name, shape = RESULTS[method]
     found = problems(shape, result, "")
     capabilities = result["capabilities"]

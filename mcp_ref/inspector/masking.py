@@ -80,10 +80,25 @@ SECRET_KEYS = frozenset(
         "dpop",
     }
 )
-#: The last words that make a key a secret's (``github_token``, ``openaiApiKey``, ``db_password``).
-SECRET_ENDINGS = ("token", "secret", "password", "passwd", "apikey", "privatekey")
-#: Keys that end so and are no secret: the protocol's own progress token.
-NOT_SECRET_KEYS = frozenset({"progresstoken"})
+#: The last words that make a key a secret's (``github_token``, ``openaiApiKey``, ``db_password``,
+#: ``AWS_SECRET_ACCESS_KEY``, Django's ``SECRET_KEY``, ``MYSQL_PWD``, ``GOOGLE_CREDENTIALS``).
+SECRET_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "apikey",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "credential",
+    "credentials",
+)
+#: Keys that end so and are no secret: the protocol's own progress token, and a shell's working
+#: directories (``PWD``, ``OLDPWD``).
+NOT_SECRET_KEYS = frozenset({"progresstoken", "pwd", "oldpwd"})
 #: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code).
 FORM_ONLY_KEYS = frozenset({"code"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")

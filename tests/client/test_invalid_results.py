@@ -274,6 +274,20 @@ def test_a_capability_that_is_not_an_object_is_an_invalid_result_naming_it(era):
         still_serves(client)
 
 
+def test_capabilities_are_checked_by_the_revision_agreed_not_the_one_asked_for():
+    # The client asks for 2025-11-25; the server answers 2025-06-18, whose ServerCapabilities has
+    # no tasks member: "tasks": true is not read, and the client connects at 2025-06-18.
+    info = {"name": "s", "version": "1"}
+    answer = {
+        "protocolVersion": "2025-06-18",
+        "serverInfo": info,
+        "capabilities": {"tools": {}, "tasks": True},
+    }
+    with connect("handshake", text(answer)) as client:
+        assert client.protocol_version == "2025-06-18"
+        still_serves(client)
+
+
 def test_the_2026_era_reports_a_malformed_tool_result_the_same_way():
     with connect("modern") as client:
         assert client.era == "modern"

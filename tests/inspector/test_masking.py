@@ -202,6 +202,27 @@ def test_the_target_s_quoted_secret_is_masked():
     )
 
 
+def test_the_common_names_of_secrets_are_masked_in_the_target_and_in_free_text():
+    # AWS's, Django's, Stripe's, MySQL's and Google's names for their secrets; a shell's working
+    # directories (PWD, OLDPWD) are no secret.
+    from mcp_ref.inspector.live import shown_target
+
+    for name in (
+        "AWS_SECRET_ACCESS_KEY",
+        "SECRET_KEY",
+        "STRIPE_SECRET_KEY",
+        "MYSQL_PWD",
+        "GOOGLE_CREDENTIALS",
+        "GPG_PASSPHRASE",
+    ):
+        assert shown_target(f"env {name}=s3cr3t python s.py") == f"env {name}={MASK} python s.py"
+    assert shown_target("env PWD=/srv OLDPWD=/tmp python s.py") == (
+        "env PWD=/srv OLDPWD=/tmp python s.py"
+    )
+    line = "{'aws_secret_access_key': 'wJalr', 'github_token': 'ghp_1'}"
+    assert "wJalr" not in mask_text(line) and "ghp_1" not in mask_text(line)
+
+
 def test_a_json_rpc_error_code_is_no_secret():
     error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}
     assert mask_json(error) == error

@@ -16,6 +16,7 @@ from mcp_ref import (
     ConnectionClosed,
     Context,
     CreateMessageResult,
+    McpError,
     RequestCancelled,
     Server,
     TextContent,
@@ -154,6 +155,32 @@ def test_progress_after_the_client_has_gone_is_dropped_not_raised():
     assert reported == [False]  # dropped, not raised: the tool goes on to its end
     assert connection.session.wait_closed(WAIT)
     client.close()
+
+
+@pytest.mark.parametrize(
+    "raised, code, message",
+    [
+        (McpError(-32001, "refused by policy"), -32603, "-32001"),  # another SDK's argument order
+        (McpError(ValueError("not valid")), -32603, "not valid"),
+        (McpError("refused", code="E42"), -32603, "refused"),
+    ],
+    ids=["code-first", "an-exception", "a-text-code"],
+)
+def test_an_mcp_error_with_odd_arguments_is_still_answered(raised, code, message):
+    # JSON-RPC 2.0 §5: a request is answered; §5.1: the code "MUST be an integer".  Such an
+    # error used to fail while its answer was made, and the request was never answered.
+    server = Server("memory-odd-errors")
+
+    @server.tool()
+    def refuse() -> str:
+        """Refuse, wrongly."""
+        raise raised
+
+    with Client.in_memory(server, timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.call_tool("refuse")
+        assert (caught.value.code, caught.value.message) == (code, message)
+        client.ping()  # the connection goes on
 
 
 def test_a_client_that_fails_to_start_leaves_no_server_connection_running():
