@@ -27,6 +27,7 @@ from test_http_server import tool
 from test_http_state import Clock
 
 from mcp_ref import Server
+from mcp_ref.extension import Extension
 from mcp_ref.http.server import MemorySessionTable
 from mcp_ref.http.server.streams import Stream
 from mcp_ref.oauth.resource import ProtectedResource
@@ -580,3 +581,55 @@ def test_a_request_the_closed_pool_refuses_is_answered_server_busy(serve, statel
     assert raw.status == 200 and "mcp-session-id" not in raw.headers
     assert answer["error"]["code"] == -31000
     assert answer["error"]["message"] == "Server busy: the server is shutting down"
+
+
+class CountInitializes(Extension):
+    """Counts the ``initialize`` handlers that run (``runs``)."""
+
+    name = "count-initializes"
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def intercept_request(self, call, proceed):
+        """Count an ``initialize``, then go on."""
+        if call.method == "initialize":
+            self.runs += 1
+        return proceed()
+
+
+def test_pooled_initializes_a_client_leaves_are_within_its_share_and_never_run(serve):
+    """inline_handlers=False: an ``initialize`` goes to the shared pool within its client's share
+    (max_handlers_per_client, 2 of handler_threads=8), as every pooled request does: past it,
+    -31000 Server busy.  One that was not served in time (503, its session abandoned) never runs.
+    Its job used to be counted without a cap and to run anyway once a thread was free: a client
+    that sent initializes and left grew the pool's queue without bound."""
+    events: dict = {}
+    server = streams_server_with_echo(events)
+    counter = server.add_extension(CountInitializes())
+    srv = serve(server, handler_threads=8, inline_handlers=False, handshake_timeout=0.5)
+    holds = fill_the_handler_pool(srv, events, batches=False)
+    leaver = Caller(srv.port, "127.0.0.9")
+    try:
+        for _ in range(2):  # each waits for a pool thread, in its client's share: 503
+            raw, body = leaver.initialize()
+            assert raw.status == 503, body
+        assert srv.app.handlers_held("http-client:127.0.0.9") == 2
+        # past its share: refused at once, nothing queued
+        raw = leaver.post(request("initialize", init_params("2025-11-25")))
+        body = json.loads(raw.body())
+        raw.drop()
+        assert raw.status == 200 and body["error"]["code"] == -31000
+        assert body["error"]["data"] == {"limit": 2}
+        assert "mcp-session-id" not in raw.headers
+        assert srv.app.handlers_held("http-client:127.0.0.9") == 2
+        assert len(srv.app.session_table) == 4
+    finally:
+        events["release"].set()
+    for sock in holds:
+        Raw(sock).drop()
+    # the two queued jobs leave the queue without running their handlers
+    assert wait_until(lambda: srv.app.handlers_held("http-client:127.0.0.9") == 0)
+    assert counter.runs == 4  # the four clients that filled the pool
+    assert leaver.session()  # the pool free, it is served
+    assert counter.runs == 5

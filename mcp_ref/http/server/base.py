@@ -433,7 +433,10 @@ class HttpAppBase:
         # serving does until close() (mcp_ref.server.lifespan)
         self.server.enter_lifespan()
         pool = self.handler_pool()
-        executor = pool if client is None else CountedPool(pool, self._handlers, client)
+        counted = None if client is None else CountedPool(pool, self._handlers, client)
+        if isinstance(transport, HttpSession):
+            transport.jobs = counted
+        executor = pool if counted is None else counted
         connection = self.server.new_connection(transport, executor=executor, name=name, **options)
         return cast(Connection, connection)
 
@@ -633,7 +636,10 @@ class HttpAppBase:
 
     def abandon(self, session: HttpSession) -> None:
         """A session :meth:`new_session` made that will never be registered (its ``initialize``
-        failed, or an error came first): its connection closed, its place in the table free."""
+        failed, or an error came first): its connection closed, its place in the table free, and
+        its jobs still queued on the shared pool withdrawn (no one waits for their answers)."""
+        if session.jobs is not None:
+            session.jobs.withdraw()
         if session.connection is not None:
             session.connection.close()
         self._free_client_place(session)
@@ -655,8 +661,11 @@ class HttpAppBase:
         return session
 
     def finish_transient(self, session: HttpSession) -> None:
-        """A stateless request's connection ends with its response."""
+        """A stateless request's connection ends with its response (a job of it still queued on
+        the shared pool, its client gone, is withdrawn: no one waits for its answer)."""
         if session.kind == "stateless":
+            if session.jobs is not None:
+                session.jobs.withdraw()
             cast(Connection, session.connection).close()
 
     def handler_pool(self) -> ThreadPoolExecutor:

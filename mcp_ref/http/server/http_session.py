@@ -66,6 +66,13 @@ class SessionOwner(Protocol):
         """The ``items`` within the client's share of the handler pool: kept, refused, release."""
 
 
+class PoolJobs(Protocol):
+    """A connection's jobs on the shared handler pool (``shares.CountedPool``)."""
+
+    def withdraw(self) -> None:
+        """The jobs not yet started never run."""
+
+
 class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
 
@@ -93,6 +100,9 @@ class HttpSession(Transport):
     #: The release of its place among its client's sessions (``max_sessions_per_client``), held
     #: only by a session made in this process; a replica holds nothing.
     client_place: Callable[[], None] | None = None
+    #: Its connection's jobs on the shared handler pool (``shares.CountedPool``, made by
+    #: ``HttpAppBase.new_connection``): an abandoned session's still queued are withdrawn.
+    jobs: PoolJobs | None = None
     #: When a request last named it (``time.monotonic``): its client's least recently used idle
     #: session is ended to make room for a new one.
     last_used = 0.0

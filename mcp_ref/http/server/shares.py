@@ -198,12 +198,21 @@ class Places:
 
 
 class CountedPool(Executor):
-    """The shared handler pool as the connections of one client submit to it: each job counted
+    """The shared handler pool as one connection of a client submits to it: each job counted
     among its client's handlers (``max_handlers_per_client``) from its submission, queued or
     running, until it ends."""
 
     def __init__(self, pool: Executor, counts: ClientCounts, client: str):
         self.pool, self.counts, self.client = pool, counts, client
+        #: Set by :meth:`withdraw`: the jobs that have not started never run.
+        self.withdrawn = False
+
+    def withdraw(self) -> None:
+        """The jobs still queued never run: their connection was abandoned (an ``initialize``
+        whose client left, or that was not served within ``handshake_timeout``), and no one waits
+        for their answers.  Each keeps its place among its client's handlers until it leaves the
+        queue, so a client that sends and leaves again and again queues no more than its share."""
+        self.withdrawn = True
 
     def submit(self, fn, /, *args, **kwargs):
         """Run ``fn(*args, **kwargs)`` on the pool, counted until it ends: in a place its request
@@ -215,7 +224,7 @@ class CountedPool(Executor):
 
         def counted():
             try:
-                return fn(*args, **kwargs)
+                return None if self.withdrawn else fn(*args, **kwargs)
             finally:
                 release()
 

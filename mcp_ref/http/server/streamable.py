@@ -190,22 +190,7 @@ class StreamableHttp:
             session = app.new_session(environ, "streamable", "http")  # its place in the table held
         connection = cast(Connection, session.connection)
         try:
-            stream = session.open_stream([request.id])
-            # inline_handlers: on this thread, as every POSTed request is, never queued on the
-            # shared pool behind other clients' calls (McpWsgiApp)
-            connection.dispatch(request, inline=app.inline_handlers)
-            token = stream.attach()
-            app.watch(environ, stream, token)  # its client gone: END at once
-            # On the pool, its wait is bounded as the session's place in the table is held: for
-            # handshake_timeout (then the place is swept).
-            answer = stream.take(token, app.handshake_timeout)
-            stream.detach(token)
-            session.forget_stream(stream)
-            if not isinstance(answer, bytes):  # not served in time, or its client has gone
-                raise ServiceUnavailable(
-                    "Service Unavailable: initialize was not served in time; retry shortly",
-                    headers=[("Retry-After", "5")],
-                )
+            answer = self.run_initialize(session, request, environ)
         except BaseException:
             if session.kind != "stateless":
                 app.abandon(session)
@@ -222,6 +207,43 @@ class StreamableHttp:
             app.abandon(session)  # a refused initialize: its place is free again
         start_response("200 OK", headers)
         return [answer]
+
+    def run_initialize(self, session: HttpSession, request: Request, environ: dict) -> bytes:
+        """The answer of ``initialize`` on a new session: its handler run on this thread
+        (``inline_handlers``), else on the shared pool within its client's share (-31000 past it).
+        :class:`~.status.ServiceUnavailable` when it is not served within ``handshake_timeout`` or
+        its client goes (the caller abandons the session: a job still queued never runs)."""
+        app = self.app
+        connection = cast(Connection, session.connection)
+        stream = session.open_stream([request.id])
+        if app.inline_handlers:
+            # on this thread, as every POSTed request is, never queued on the shared pool behind
+            # other clients' calls (McpWsgiApp)
+            connection.dispatch(request, inline=True)
+        else:
+            # on the shared pool, counted among its client's handlers as every pooled request is
+            # (max_handlers_per_client): initializes its client leaves queued are bounded too
+            _, refused, release = app.share_handlers(session, [request])
+            if refused:
+                session.forget_stream(stream)
+                return jsonrpc.serialize(refused[0])
+            try:
+                connection.dispatch(request)
+            finally:
+                release()  # its job counts itself from here (shares.CountedPool)
+        token = stream.attach()
+        app.watch(environ, stream, token)  # its client gone: END at once
+        # On the pool, its wait is bounded as the session's place in the table is held: for
+        # handshake_timeout (then the place is swept).
+        answer = stream.take(token, app.handshake_timeout)
+        stream.detach(token)
+        session.forget_stream(stream)
+        if not isinstance(answer, bytes):  # not served in time, or its client has gone
+            raise ServiceUnavailable(
+                "Service Unavailable: initialize was not served in time; retry shortly",
+                headers=[("Retry-After", "5")],
+            )
+        return answer
 
     def answer(
         self,
