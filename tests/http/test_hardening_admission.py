@@ -36,13 +36,14 @@ RUSH = 20
 class DecidedFirst:
     """A session table that lets no session be recorded (``add``) before every one of ``expected``
     admissions (``make_room``) has been decided: the widest window between a place being granted
-    and the session being recorded, so a count checked apart from the grant would admit them all."""
+    and the session being recorded, so a count checked apart from the grant would admit them all.
+    An admission is one session id's: the place asked again at ``register`` is not another."""
 
     def __init__(self, table, expected: int):
         self.table = table
         self.shared = table.shared
         self.expected = expected
-        self.decided = 0
+        self.decided: set = set()
         self.all_decided = threading.Event()
         self.lock = threading.Lock()
 
@@ -51,13 +52,13 @@ class DecidedFirst:
             return self.table.make_room(*args)
         finally:
             with self.lock:
-                self.decided += 1
-                if self.decided >= self.expected:
+                self.decided.add(args)
+                if len(self.decided) >= self.expected:
                     self.all_decided.set()
 
     def add(self, *args):
         assert self.all_decided.wait(WAIT), (
-            f"only {self.decided} of {self.expected} admissions were decided"
+            f"only {len(self.decided)} of {self.expected} admissions were decided"
         )
         return self.table.add(*args)
 

@@ -633,3 +633,58 @@ def test_pooled_initializes_a_client_leaves_are_within_its_share_and_never_run(s
     assert counter.runs == 4  # the four clients that filled the pool
     assert leaver.session()  # the pool free, it is served
     assert counter.runs == 5
+
+
+class HoldInitialize(Extension):
+    """Holds each ``initialize`` until ``release`` is set (a slow extension, a lifespan),
+    telling ``started``."""
+
+    name = "hold-initialize"
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def intercept_request(self, call, proceed):
+        """Hold an ``initialize`` of the client named ``slow``, then go on."""
+        if call.method == "initialize" and call.params["clientInfo"]["name"] == "slow":
+            self.started.set()
+            assert self.release.wait(WAIT)
+        return proceed()
+
+
+def test_an_initialize_that_outlasts_its_place_is_not_registered_past_max_sessions(serve):
+    """max_sessions=2.  An ``initialize`` holds its place in the table for handshake_timeout; one
+    whose handler runs longer loses it, and two other clients fill the table meanwhile.  Its
+    session is then abandoned with 503 and Retry-After, the table within max_sessions.  It used to
+    be registered all the same: three sessions in a table of two."""
+    clock = Clock()
+    table = MemorySessionTable(max_sessions=2, handshake_timeout=5, clock=clock)
+    server = Server("slow-initialize")
+    holder = server.add_extension(HoldInitialize())
+    srv = serve(server, session_table=table)
+    params = {**init_params("2025-11-25"), "clientInfo": {"name": "slow", "version": "1"}}
+    slow = threading.Thread(
+        target=lambda: results.append(
+            Caller(srv.port, "127.0.0.9").post(request("initialize", params))
+        ),
+        daemon=True,
+    )
+    results: list = []
+    slow.start()
+    try:
+        assert holder.started.wait(WAIT)
+        clock.now += 6  # its place lapses
+        for n in (2, 3):
+            Caller(srv.port, f"127.0.0.{n}").session()
+    finally:
+        holder.release.set()
+    slow.join(WAIT)
+    assert not slow.is_alive()
+    raw = results[0]
+    body = json.loads(raw.body())
+    raw.drop()
+    assert raw.status == 503 and raw.headers["retry-after"] == "5"
+    assert body["error"]["message"].startswith("Service Unavailable")
+    assert "mcp-session-id" not in raw.headers
+    assert len(table) == 2 and len(srv.app.sessions) == 2

@@ -618,8 +618,19 @@ class HttpAppBase:
         return session
 
     def register(self, session: HttpSession) -> None:
-        """A session the client may now name: in the table, and its connection live on the server."""
+        """A session the client may now name: in the table, and its connection live on the server
+        (503 when its place in the table lapsed meanwhile and the table is full: abandoned)."""
         session_id = cast(str, session.id)  # stateful: it has an id
+        if not self.shared:
+            # The place new_session held lapses after handshake_timeout (the table then gives it
+            # to another): an initialize that ran longer (a slow extension, a lifespan) takes one
+            # again, or its session is abandoned, 503, rather than pushing the table past
+            # max_sessions.
+            try:
+                self._make_room(session_id)
+            except BaseException:
+                self.abandon(session)
+                raise
         with self._sessions_lock:
             self.sessions[session_id] = session
         if self.shared:

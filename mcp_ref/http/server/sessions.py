@@ -62,7 +62,9 @@ class SessionTable(Protocol):
         it (a reservation: counted, never evicted) until :meth:`add` records it or :meth:`remove`
         lets it go, or ``handshake_timeout`` passes.  Atomic: counting, choosing, removing and
         holding are one step, so concurrent ``initialize``s never admit more than
-        ``max_sessions``."""
+        ``max_sessions``.  Asked again for a ``session_id`` whose place is still held (an
+        ``initialize`` that is answered: ``HttpAppBase.register``), it keeps that place
+        (``(True, None)``); a place that lapsed is taken anew, as for a new session."""
 
     def add(self, session_id: str, state: dict | None = None) -> None:
         """Record a new session, created and seen now, not yet established, with its ``state``
@@ -140,6 +142,8 @@ class MemorySessionTable:
                 for held, since in self._reserved.items()
                 if now - since <= self.handshake_timeout
             }
+            if session_id in self._reserved:  # its place still held: counted already
+                return True, None
             victim = None
             if len(self._records) + len(self._reserved) >= self.max_sessions:
                 unproven = [
