@@ -530,8 +530,18 @@ class _Budget:
 
     def charged(self, value: Any) -> Any:
         """``value``, a whole value the example takes as it is, paid for as one value and its
-        JSON's characters."""
-        self.spend(1, len(json.dumps(value)))
+        JSON's characters.  ExampleTooLarge for a number JSON cannot write here: one step past an
+        exclusive bound of 4,300 digits (a JSON number the server may send) has more digits than
+        Python turns into text (``sys.get_int_max_str_digits``), and every number the bound
+        allows has as many."""
+        try:
+            text = json.dumps(value)
+        except ValueError:
+            raise ExampleTooLarge(
+                "an example number would have more digits than Python writes as text"
+                " (sys.get_int_max_str_digits)"
+            ) from None
+        self.spend(1, len(text))
         return value
 
 

@@ -13,7 +13,9 @@ conforming server may: invalid arguments get the protocol error -32602 (2025-06-
   §6): refused (-32602) unless every value is within them, compared exactly;
 - ``amplify``: a small schema of nested arrays (16 items each, an object between them) whose
   example would be megabytes (answered -32602 if ever called);
-- ``long``: a string of at least 1,000 characters: accepted when it has them.
+- ``long``: a string of at least 1,000 characters: accepted when it has them;
+- ``brink`` and ``brink_below``: an exclusive bound of 4,300 digits (the most Python's ``json``
+  reads and writes), every number it allows longer (answered -32602 if ever called).
 """
 
 import json
@@ -21,6 +23,7 @@ import sys
 
 STRING = {"type": "string"}
 VAST = 10**400  # no float holds it
+BRINK = 10**4300 - 1  # 4,300 nines: one more is a digit longer than Python writes as text
 LONG_TEXT = {"type": "string", "minLength": 1000}
 
 
@@ -84,6 +87,11 @@ TOOLS = [
     },
     {"name": "amplify", "inputSchema": one("a", AMPLIFIED)},
     {"name": "long", "inputSchema": one("text", LONG_TEXT)},
+    {"name": "brink", "inputSchema": one("n", {"type": "integer", "exclusiveMinimum": BRINK})},
+    {
+        "name": "brink_below",
+        "inputSchema": one("x", {"type": "number", "exclusiveMaximum": -BRINK}),
+    },
 ]
 
 

@@ -310,3 +310,17 @@ def test_call_tools_gives_one_example_a_budget_across_every_level_and_shows_it_c
     shown = passed["tools/call long with example arguments"]
     assert shown == 'arguments {"text": "' + "x" * (200 - len('{"text": "')) + "..."
     assert all(len(finding["detail"]) < 1000 for finding in report["findings"]), report
+
+
+def test_call_tools_does_not_call_a_tool_whose_every_allowed_number_is_too_long_to_write():
+    """An exclusive bound of 4,300 digits (the most Python's json reads and writes) allows only
+    numbers a digit longer: the tool is not called, a warning.  The command used to end in a
+    traceback (ValueError: Exceeds the limit (4300 digits) for integer string conversion)."""
+    code, report = check(STRICT, "--era", "handshake", "--call-tools")
+    warned = by_status(report, "warn")
+    for name in ("brink", "brink_below"):
+        assert warned[f"tools/call {name} with example arguments"] == (
+            "not called: an example number would have more digits than Python writes as text"
+            " (sys.get_int_max_str_digits)"
+        )
+    assert code == 5  # the crash tool's failure, as before
