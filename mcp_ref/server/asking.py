@@ -175,6 +175,10 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
     return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read)
 
 
+#: The JSON Schema type of a ``Literal`` value (JSON Schema 2020-12 §6.1.1); a string otherwise.
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number"}
+
+
 def elicitation_schema(schema: dict) -> tuple[dict, dict[str, None]]:
     """A dataclass's or TypedDict's schema (as a tool's input has it) made a requested schema, and
     its Optional fields that have no default, each None.  2025-11-25 client/elicitation
@@ -195,12 +199,24 @@ def elicitation_schema(schema: dict) -> tuple[dict, dict[str, None]]:
 
 
 def _not_null(prop: Any) -> Any:
-    """``prop`` without its ``"null"`` (``{"type": [T, "null"]}``, or ``anyOf`` a member and
-    ``{"type": "null"}``) and its default of null; ``prop`` itself when it has no ``"null"``."""
+    """``prop`` without its ``"null"`` (``{"type": [T, "null"]}``, ``anyOf`` a member and
+    ``{"type": "null"}``, or an ``enum`` holding null: ``Literal["a", "b", None]``) and its default
+    of null; ``prop`` itself when it has no ``"null"``."""
     if not isinstance(prop, dict):
         return prop
     rest = {key: value for key, value in prop.items() if key != "default" or value is not None}
-    kind, members = prop.get("type"), prop.get("anyOf")
+    kind, members, values = prop.get("type"), prop.get("anyOf"), prop.get("enum")
+    listed = values if isinstance(values, list) else []
+    others_than_null = [value for value in listed if value is not None]
+    if None in listed and others_than_null:
+        # 2025-11-25 client/elicitation §Requested Schema: an EnumSchema is "type": "string"
+        # with string values; the field is asked for its other values, and may be left out
+        rest["enum"] = others_than_null
+        if kind is None:
+            kinds = sorted({_JSON_TYPES.get(type(value), "string") for value in others_than_null})
+            rest["type"] = kinds[0] if len(kinds) == 1 else kinds
+        if not (isinstance(kind, list) and "null" in kind):
+            return rest
     if isinstance(kind, list) and "null" in kind:
         others = [name for name in kind if name != "null"]
         rest["type"] = others[0] if len(others) == 1 else others

@@ -768,6 +768,47 @@ def test_elicit_with_optional_fields_asks_each_as_its_type_not_required():
     assert taken == {"type": ["string", "null"], "default": None}
 
 
+@dataclasses.dataclass
+class Order:
+    item: str
+    size: Literal["S", "M", None]
+    color: Literal["red", "blue", None] = None
+    count: Literal[1, 2, None] = 1
+
+
+def test_elicit_with_a_literal_holding_none_asks_its_other_values_not_required():
+    """2025-11-25 client/elicitation §Requested Schema: an EnumSchema is ``"type": "string"`` with
+    string values.  ``Literal["S", "M", None]`` is Optional: sent as its other values, with their
+    type, not required, no default of null; left out, it is None (or its default).  It used to be
+    sent as ``{"enum": ["S", "M", null]}``, no type, required."""
+    server = Server("literal")
+
+    @server.tool
+    def ask(ctx: Context) -> str:
+        """Ask for an order."""
+        return repr(ctx.elicit("Order", schema=Order).data)
+
+    asked, answers = [], iter([{"item": "tea"}, {"item": "tea", "size": "S", "color": "red"}])
+
+    def handler(params):
+        asked.append(params.requested_schema)
+        return ElicitResult(action="accept", content=next(answers))
+
+    with Client.in_memory(server, elicitation_handler=handler) as client:
+        assert client.call_tool("ask").text == "Order(item='tea', size=None, color=None, count=1)"
+        assert client.call_tool("ask").text == "Order(item='tea', size='S', color='red', count=1)"
+    assert asked[0] == {
+        "type": "object",
+        "properties": {
+            "item": {"type": "string"},
+            "size": {"type": "string", "enum": ["S", "M"]},
+            "color": {"type": "string", "enum": ["red", "blue"]},
+            "count": {"type": "integer", "enum": [1, 2], "default": 1},
+        },
+        "required": ["item"],
+    }
+
+
 @pytest.mark.slow
 def test_validation_messages_speak_json_not_python():
     server = Server("strict")
