@@ -268,8 +268,8 @@ def serialize_items(messages: Sequence[Message]) -> bytes:
 
 
 def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:
-    """:func:`serialize`, except that an answer whose result JSON cannot carry becomes an Internal
-    error answer (logged under ``name``), so the requester is still answered.
+    """:func:`serialize`, except that an answer whose result (or error data) JSON cannot carry
+    becomes an Internal error answer (logged under ``name``), so the requester is still answered.
 
     A request or notification (of either role) whose params hold the user's Python values (a
     ``datetime``, a ``UUID``, a dataclass ...) is sent with them as JSON, written as a server
@@ -290,9 +290,9 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
 
             message.params = sendable_params(message.method, message.params)
             return serialize(message)
-        if not isinstance(message, Response):
+        if not isinstance(message, (Response, ErrorResponse)):
             raise ValueError(f"message: cannot be sent as JSON: {exc}") from None
-        return serialize(_encodable(message, name))
+        return serialize(_encodable(message, name))  # an error's data no JSON can carry too
 
 
 def _encodable(message: Message, name: str) -> Message:

@@ -8,6 +8,7 @@ capability.  The 2025-11-25 protocol is :mod:`mcp_ref.extensions.tasks_2025`, on
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -291,8 +292,15 @@ def _finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None]
     except RequestCancelled:
         task.finish(CANCELLED)
     except McpError as exc:
-        # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".
-        task.finish(FAILED, error=exc.to_error(), message=exc.message)
+        # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".  The
+        # error as it would be answered (its message a string); data no JSON can carry is left out
+        # (the record is written as JSON: it would never be, and the task never end).
+        error = exc.to_error()
+        try:
+            json.dumps(error, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            error = {"code": error["code"], "message": error["message"]}
+        task.finish(FAILED, error=error, message=error["message"])
     except BaseException:  # never leak internals to the client
         log.exception("task %s failed", task.id)
         task.finish(

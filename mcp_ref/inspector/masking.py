@@ -81,24 +81,28 @@ SECRET_KEYS = frozenset(
     }
 )
 #: The last words that make a key a secret's (``github_token``, ``openaiApiKey``, ``db_password``,
-#: ``AWS_SECRET_ACCESS_KEY``, Django's ``SECRET_KEY``, ``MYSQL_PWD``, ``GOOGLE_CREDENTIALS``).
-SECRET_ENDINGS = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "passphrase",
-    "apikey",
-    "privatekey",
-    "secretkey",
-    "accesskey",
-    "credential",
-    "credentials",
+#: ``AWS_SECRET_ACCESS_KEY``, Django's ``SECRET_KEY``, ``MYSQL_PWD``, ``GOOGLE_CREDENTIALS``), and
+#: their plurals (``client_secrets``, ``api_keys``; not ``tokens``: ``maxTokens`` and the usage
+#: counts of a sampling result are numbers of tokens).  A shell's ``PWD`` (a directory) is masked
+#: too: ``pwd`` is as often a password's name, and hiding a path loses nothing.
+SECRET_ENDINGS = ("token",) + tuple(
+    ending + plural
+    for ending in (
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "apikey",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+        "credential",
+    )
+    for plural in ("", "s")
 )
-#: Keys that end so and are no secret: the protocol's own progress token, and a shell's working
-#: directories (``PWD``, ``OLDPWD``).
-NOT_SECRET_KEYS = frozenset({"progresstoken", "pwd", "oldpwd"})
+#: Keys that end so and are no secret: the protocol's own progress token.
+NOT_SECRET_KEYS = frozenset({"progresstoken"})
 #: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code).
 FORM_ONLY_KEYS = frozenset({"code"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")

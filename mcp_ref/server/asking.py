@@ -225,7 +225,8 @@ def _not_null(prop: Any) -> Any:
         others = [member for member in members if member != {"type": "null"}]
         del rest["anyOf"]
         if len(others) == 1 and isinstance(others[0], dict):
-            return {**others[0], **rest}
+            # Optional[Literal["a", None]]: the member may hold a null of its own
+            return _not_null({**others[0], **rest})
         return {**rest, "anyOf": others}
     return prop
 

@@ -287,6 +287,20 @@ def test_failures_are_failed_and_tool_errors_completed(raw):
             assert state["status"] == "completed" and state["result"]["isError"] is True
 
 
+@pytest.mark.parametrize(
+    "kind, message", [("message", "not valid"), ("data", "refused")], ids=["message", "data"]
+)
+def test_a_task_failing_with_an_oddly_made_mcp_error_ends_failed(raw, kind, message):
+    # An exception as the message was recorded as is, and data no JSON carries could not be
+    # written: the task stayed "working" for its whole ttl.  It ends failed, its message a string
+    # (schema Task.statusMessage: string), data no JSON carries left out.
+    task_id = created(raw.call("odd_error", {"kind": kind}))["taskId"]
+    state = poll(raw, task_id, lambda t: t["status"] != "working")
+    assert state["status"] == "failed"
+    assert state["error"] == {"code": -32603, "message": message}
+    assert state.get("statusMessage", message) == message
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("relayed", [False, True])
 def test_resource_not_found_is_32602_whether_the_call_is_a_task_or_not(raw, relayed):

@@ -203,8 +203,7 @@ def test_the_target_s_quoted_secret_is_masked():
 
 
 def test_the_common_names_of_secrets_are_masked_in_the_target_and_in_free_text():
-    # AWS's, Django's, Stripe's, MySQL's and Google's names for their secrets; a shell's working
-    # directories (PWD, OLDPWD) are no secret.
+    # AWS's, Django's, Stripe's, MySQL's and Google's names for their secrets.
     from mcp_ref.inspector.live import shown_target
 
     for name in (
@@ -216,11 +215,16 @@ def test_the_common_names_of_secrets_are_masked_in_the_target_and_in_free_text()
         "GPG_PASSPHRASE",
     ):
         assert shown_target(f"env {name}=s3cr3t python s.py") == f"env {name}={MASK} python s.py"
-    assert shown_target("env PWD=/srv OLDPWD=/tmp python s.py") == (
-        "env PWD=/srv OLDPWD=/tmp python s.py"
-    )
     line = "{'aws_secret_access_key': 'wJalr', 'github_token': 'ghp_1'}"
     assert "wJalr" not in mask_text(line) and "ghp_1" not in mask_text(line)
+    # pwd is a password's name as often as a shell's directory: masked everywhere
+    assert "hunter2" not in mask_text("user=ada&pwd=hunter2")
+    assert mask_json({"user": "ada", "pwd": "hunter2"}) == {"user": "ada", "pwd": MASK}
+    # the plurals too
+    for name in ("secrets", "passwords", "api_keys", "client_secrets", "private_keys"):
+        assert secret_key(name), name
+    assert "hunter2" not in mask_text('{"secrets": {"db": "hunter2"}, "x": 1}')
+    assert not secret_key("maxTokens")  # a number of tokens
 
 
 def test_a_json_rpc_error_code_is_no_secret():

@@ -163,8 +163,13 @@ def test_progress_after_the_client_has_gone_is_dropped_not_raised():
         (McpError(-32001, "refused by policy"), -32603, "-32001"),  # another SDK's argument order
         (McpError(ValueError("not valid")), -32603, "not valid"),
         (McpError("refused", code="E42"), -32603, "refused"),
+        (
+            McpError("refused", data={"when": object()}),
+            -32603,
+            "Internal error: the result is not valid JSON",
+        ),
     ],
-    ids=["code-first", "an-exception", "a-text-code"],
+    ids=["code-first", "an-exception", "a-text-code", "data-no-json-carries"],
 )
 def test_an_mcp_error_with_odd_arguments_is_still_answered(raised, code, message):
     # JSON-RPC 2.0 §5: a request is answered; §5.1: the code "MUST be an integer".  Such an

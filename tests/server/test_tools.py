@@ -12,7 +12,7 @@ import enum
 import functools
 import json
 import sys
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import pytest
 from conftest import SERVERS, InMemory, client_pool
@@ -772,7 +772,7 @@ def test_elicit_with_optional_fields_asks_each_as_its_type_not_required():
 class Order:
     item: str
     size: Literal["S", "M", None]
-    color: Literal["red", "blue", None] = None
+    color: Optional[Literal["red", "blue", None]] = None  # noqa: UP045 - the form users write
     count: Literal[1, 2, None] = 1
 
 

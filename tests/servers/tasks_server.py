@@ -64,6 +64,15 @@ def build() -> Server:
         ctx.start_task()
         raise McpError("the backend refused", code=-32603)
 
+    @server.tool(task="required")
+    def odd_error(ctx: Context, kind: str) -> str:
+        """A task that fails with an McpError made oddly: an exception as its message, or data no
+        JSON can carry."""
+        ctx.start_task()
+        if kind == "message":
+            raise McpError(ValueError("not valid"))  # type: ignore[arg-type]
+        raise McpError("refused", data={"when": object()})
+
     @server.tool(task="optional")
     def missing_resource(ctx: Context, relayed: bool = False) -> str:
         """Fails, as a task for a client that takes tasks, with "resource not found": raised as
