@@ -234,10 +234,14 @@ class Conversation:
             parsed = loads_deep(data) if deep else json.loads(data)
         except (ValueError, RecursionError):
             parsed = _NOT_JSON
+        if parsed is _NOT_JSON or (deep and direction == "<--"):
+            text, label, error = _refused_text(data, parsed)  # masked outside the lock
+            with self._lock:
+                self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
+                self._flush_held()
+                self._append(self._invalid(direction, text, len(data), now, label, error))
+            return
         with self._lock:
-            if parsed is _NOT_JSON or (deep and direction == "<--"):
-                self._refused(direction, data, parsed, now)
-                return
             items = parsed if isinstance(parsed, list) and parsed else [parsed]
             self._recorder.record(direction, mask_json(parsed))
             for item in items:
@@ -293,7 +297,10 @@ class Conversation:
 
     def stderr(self, line: str) -> None:
         """A line the launched server wrote on its stderr."""
-        self._add({"kind": "stderr", "line": cut(mask_free_text(str(line).rstrip("\r\n")))[0]})
+        kept, truncated = cut(
+            str(line).rstrip("\r\n")
+        )  # cut first: masking takes time as length does
+        self._add({"kind": "stderr", "line": mask_free_text(kept, cut_short=truncated)})
 
     def note(self, text: str) -> None:
         """A note of the inspector's own (connected, reconnecting, closed ...); also a note across
@@ -407,22 +414,6 @@ class Conversation:
         if len(table) > MAX_PAIRING:
             table.popitem(last=False)
 
-    def _refused(self, direction: str, data: bytes, parsed: Any, now: float) -> None:
-        """Record what is no JSON, or a message received nested deeper than the session reads
-        (``parsed``), as its text, invalid, saying what the client does with it (under the lock).
-        """
-        raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
-        text = bytes(raw).decode("utf-8", errors="replace")
-        if parsed is _NOT_JSON:
-            label, error = "(not JSON)", "not JSON"
-            text = mask_free_text(text)
-        else:  # masked as any message is, and written again without recursing
-            label, error = f"(nested deeper than the limit of {MAX_NESTING})", _refusal(text)
-            text = dumps_deep(mask_json(parsed))
-        self._recorder.record(direction, None)  # the diagram's "not a JSON-RPC message"
-        self._flush_held()
-        self._append(self._invalid(direction, cut(text)[0], len(data), now, label, error))
-
     def _invalid(
         self, direction: str, text: str, size: int, now: float, label: str, error: str
     ) -> dict:
@@ -479,6 +470,23 @@ _SENT_DEEP = (
     f"nested deeper than {MAX_NESTING} levels, the most this library reads: sent as it is, "
     "not checked against the schema"
 )
+
+
+def _refused_text(data: bytes, parsed: Any) -> tuple[str, str, str]:
+    """``(text, label, error)`` of what is no JSON, or a message received nested deeper than the
+    session reads (``parsed``): its text as shown (masked, cut), and what the client does with it.
+
+    Text that is no JSON is cut to what is shown before it is masked (:func:`cut`, then
+    :func:`~.masking.mask_free_text` told it was cut): a server's line of a megabyte is masked
+    as its first 64 KiB are."""
+    raw = data if isinstance(data, (bytes, bytearray)) else str(data).encode()
+    text = bytes(raw).decode("utf-8", errors="replace")
+    if parsed is _NOT_JSON:
+        kept, truncated = cut(text)
+        return mask_free_text(kept, cut_short=truncated), "(not JSON)", "not JSON"
+    # masked as any message is, and written again without recursing
+    label = f"(nested deeper than the limit of {MAX_NESTING})"
+    return cut(dumps_deep(mask_json(parsed)))[0], label, _refusal(text)
 
 
 def _refusal(text: str) -> str:

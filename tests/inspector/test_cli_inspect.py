@@ -281,3 +281,65 @@ def test_a_stop_while_a_result_is_checked_against_a_catastrophic_pattern_exits_a
     assert code == 0, stderr
     assert "Traceback" not in stderr
     assert live_group_members(running.proc.pid) == []  # the check's process went with it
+
+
+#: A bare JSON-RPC server over stdio (2025-06-18) that answers ``tools/list`` after a line of a
+#: megabyte that is no JSON: a credential, then ``'\'\'...`` (a shape a backtracking pattern
+#: reads again from each of its quotes).
+MEGABYTE_LINE_SERVER = """
+import json
+import sys
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "megabyte-line", "version": "1"},
+        }
+    if method == "tools/list":
+        print("auth: Bearer sk-live-SECRET4xxxxxxxx " + "'\\\\" * 500_000, flush=True)
+        return {"tools": []}
+    return {}
+"""
+
+
+def test_a_megabyte_line_that_is_no_json_is_shown_cut_and_masked_and_the_page_answers(tmp_path):
+    """A server's line of a megabyte that is no JSON: it is shown cut to 64 KiB, its credential
+    masked, and the page is answered while and after it is handled (masking it took time growing
+    with the square of its length, under the conversation's lock: the inspector stopped answering
+    its page, for hours)."""
+    from inspector_harness import EventReader
+    from test_live import ANSWER_EACH_LINE
+
+    (tmp_path / "megabyte.py").write_text(MEGABYTE_LINE_SERVER + ANSWER_EACH_LINE)
+    running = Running(
+        "inspect",
+        "--no-browser",
+        "--era",
+        "handshake",
+        "--",
+        sys.executable,
+        "megabyte.py",
+        cwd=tmp_path,
+    )
+    events = EventReader(running.url + "events")
+    origin = {"Origin": f"http://127.0.0.1:{running.port}"}
+    try:
+        events.wait_for("state", lambda s: s["connected"])
+        listed = running.http.post(
+            running.url + "api/list", json={"what": "tools"}, headers=origin, timeout=WAIT
+        )
+        assert listed.status_code == 200, listed.text
+        line = events.wait_for("record", lambda r: r.get("label") == "(not JSON)")
+        assert line["message"].startswith("auth: Bearer ••••••")
+        assert len(line["message"]) <= 64 * 1024 and line["size"] > 1_000_000
+        state = running.http.get(running.url + "api/state", timeout=WAIT)
+        assert state.status_code == 200 and state.json()["connected"]
+        export = running.http.get(running.url + "api/export.jsonl", timeout=WAIT).text
+        assert "SECRET4" not in export
+    finally:
+        code, stderr = running.stop()
+        events.close()
+    assert code == 0, stderr

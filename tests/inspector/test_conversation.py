@@ -454,6 +454,23 @@ def test_stderr_lines_and_what_is_not_json_are_masked_too():
     assert "S-xC: (not a JSON-RPC message)" in conv.mermaid("t")
 
 
+def test_a_long_line_is_cut_before_it_is_masked_and_the_cut_shows_no_secret():
+    """A line that is no JSON, longer than what is shown, is cut first and then masked (masking
+    takes time as the text's length does): a credential the cut splits, its first characters
+    too few to read as one, is masked all the same, in a stderr line as in a message."""
+    from mcp_ref.inspector.http_view import MAX_BODY_TEXT
+
+    line = "x" * (MAX_BODY_TEXT - 12) + " Bearer eyJhbGciOiJIUzI1NiJ9.secret " + "'\\" * 100_000
+    conv = Conversation()
+    conv.trace("<--", line.encode())
+    conv.stderr(line + "\n")
+    message, stderr = conv.records()
+    assert message["message"] == line[: MAX_BODY_TEXT - 4] + MASK
+    assert message["size"] == len(line)
+    assert stderr["line"] == message["message"]
+    assert "eyJ" not in json.dumps(conv.records())
+
+
 def test_labels():
     assert label(
         {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "file:///a"}}

@@ -338,3 +338,75 @@ def test_a_key_that_ends_in_a_secret_s_name_is_a_secret():
     shown = mask_json(message)["params"]
     assert shown["arguments"] == {"github_token": MASK, "repo": "x"}
     assert shown["_meta"] == {"progressToken": "p-1"}
+
+
+#: Free text of a megabyte, shaped to make a backtracking pattern read it again from each of its
+#: quotes or words: a quote each escaped (``'\'\'...``, ``"\"\"...``), words joined by dots
+#: (``a.a.a...``, each a URL scheme's start), and keys of every kind before a value.
+MEGABYTE_SHAPES = {
+    "escaped apostrophes": "'\\" * 500_000,
+    "escaped quotes": '"\\' * 500_000,
+    "dotted words": "a." * 500_000,
+    "dashed words": "a-" * 500_000,
+    "quoted keys before objects": "'a': {" * 170_000,
+    "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
+}
+
+
+@pytest.mark.parametrize("shape", MEGABYTE_SHAPES)
+def test_free_text_of_a_megabyte_of_any_shape_is_masked_in_bounded_time(shape):
+    """Masking reads free text in time that grows as its length does: each shape of a megabyte is
+    masked by a child process within the tests' bound of a blocking wait (a child: a pattern
+    match holds the interpreter, so no thread of this process could be timed out).  A quoted key
+    read from each quote to the end of the text took 25 s for 64 KB of ``'\\'\\'...``, and a
+    server's line of that shape froze the inspector."""
+    import subprocess
+    import sys
+
+    from conftest import WAIT
+
+    program = (
+        "import sys\n"
+        "from mcp_ref.inspector.masking import mask_free_text\n"
+        "text = sys.stdin.read()\n"
+        "sys.stdout.write(str(len(mask_free_text(text))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        input=MEGABYTE_SHAPES[shape],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0
+
+
+@pytest.mark.parametrize(
+    "kept, shown",
+    [
+        ("retrying with Bearer eyJh", f"retrying with Bearer {MASK}"),
+        ("auth: DPoP abc", f"auth: DPoP {MASK}"),
+        ("fetching https://user:pa", f"fetching https://{MASK}"),
+        ('config {"api_key": "sk-li', f'config {{"api_key": "{MASK}"'),
+        ("API_KEY=sk-li", f"API_KEY={MASK}"),
+        ("fetching https://example.com/pa", "fetching https://example.com/pa"),
+        ("Bearer of good news", "Bearer of good news"),
+    ],
+)
+def test_the_end_of_a_text_cut_short_never_shows_a_secret_the_cut_split(kept, shown):
+    """A text cut to what is shown before it is masked (a server's line of a megabyte): its last
+    word, after a scheme word or a URL's ``//``, may be the start of a credential or a userinfo
+    too short to read as one, and is masked; a path after a host, or a sentence whose last word
+    is whole, is not."""
+    assert mask_free_text(kept, cut_short=True) == shown
+
+
+def test_a_quoted_key_escaped_or_long_still_masks_what_follows_it():
+    """A key is read to 256 characters: one longer names no secret, and the secret key after it
+    is masked all the same; so is one after an escaped quote."""
+    long_key = "k" * 300
+    line = f'{{"{long_key}": "v", "password": "p4ss"}}'
+    assert mask_free_text(line) == f'{{"{long_key}": "v", "password": "{MASK}"}}'
+    line = "{'it\\'s': 'x', 'api_key': 'k-1'}"
+    assert mask_free_text(line) == f"{{'it\\'s': 'x', 'api_key': '{MASK}'}}"
