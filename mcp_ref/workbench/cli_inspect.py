@@ -19,7 +19,6 @@ import os
 import shlex
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ def inspect(args: Any, hooks: Any) -> int:
             EXIT_UNREACHABLE,
         ) from None
     opener: Path | None = None
-    restore_signals = stop_on_signals()
+    stop_signals = StopSignals()
     try:
         to_stderr(f"mcp-ref inspector: {served.url}")
         if not args.no_browser:
@@ -59,35 +58,65 @@ def inspect(args: Any, hooks: Any) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        served.close()
-        inspected.close()
-        if opener is not None:
-            opener.unlink(missing_ok=True)
-        restore_signals()
+        stop_signals.hold()  # a second Ctrl-C or `kill` cuts no closing short
+        try:
+            served.close()
+            inspected.close()
+            if opener is not None:
+                opener.unlink(missing_ok=True)
+        finally:
+            stop_signals.restore()
     return EXIT_OK
 
 
-def stop_on_signals() -> Callable[[], None]:
-    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) stop the inspector as Ctrl-C does
-    (:func:`signal.default_int_handler` raises ``KeyboardInterrupt`` in the main thread), so that
-    the client, a launched server and the output check's child are closed; their handlers before,
-    put back by the function returned.  Off the main thread (no signal handler can be set there):
-    nothing changes."""
-    import signal
+class StopSignals:
+    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) stop the inspector as Ctrl-C does,
+    raising ``KeyboardInterrupt`` in the main thread, so that the client, a launched server and
+    the output check's child are closed.
 
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    before = {}
-    for name in names:
-        before[name] = signal.signal(getattr(signal, name), signal.default_int_handler)
+    The first of them (or Ctrl-C) ignores all three from then on (:meth:`hold`), so the closing
+    runs to its end: a second signal (Ctrl-C pressed twice, ``kill`` sent again, a terminal
+    closing after a ``kill``) raised ``KeyboardInterrupt`` in the middle of it and left the
+    launched server running.  :meth:`restore` puts back the handlers each had before.  Off the
+    main thread (no signal handler can be set there): nothing changes."""
 
-    def restore() -> None:
-        for name, handler in before.items():
+    def __init__(self) -> None:
+        import signal
+
+        self._signal = signal
+        self._on_main_thread = threading.current_thread() is threading.main_thread()
+        #: Each signal changed (by name) and its handler before the first change.
+        self._before: dict[str, Any] = {}
+        if not self._on_main_thread:
+            return
+        for name in ("SIGTERM", "SIGHUP"):
+            self._set(name, self._stop)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one ignored
+            self._set("SIGINT", self._stop)
+
+    def _stop(self, signal_number: int, frame: Any) -> None:
+        """The handler of the first stop signal: the others ignored, ``KeyboardInterrupt``."""
+        self.hold()
+        raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """Ignore SIGINT, SIGTERM and SIGHUP until :meth:`restore`."""
+        if self._on_main_thread:
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+                self._set(name, self._signal.SIG_IGN)
+
+    def restore(self) -> None:
+        """Put back each handler as it was before this object changed it."""
+        for name, handler in self._before.items():
             if handler is not None:  # None: set outside Python, which cannot be put back
-                signal.signal(getattr(signal, name), handler)
+                self._signal.signal(getattr(self._signal, name), handler)
 
-    return restore
+    def _set(self, name: str, handler: Any) -> None:
+        number = getattr(self._signal, name, None)
+        if number is None:  # no such signal here (SIGHUP on Windows)
+            return
+        previous = self._signal.signal(number, handler)
+        self._before.setdefault(name, previous)
 
 
 def open_in_browser(url: str) -> Path:

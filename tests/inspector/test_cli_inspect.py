@@ -343,3 +343,93 @@ def test_a_megabyte_line_that_is_no_json_is_shown_cut_and_masked_and_the_page_an
         code, stderr = running.stop()
         events.close()
     assert code == 0, stderr
+
+
+#: A bare JSON-RPC server over stdio (2025-06-18) slow to exit: once its input ends it tells the
+#: test (a line on a socket, with its pid) and sleeps, so that the inspector's closing waits for
+#: it and then stops it (`StdioTransport.close`: SIGTERM past the shutdown timeout).
+SLOW_TO_EXIT_SERVER = """
+import json
+import os
+import socket
+import sys
+import time
+
+PORT = int(sys.argv[1])
+
+
+def result_of(method, params):
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "slow-to-exit", "version": "1"},
+        }
+    return {}
+"""
+
+SLOW_TO_EXIT_END = """
+with socket.create_connection(("127.0.0.1", PORT), timeout=10) as told:
+    told.sendall(f"input ended {os.getpid()}\\n".encode())
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(
+    "first, second", [("SIGTERM", "SIGTERM"), ("SIGINT", "SIGHUP"), ("SIGHUP", "SIGINT")]
+)
+def test_a_second_signal_while_the_inspector_closes_leaves_no_server_running(
+    tmp_path, first, second
+):
+    """A stop signal, then another while the inspector waits for the launched server to exit (a
+    ``kill`` sent twice, Ctrl-C pressed twice): the closing runs to its end, the server is stopped
+    and waited for, and the inspector exits 0.  The second signal raised ``KeyboardInterrupt`` in
+    the middle of the closing: the inspector exited 1 and the server went on running."""
+    import socket
+
+    from test_live import ANSWER_EACH_LINE
+
+    (tmp_path / "slow_exit.py").write_text(
+        SLOW_TO_EXIT_SERVER + ANSWER_EACH_LINE + SLOW_TO_EXIT_END
+    )
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(WAIT)
+    port = listener.getsockname()[1]
+    running = Running(
+        "inspect",
+        "--no-browser",
+        "--era",
+        "handshake",
+        "--",
+        sys.executable,
+        "slow_exit.py",
+        str(port),
+        cwd=tmp_path,
+    )
+    pid = None
+    try:
+        running.state_when(lambda s: s["connected"])
+        running.http.close()
+        running.proc.send_signal(getattr(signal, first))
+        told, _ = listener.accept()  # the server's input ended: the inspector is closing
+        with told:
+            told.settimeout(WAIT)
+            pid = int(told.makefile().readline().split()[-1])
+        running.proc.send_signal(getattr(signal, second))
+        code = running.proc.wait(WAIT)
+        running.stderr.thread.join(WAIT)
+        stderr = "".join(running.stderr.all)
+        assert code == 0, stderr
+        assert "Traceback" not in stderr
+        with pytest.raises(ProcessLookupError):  # stopped, and waited for: no such process
+            os.kill(pid, 0)
+    finally:
+        listener.close()
+        if running.proc.poll() is None:
+            running.proc.kill()
+            running.proc.wait(WAIT)
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
