@@ -34,7 +34,9 @@ when it speaks the handshake era (its requests name no request of the client's).
 ``POOL_IDLE_TIMEOUT`` idle) and ``max_forwarded`` forwarded requests in flight (parked ones
 included), and of those one client's share (``max_back_connections_per_client``,
 ``max_forwarded_per_client``: half and a quarter by default, so that no client starves the
-others): past any, the request is refused with -31000 ("server busy").
+others), and on a handshake-era session's own connection ``back.MAX_UNANSWERED`` listings and
+completions its target has not answered, cancelled ones included: past any, the request is
+refused with -31000 ("server busy").
 
 The parts: :mod:`~mcp_ref.proxy.server` (the front, :class:`ProxyServer`),
 :mod:`~mcp_ref.proxy.forward` (one forwarded request and the target's questions),

@@ -16,7 +16,7 @@ from .. import lifecycle
 from ..cancellation import Cancellation
 from ..client import Client
 from ..client.connection import ModernCall, envelope_meta, with_envelope
-from ..errors import RequestCancelled, RequestRefused
+from ..errors import RequestCancelled, RequestRefused, ServerBusy
 from ..extension import Extension
 from .forward import (
     ASK_CAPABILITY,
@@ -33,6 +33,11 @@ from .forward import (
 from .translate import back_params
 
 log = logging.getLogger(__name__)
+
+#: A handshake-era session's listings and completions its command target has not answered yet, at
+#: most (on its own connection, cancelled ones included; see BackLink.pass_on): past it, its next
+#: ones are refused with -31000 until the target answers one, or a cancelled one's timeout passes.
+MAX_UNANSWERED = 16
 
 
 def connector(target: str | Sequence[str] | Callable[..., Client]) -> Callable[..., Client]:
@@ -177,6 +182,12 @@ class BackLink:
         #: a listing, a completion, one of the proxy's own), oldest first; guarded by :attr:`lock`.
         self.running: list[Forward | Plain] = []
         self.lock = threading.Lock()
+        #: The cancelled listings and completions the target has not answered yet, each with when
+        #: it is given up and how (:meth:`_withdraw`); one thread (:meth:`_expire`) gives them up
+        #: while there are any.  Guarded by :attr:`lock`, which :attr:`withdrawn_changed` wakes.
+        self.withdrawn: dict[Plain, tuple[float, Callable[[], None]]] = {}
+        self.withdrawn_changed = threading.Condition(self.lock)
+        self.expiring = False  # True while that thread runs
         self.log_level: str | None = None
         self.subscribed: set[str] = set()
         #: True once its close has begun: not alive from then on.
@@ -213,7 +224,7 @@ class BackLink:
             with self.carrying(front):
                 return cancelled_with(self.start(method, params, front), front.context.cancelled)
         request = Plain(front)
-        self.enter(request)
+        self._enter_unless_full(request)
         kept = False  # True: withdrawn, and left here once the target has answered it
         try:
             call = self.start(method, params, front)
@@ -239,37 +250,91 @@ class BackLink:
         (:meth:`Forward._withdraw`): on the watcher, shared by every client, for
         :data:`CANCEL_GRACE` at most, then the connection is closed, its process with it (a
         target that stops as asked never answers); on a session's own, until the call's timeout
-        (without one, ``ask_timeout`` from now), then it is given up."""
+        (without one, ``ask_timeout`` from now), then it is given up; it counts among the
+        session's :data:`MAX_UNANSWERED` (:meth:`_enter_unless_full`).  The connection's one
+        :meth:`_expire` thread gives them up."""
         reason = "cancelled by the client in front of the proxy"
         request.withdrawn = True
-        with contextlib.suppress(Exception):  # the connection has ended: nothing more will come
-            self.client.session.notify(
-                "notifications/cancelled", {"requestId": call.id, "reason": reason}
-            )
         pending = call.pending
         if self.session() is None:  # the watcher
-            expiry = threading.Timer(CANCEL_GRACE, self._unanswered)
+            expires_at = time.monotonic() + CANCEL_GRACE
+            give_up: Callable[[], None] = self._unanswered
         else:
             deadline = pending.first_deadline
-            left = self.proxy.ask_timeout if deadline is None else deadline - time.monotonic()
-            expiry = threading.Timer(max(left, 0.0), call.cancel, (reason,))
-        expiry.name = "mcp-proxy-withdrawn"
-        expiry.daemon = True
+            expires_at = time.monotonic() + self.proxy.ask_timeout if deadline is None else deadline
+
+            def give_up() -> None:
+                call.cancel(reason)
+
+        with self.lock:  # given up by the one thread that gives them up (no thread of its own)
+            self.withdrawn[request] = (expires_at, give_up)
+            self.withdrawn_changed.notify_all()
+            start = not self.expiring
+            self.expiring = True
+        if start:
+            threading.Thread(target=self._expire, name="mcp-proxy-withdrawn", daemon=True).start()
 
         def settled(_: Any) -> None:
-            expiry.cancel()
+            with self.lock:
+                self.withdrawn.pop(request, None)
+                self.withdrawn_changed.notify_all()
             # left after the callbacks of what the target said before (they run in arrival order)
             if not self.client.session.call_soon(self.leave, request, keep=True):
                 self.leave(request)  # the connection has ended: no callback will run
 
-        expiry.start()
         pending.add_done_callback(settled)  # its answer, its give-up, the connection's end
+        with contextlib.suppress(Exception):  # the connection has ended: nothing more will come
+            self.client.session.notify(
+                "notifications/cancelled", {"requestId": call.id, "reason": reason}
+            )
+
+    def _expire(self) -> None:
+        """Give up each withdrawn request once its time has come (:meth:`_withdraw`), until none
+        is left: one thread for all of them on this connection."""
+        while True:
+            with self.lock:
+                while True:
+                    if not self.withdrawn:
+                        self.expiring = False  # the next withdrawn request starts another
+                        return
+                    now = time.monotonic()
+                    due = [r for r, (at, _) in self.withdrawn.items() if at <= now]
+                    if due:
+                        break
+                    first = min(at for at, _ in self.withdrawn.values())
+                    self.withdrawn_changed.wait(first - now)
+                give_ups = [self.withdrawn.pop(request)[1] for request in due]
+            for give_up in give_ups:
+                try:
+                    give_up()
+                except Exception:  # the connection has ended meanwhile: nothing to give up
+                    log.debug("giving up a withdrawn request failed", exc_info=True)
 
     def _unanswered(self) -> None:
         # a withdrawn request on the watcher went unanswered for CANCEL_GRACE: the connection is
         # closed (the next request opens another) and the listen streams are fed by a new one
         self.end()
         self.proxy.watch_again()
+
+    def _enter_unless_full(self, request: Plain) -> None:
+        """:meth:`enter`; on a session's own connection, refused first (-31000 "server busy",
+        ``data.limit``) while :data:`MAX_UNANSWERED` of its listings and completions are
+        unanswered there, cancelled ones included: a target that does as asked (2025-11-25
+        basic/utilities/cancellation: receivers "SHOULD ... Not send a response for the cancelled
+        request") never answers a cancelled one, so each would stay until its timeout
+        (docs/proxy.md, "Connections to the target, and their bounds")."""
+        limit = MAX_UNANSWERED
+        with self.lock:
+            unanswered = sum(isinstance(other, Plain) for other in self.running)
+            full = self.session() is not None and unanswered >= limit
+            if not full:
+                self.running.append(request)
+        if full:
+            raise ServerBusy(
+                f"Server busy: this session has {limit} listings and completions the server "
+                "behind this proxy has not answered (cancelled ones included); retry later",
+                data={"limit": limit},
+            )
 
     def enter(self, request: Forward | Plain) -> None:
         """``request`` is in flight here from now on (before it is sent)."""

@@ -27,6 +27,7 @@ from mcp_ref.errors import ServerBusy
 pytestmark = pytest.mark.slow
 
 REFUSING_TARGET = str(SERVERS / "proxy_refusing_target.py")
+ANSWERING_TARGET = str(SERVERS / "proxy_answering_target.py")
 
 
 @pytest.fixture
@@ -207,6 +208,54 @@ def test_one_client_cannot_park_every_forwarded_request():
         assert "one client may have 2 requests" in refused[0]["message"]
         with Client.http(url, era="modern", timeout=WAIT) as other:
             assert other.call_tool("echo", {"text": "mine"}).text == "mine"
+
+
+def completing(value: str) -> dict:
+    """``completion/complete`` params for the name argument of a prompt, completing ``value``."""
+    return {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "name", "value": value},
+    }
+
+
+def test_a_sessions_cancelled_completions_the_target_never_answers_are_bounded(monkeypatch):
+    # A handshake-era session cancels completions its command target stops as asked, so never
+    # answers (2025-11-25 basic/utilities/cancellation): each still counts on the session's own
+    # connection, until its timeout (3 * WAIT here).  With MAX_UNANSWERED (2 here) of them there,
+    # its next listing or completion is refused with -31000 (data.limit), the target not asked;
+    # its tool calls go on, one thread (not one per request) gives them up, and once the target
+    # answers them its listings and completions are served again.
+    monkeypatch.setattr("mcp_ref.proxy.back.MAX_UNANSWERED", 2)
+    target_said = Collector()
+    options = {"timeout": 3 * WAIT, "stderr": target_said}
+    with (
+        served([PYTHON, ANSWERING_TARGET], client_options=options) as (proxy, url),
+        Client.http(url, era="handshake", timeout=WAIT) as client,
+    ):
+        for count in (1, 2):
+            call = client.connection.start("completion/complete", completing("hold"))
+            target_said.wait_until(lambda lines, n=count: lines.count("holding") == n)
+            call.cancel("the user typed on")
+            target_said.wait_until(lambda lines, n=count: lines.count("stopped") == n)
+        for refused in (
+            lambda: client.request("completion/complete", completing("a")),
+            client.list_tools,
+        ):
+            with pytest.raises(McpError) as caught:
+                refused()
+            assert caught.value.code == ServerBusy.code and caught.value.data == {"limit": 2}
+        assert "this session has 2 listings and completions" in caught.value.message
+        withdrawing = [t for t in threading.enumerate() if t.name == "mcp-proxy-withdrawn"]
+        assert len(withdrawing) == 1
+        assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+        assert client.call_tool("answer_held").text == "answered 2"
+        (link,) = proxy._sessions.values()
+        with link.lock:
+            assert link.withdrawn_changed.wait_for(lambda: not link.withdrawn, WAIT)
+        assert client.request("completion/complete", completing("a"))["completion"]["values"] == [
+            "a"
+        ]
+        assert [tool.name for tool in client.list_tools()][0] == "echo"
 
 
 # -- the resources the watcher subscribes to for 2026 listen streams ------------------------------

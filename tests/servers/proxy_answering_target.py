@@ -3,8 +3,11 @@
 2025-11-25 basic/utilities/cancellation: receivers only "SHOULD ... Not send a response for the
 cancelled request", and some servers do send one (an error saying it was cancelled).  Tools:
 ``echo`` says its text back; ``stop_me`` reports progress once, then waits until it is cancelled
-and answers with an error.  A 2026-07-28 request (``server/discover``) is "method not found", as a
-server of 2025 answers it.  Written by hand (no mcp_ref) so that it can answer what mcp_ref's own
+and answers with an error; ``answer_held`` answers every held completion (below), late, then
+says how many it answered.  ``completion/complete`` of the value ``hold`` says ``holding`` on
+stderr and is held: its cancellation stops it (``stopped`` on stderr; no answer, as the target
+was asked) until ``answer_held``; any other value is completed at once.  A 2026-07-28 request
+(``server/discover``) is "method not found", as a server of 2025 answers it.  Written by hand (no mcp_ref) so that it can answer what mcp_ref's own
 server never does.
 """
 
@@ -17,6 +20,7 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
     },
     {"name": "stop_me", "inputSchema": {"type": "object"}},
+    {"name": "answer_held", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -33,8 +37,24 @@ def error(request_id, code: int, text: str) -> None:
     send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}})
 
 
-def call_tool(request_id, params: dict, waiting: set) -> None:
+def complete(request_id, params: dict, held: list) -> None:
+    value = (params.get("argument") or {}).get("value")
+    if value == "hold":
+        print("holding", file=sys.stderr, flush=True)
+        held.append(request_id)
+        return
+    answer(request_id, {"completion": {"values": [value], "hasMore": False}})
+
+
+def call_tool(request_id, params: dict, waiting: set, held: list) -> None:
     name = params.get("name")
+    if name == "answer_held":
+        count = len(held)
+        for completion_id in held:
+            answer(completion_id, {"completion": {"values": ["late"], "hasMore": False}})
+        held.clear()
+        answer(request_id, {"content": [{"type": "text", "text": f"answered {count}"}]})
+        return
     if name == "echo":
         text = (params.get("arguments") or {}).get("text", "")
         answer(request_id, {"content": [{"type": "text", "text": text}]})
@@ -50,6 +70,7 @@ def call_tool(request_id, params: dict, waiting: set) -> None:
 
 def main() -> None:
     waiting: set = set()
+    held: list = []  # the completions held, cancelled or not
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
@@ -59,12 +80,14 @@ def main() -> None:
             if cancelled in waiting:
                 waiting.discard(cancelled)
                 error(cancelled, -32800, "Request cancelled")
+            elif cancelled in held:
+                print("stopped", file=sys.stderr, flush=True)
         elif request_id is None:
             continue  # notifications/initialized and the like
         elif method == "initialize":
             hello = {
                 "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, "completions": {}},
                 "serverInfo": {"name": "answering", "version": "1.0"},
             }
             answer(request_id, hello)
@@ -73,7 +96,9 @@ def main() -> None:
         elif method == "tools/list":
             answer(request_id, {"tools": TOOLS})
         elif method == "tools/call":
-            call_tool(request_id, params, waiting)
+            call_tool(request_id, params, waiting, held)
+        elif method == "completion/complete":
+            complete(request_id, params, held)
         else:
             error(request_id, -32601, f"Method not found: {method}")
 
