@@ -166,6 +166,7 @@ def test_the_sdk_sees_the_capability_and_each_tools_task_support(run):
         "forever": "required",
         "tool_error": "required",
         "protocol_error": "required",
+        "odd_error": "required",
         "confirm": "required",
         "ask_then_task": "optional",
         "missing_resource": "optional",
