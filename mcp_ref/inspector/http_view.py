@@ -32,7 +32,14 @@ from typing import Any
 from ..http.exchange_trace import HttpRequestSeen, HttpResponseSeen, SseEventSeen
 from ..http.headers import decode_value
 from ..workbench.deep_json import loads as loads_deep, too_deep
-from .masking import MASK, hidden_strings, mask_headers, mask_text, mask_url
+from .masking import (
+    MASK,
+    hidden_strings,
+    mask_free_text,
+    mask_headers,
+    mask_known_shape,
+    mask_url,
+)
 
 #: A body or an event's data is shown up to this many characters (64 KiB); the rest is cut.
 MAX_BODY_TEXT = 64 * 1024
@@ -61,12 +68,26 @@ def mcp_headers(headers) -> list[dict[str, Any]]:
 
 
 def body_text(body: bytes | None, content_type: str | None = None) -> tuple[str | None, bool]:
-    """``(text, truncated)``: a body decoded (UTF-8, bad bytes replaced), masked, cut at
-    :data:`MAX_BODY_TEXT`; ``(None, False)`` for no body."""
+    """``(text, truncated)``: a body decoded (UTF-8, bad bytes replaced), masked and cut at
+    :data:`MAX_BODY_TEXT` (:func:`masked_and_cut`); ``(None, False)`` for no body."""
     if body is None:
         return None, False
     text = body.decode("utf-8", errors="replace")
-    return cut(mask_text(text, content_type))
+    return masked_and_cut(text, content_type)
+
+
+def masked_and_cut(text: str, content_type: str | None = None) -> tuple[str, bool]:
+    """``(text, truncated)``: a body or an event's data masked and cut at :data:`MAX_BODY_TEXT`.
+
+    JSON or a form is masked whole, then cut (a secret key's value may come after the cut's
+    place, its key before it); text of no known shape is cut first, then masked as cut short
+    (:func:`~.masking.mask_free_text`): reading free text takes time as its length does, and a
+    body of a megabyte is shown as its first 64 KiB are."""
+    masked = mask_known_shape(text, content_type)
+    if masked is not None:
+        return cut(masked)
+    kept, truncated = cut(text)
+    return mask_free_text(kept, cut_short=truncated), truncated
 
 
 def cut(text: str) -> tuple[str, bool]:
@@ -142,7 +163,7 @@ def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:
 
 def sse_record(seen: SseEventSeen) -> dict[str, Any]:
     """The ``sse`` record of one event (without ``seq`` and ``time``)."""
-    data, truncated = cut(mask_text(seen.data))
+    data, truncated = masked_and_cut(seen.data)
     return {
         "kind": "sse",
         "exchange": seen.exchange,

@@ -382,6 +382,33 @@ def test_a_long_body_is_cut_and_an_sse_response_marked():
     }
 
 
+def test_a_long_body_of_no_known_shape_is_cut_before_it_is_masked(monkeypatch):
+    """Free text (an HTML error page, an event's data that is no JSON) is cut to what is shown
+    before it is masked, the cut's last word masked as a secret's start; JSON is masked whole
+    (its secret key's value lies past the cut), then cut."""
+    from mcp_ref.inspector import http_view
+    from mcp_ref.inspector.masking import mask_free_text
+
+    read: list[int] = []
+
+    def measured(text: str, cut_short: bool = False) -> str:
+        read.append(len(text))
+        return mask_free_text(text, cut_short)
+
+    monkeypatch.setattr(http_view, "mask_free_text", measured, raising=False)
+    page = "<p>" + "x" * (MAX_BODY_TEXT - 20) + " Bearer eyJhbGciOiJ" + "z" * MAX_BODY_TEXT
+    seen = HttpResponseSeen(1, 500, "Error", (("Content-Type", "text/html"),), page.encode())
+    record = http_record(seen)
+    assert read == [MAX_BODY_TEXT]
+    assert record["truncated"] is True
+    assert record["body"].endswith(f"Bearer {MASK}") and "eyJ" not in record["body"]
+    event = sse_record(SseEventSeen(1, None, "message", page, None))
+    assert event["truncated"] is True and event["data"].endswith(f"Bearer {MASK}")
+    data = json.dumps({"x": "a" * MAX_BODY_TEXT, "password": "p4ss"})
+    event = sse_record(SseEventSeen(1, None, "message", data, None))
+    assert event["truncated"] is True and "p4ss" not in event["data"]
+
+
 def test_a_long_header_value_is_cut_as_a_body_is_and_marked():
     long_value = "a" * (MAX_BODY_TEXT + 10)
     headers = (("X-Long", long_value), ("Mcp-Session-Id", "s" * (MAX_BODY_TEXT + 1)), ("X-S", "ok"))

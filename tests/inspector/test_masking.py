@@ -350,6 +350,7 @@ MEGABYTE_SHAPES = {
     "dashed words": "a-" * 500_000,
     "quoted keys before objects": "'a': {" * 170_000,
     "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
+    "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
 }
 
 
