@@ -265,30 +265,25 @@ def mask_url(url: str) -> str:
 _CREDENTIAL = re.compile(
     r"\b((?i:Bearer|DPoP|Basic))(\s+)(?![a-z]+(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]{8,}"
 )
-#: The characters of a URL's scheme read in free text (:data:`_USERINFO`; RFC 3986 §3.1 sets no
-#: length, the registered schemes are far shorter).
-MAX_SCHEME = 32
-#: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``.
-#: The scheme read to :data:`MAX_SCHEME` characters: unbounded, each word of a long line of
-#: ``a.a.a.`` was read to the end of the line (time growing with the square of its length).
-_USERINFO = re.compile(rf"\b([A-Za-z][A-Za-z0-9+.-]{{0,{MAX_SCHEME - 1}}}://)[^\s/?#@]++@")
+#: A URL's userinfo in free text (``https://user:password@host``): what is between ``//`` and ``@``,
+#: after a scheme of any length (RFC 3986 §3.1 sets none).  The scheme is not read: read from each
+#: word's start, each word of a long line of ``a.a.a.`` was read to the end of the line (time
+#: growing with the square of its length), and bounded, a longer scheme's userinfo was shown.
+_USERINFO = re.compile(r"(://)[^\s/?#@]++@")
 #: The end of a text cut short (:func:`mask_free_text`) that may be a secret the cut split: a
-#: credential's start after its scheme word, or what follows a URL's ``//`` (its userinfo's start).
-_CUT_SECRET = re.compile(
-    rf"(\b(?i:Bearer|DPoP|Basic)\s+|\b[A-Za-z][A-Za-z0-9+.-]{{0,{MAX_SCHEME - 1}}}://)[^\s/?#@]+\Z"
-)
-#: The characters (an escape counts one) a quoted key in free text is read to (:data:`_QUOTED_KEY`):
-#: a longer one names no secret the masking knows.
-MAX_KEY = 256
-#: A quoted key (any JSON string, escaped, of at most :data:`MAX_KEY` characters; or a Python
-#: repr's single-quoted one, ``{'api_key': '...'}``) and its colon, before a value that may be a
-#: secret: a string, an array or an object (a number, a boolean or null never is).
+#: credential's start after its scheme word (a token68, RFC 7235 §2.1: ``/`` is one of its
+#: characters), or what follows a URL's ``//`` (its userinfo's start).
+_CUT_SECRET = re.compile(r"(\b(?i:Bearer|DPoP|Basic)\s+)[A-Za-z0-9._~+/=-]+\Z|(://)[^\s/?#@]+\Z")
+#: A quoted key (any JSON string, escaped, of any length; or a Python repr's single-quoted one,
+#: ``{'api_key': '...'}``) and its colon, before a value that may be a secret: a string, an array
+#: or an object (a number, a boolean or null never is).
 #: Read in time linear in the text's length, whatever it holds: a key opens at a quote no backslash
-#: escapes and ends at the first quote of its kind no backslash escapes, read once (possessive).
-#: Before, a line of ``'\'\'...`` was read from each of its quotes to its end: 64 KB took 25 s.
-_QUOTED_KEY = re.compile(
-    rf"""(?<!\\)(["'])((?:(?!\1)[^\\]|\\.){{0,{MAX_KEY}}}+)\1(\s*:\s*)(?=["'\[{{])"""
-)
+#: escapes and ends at the first quote of its kind no backslash escapes, read once (possessive);
+#: no key read from one quote can hold another that opens one, so each character is read in at
+#: most one key of each kind of quote.  Before, a line of ``'\'\'...`` was read from each of its
+#: quotes to its end: 64 KB took 25 s; a key is read whole, as :func:`mask_json` reads it (one of
+#: 300 characters ending in ``_password`` is a secret's).
+_QUOTED_KEY = re.compile(r"""(?<!\\)(["'])((?:(?!\1)[^\\]|\\.)*+)\1(\s*:\s*)(?=["'\[{])""")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 #: A string, a quote that starts none (the text is cut), a run of opening or of closing brackets.
 #: An apostrophe that closes no string (``[it's]``) is read as one character
@@ -318,7 +313,7 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if cut_short:
-        text = _CUT_SECRET.sub(lambda m: f"{m.group(1)}{MASK}", text)
+        text = _CUT_SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)
     text = _mask_quoted_values(text)
     return _BARE_PAIR.sub(_masked_pair, text)
 

@@ -351,6 +351,8 @@ MEGABYTE_SHAPES = {
     "quoted keys before objects": "'a': {" * 170_000,
     "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
+    "a key of each quote, unclosed": '"' + "a'" * 500_000,
+    "urls without end": "a://b:" * 170_000,
 }
 
 
@@ -404,10 +406,34 @@ def test_the_end_of_a_text_cut_short_never_shows_a_secret_the_cut_split(kept, sh
 
 
 def test_a_quoted_key_escaped_or_long_still_masks_what_follows_it():
-    """A key is read to 256 characters: one longer names no secret, and the secret key after it
-    is masked all the same; so is one after an escaped quote."""
+    """A long key that names no secret leaves the secret key after it masked; so does a key with
+    an escaped quote in it."""
     long_key = "k" * 300
     line = f'{{"{long_key}": "v", "password": "p4ss"}}'
     assert mask_free_text(line) == f'{{"{long_key}": "v", "password": "{MASK}"}}'
     line = "{'it\\'s': 'x', 'api_key': 'k-1'}"
     assert mask_free_text(line) == f"{{'it\\'s': 'x', 'api_key': '{MASK}'}}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'config {"' + "x" * 300 + '_password": "hunter2"}',
+        "config {'" + "x" * 300 + "_api_key': 'hunter2'}",
+        "connecting to " + "b" * 33 + "://user:hunter2@host/",
+        "connecting to com.example.app.identifier.longname.oauth://user:hunter2@host/",
+    ],
+)
+def test_a_secret_is_masked_after_a_key_or_a_url_scheme_of_any_length(line):
+    """A key is read whole, as :func:`mask_json` reads it (a key of 300 characters ending in
+    ``_password`` names a secret), and a URL's userinfo is masked whatever its scheme's length
+    (RFC 3986 §3.1 bounds none): read to 256 and to 32 characters, both were shown."""
+    assert "hunter2" not in mask_free_text(line)
+    assert MASK in mask_free_text(line)
+
+
+@pytest.mark.parametrize("kept", ["retry with Bearer ab/", "retry with Bearer eyJ/a", "Basic dX+/"])
+def test_a_credential_cut_short_is_masked_whatever_token68_characters_it_holds(kept):
+    """A credential's start that the cut left (a token68: ``/`` is one of its characters, RFC 7235
+    §2.1) is masked to the end of the text."""
+    assert mask_free_text(kept, cut_short=True).endswith(f" {MASK}")
