@@ -326,6 +326,8 @@ class InspectedServer:
         options = self._client_options(args)
         options["extensions"] = (being_made,)
         with self._lock:
+            if self._closed:  # closing has begun: no server is launched that no one would stop
+                return None, "the inspector is closing"
             self._being_made = being_made
         try:
             client = connect(

@@ -74,11 +74,11 @@ class StopSignals:
     raising ``KeyboardInterrupt`` in the main thread, so that the client, a launched server and
     the output check's child are closed.
 
-    The first of them (or Ctrl-C) ignores all three from then on (:meth:`hold`), so the closing
-    runs to its end: a second signal (Ctrl-C pressed twice, ``kill`` sent again, a terminal
-    closing after a ``kill``) raised ``KeyboardInterrupt`` in the middle of it and left the
-    launched server running.  :meth:`restore` puts back the handlers each had before.  Off the
-    main thread (no signal handler can be set there): nothing changes."""
+    The first of them (or Ctrl-C) makes all three do nothing from then on (:meth:`hold`), so the
+    closing runs to its end: a second signal (Ctrl-C pressed twice, ``kill`` sent again, a
+    terminal closing after a ``kill``) raised ``KeyboardInterrupt`` in the middle of it and left
+    the launched server running.  :meth:`restore` puts back the handlers each had before.  Off
+    the main thread (no signal handler can be set there): nothing changes."""
 
     def __init__(self) -> None:
         import signal
@@ -95,15 +95,21 @@ class StopSignals:
             self._set("SIGINT", self._stop)
 
     def _stop(self, signal_number: int, frame: Any) -> None:
-        """The handler of the first stop signal: the others ignored, ``KeyboardInterrupt``."""
+        """The handler of the first stop signal: the others held, ``KeyboardInterrupt``."""
         self.hold()
         raise KeyboardInterrupt
 
     def hold(self) -> None:
-        """Ignore SIGINT, SIGTERM and SIGHUP until :meth:`restore`."""
+        """Make SIGINT, SIGTERM and SIGHUP do nothing until :meth:`restore`.
+
+        A handler that does nothing, not ``SIG_IGN``: a signal ignored stays ignored across
+        ``exec`` (POSIX ``execve``: "Signals set to be ignored by the calling process image shall
+        be set to be ignored by the new process image"), so a server launched by a connect still
+        under way would start deaf to Ctrl-C and ``kill``; a caught signal is set back to its
+        default action in the new program."""
         if self._on_main_thread:
             for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-                self._set(name, self._signal.SIG_IGN)
+                self._set(name, _do_nothing)
 
     def restore(self) -> None:
         """Put back each handler as it was before this object changed it."""
@@ -117,6 +123,10 @@ class StopSignals:
             return
         previous = self._signal.signal(number, handler)
         self._before.setdefault(name, previous)
+
+
+def _do_nothing(signal_number: int, frame: Any) -> None:
+    """A stop signal's handler while the inspector closes (:meth:`StopSignals.hold`)."""
 
 
 def open_in_browser(url: str) -> Path:

@@ -433,3 +433,47 @@ def test_a_second_signal_while_the_inspector_closes_leaves_no_server_running(
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_server_launched_then():
+    """While the inspector closes (:meth:`StopSignals.hold`), a second Ctrl-C, SIGTERM or SIGHUP
+    does nothing; a server a connect still under way launches then starts with the three at their
+    default actions.  ``SIG_IGN`` is kept across ``exec``: such a server started deaf to Ctrl-C
+    and ``kill``."""
+    from mcp_ref.workbench.cli_inspect import StopSignals
+
+    program = (
+        "import signal\n"
+        "print(*(signal.getsignal(getattr(signal, n)) == signal.SIG_IGN"
+        " for n in ('SIGINT', 'SIGTERM', 'SIGHUP')))\n"
+    )
+    stop_signals = StopSignals()
+    try:
+        stop_signals.hold()
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            handler = signal.getsignal(getattr(signal, name))
+            assert callable(handler)
+            handler(getattr(signal, name), None)  # does nothing: no KeyboardInterrupt
+        launched = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, timeout=WAIT
+        )
+    finally:
+        stop_signals.restore()
+    assert launched.stdout.split() == ["False", "False", "False"], launched.stderr
+
+
+def test_a_connect_that_starts_once_the_inspector_closes_launches_no_server(tmp_path):
+    """A connect whose thread starts after the closing has begun launches nothing: a server it
+    launched then would outlive the inspector's exit."""
+    from mcp_ref.inspector.conversation import Conversation
+    from mcp_ref.inspector.live import InspectedServer
+    from mcp_ref.workbench.cli_grammar import parse
+
+    launched = tmp_path / "launched"
+    program = f"open({str(launched)!r}, 'w').close()"
+    args = parse(["inspect", "--timeout", str(WAIT), "--", sys.executable, "-c", program])
+    inspected = InspectedServer(args, Conversation(target="t", http=False))
+    inspected.close()
+    state = inspected.connect()
+    assert not state["connected"]
+    assert not launched.exists()
