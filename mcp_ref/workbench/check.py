@@ -629,8 +629,8 @@ def example_value(prop: Any, depth: int = 0, budget: _Budget | None = None) -> A
         return budget.charged(None)
     if prop.get("format") in FORMAT_EXAMPLES:
         return budget.charged(FORMAT_EXAMPLES[prop["format"]])
-    shortest = _bound(prop, "minLength")
-    longest = _bound(prop, "maxLength")
+    shortest = schema_number(prop, "minLength")
+    longest = schema_number(prop, "maxLength")
     length = max(int(shortest), 1) if shortest is not None else 1
     if longest is not None:
         length = min(length, int(longest))
@@ -641,7 +641,7 @@ def _example_array(prop: dict, depth: int, budget: _Budget) -> list:
     """An array of ``minItems`` (at most :data:`MAX_EXAMPLE_ITEMS`) copies of one example item,
     each copy paid for: what the first cost, again for every other."""
     items = prop.get("items")
-    count = _bound(prop, "minItems")
+    count = schema_number(prop, "minItems")
     count = min(int(count), MAX_EXAMPLE_ITEMS) if count is not None else 0
     budget.spend(1, 2)
     if not isinstance(items, dict) or count < 1:
@@ -658,8 +658,8 @@ def example_number(prop: dict, integer: bool) -> int | float:
     """A number within ``prop``'s minimum, maximum, exclusiveMinimum and exclusiveMaximum
     (JSON Schema 2020-12 §6.2): 1 when it fits, else the first of the bounds (or one step inside
     an exclusive one, or the middle of the two) that does; else 1, which the server may refuse."""
-    low, high = _bound(prop, "minimum"), _bound(prop, "maximum")
-    above, below = _bound(prop, "exclusiveMinimum"), _bound(prop, "exclusiveMaximum")
+    low, high = schema_number(prop, "minimum"), schema_number(prop, "maximum")
+    above, below = schema_number(prop, "exclusiveMinimum"), schema_number(prop, "exclusiveMaximum")
 
     def allowed(value: float) -> bool:
         return (
@@ -695,10 +695,11 @@ def _middle(low: int | float, high: int | float) -> int | float:
         return (math.floor(low) + math.ceil(high)) // 2
 
 
-def _bound(prop: dict, key: str) -> int | float | None:
-    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None.  An
-    integer is always finite and is kept exact, however large (a JSON number may have any digits,
-    RFC 8259 §6): ``math.isfinite`` cannot take one beyond every float."""
+def schema_number(prop: dict, key: str) -> int | float | None:
+    """A numeric keyword of ``prop`` (a JSON Schema: minimum, maxLength, ...) when it is a finite
+    number (not a boolean), else None.  An integer is always finite and is kept exact, however
+    large (a JSON number may have any digits, RFC 8259 §6): ``math.isfinite`` cannot take one
+    beyond every float, and Python compares it with a typed int or float exactly."""
     value = prop.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
+from .check import schema_number
 from .cli_output import describe_content, one_line, to_stderr
 from .terminal import safe
 
@@ -497,19 +498,22 @@ def _check_value(prop: dict, value: Any) -> None:
             one_line(f"must be {'among' if isinstance(value, list) else 'one of'} {quoted}")
         )
     if isinstance(value, list):
-        _within(len(value), _number(prop, "minItems"), _number(prop, "maxItems"), "choices")
+        _within(len(value), prop, "minItems", "maxItems", "choices")
     elif isinstance(value, str):
-        _within(len(value), _number(prop, "minLength"), _number(prop, "maxLength"), "characters")
+        _within(len(value), prop, "minLength", "maxLength", "characters")
         form = prop.get("format")
         if form in _FORMATS and not _FORMATS[form](value):
             raise ValueError(f"not {'an' if form == 'email' else 'a'} {form}")
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        _within(value, _number(prop, "minimum"), _number(prop, "maximum"), "")
+        _within(value, prop, "minimum", "maximum", "")
 
 
-def _within(size: float, low: float | None, high: float | None, unit: str) -> None:
-    """ValueError unless ``low <= size <= high`` (either bound None: none); ``unit``: what
-    ``size`` counts ("characters", "choices"; "": a number)."""
+def _within(size: float, prop: dict, lowest: str, highest: str, unit: str) -> None:
+    """ValueError unless ``size`` is within ``prop``'s keywords ``lowest`` and ``highest`` (a
+    keyword absent or not a finite number: no bound); ``unit``: what ``size`` counts
+    ("characters", "choices"; "": a number)."""
+    low = schema_number(prop, lowest)
+    high = schema_number(prop, highest)
     if low is not None and size < low:
         raise ValueError(f"must be at least {_counted(low, unit)}")
     if high is not None and size > high:
@@ -523,18 +527,6 @@ def _counted(bound: float, unit: str) -> str:
     if not unit:
         return shown
     return f"{shown} {unit.removesuffix('s') if bound == 1 else unit}"
-
-
-def _number(prop: dict, key: str) -> float | None:
-    """A numeric keyword of ``prop`` when it is a finite number (not a boolean), else None.  An
-    integer is always finite and is kept as it is, however large (a JSON number may have any
-    digits, RFC 8259 §6): Python compares it with a typed int or float exactly."""
-    value = prop.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _is_date(text: str) -> bool:
