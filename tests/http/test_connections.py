@@ -799,6 +799,29 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
         thread.join(WAIT)
 
 
+def answered_bytes(app, requests: bytes) -> bytes:
+    """Every byte the standard-library server, serving ``app``, sends back on one connection
+    given ``requests`` (written at once; the last asks to close): read until it closes."""
+    from mcp_ref.http.wsgi_server import WsgiServer
+
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        with connect(httpd.port) as sock:
+            sock.sendall(requests)
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+        return received
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+
+
 def sized_or_streamed_app(environ, start_response):
     """A WSGI app: ``/sized`` answers a body it gives whole (a list), anything else one it streams
     (a generator, of unknown length: chunked)."""
@@ -817,33 +840,18 @@ def test_a_head_request_is_answered_without_content_and_the_connection_goes_on()
     """RFC 9110 §9.3.2: the server "MUST NOT send content in the response" to HEAD.  Its head
     (Content-Length as a GET would have it, or chunked framing) and nothing else: the next
     request's answer on the same kept-alive connection starts right after it.  Exact bytes."""
-    from mcp_ref.http.wsgi_server import WsgiServer
-
-    httpd = WsgiServer(("127.0.0.1", 0), sized_or_streamed_app)
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    received = answered_bytes(
+        sized_or_streamed_app,
+        b"HEAD /sized HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"HEAD /streamed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
-    thread.start()
-    try:
-        with connect(httpd.port) as sock:
-            sock.sendall(
-                b"HEAD /sized HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                b"HEAD /streamed HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            )
-            received = b""
-            while chunk := sock.recv(65536):
-                received += chunk
-        assert received == (
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\n"
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
-            b"Connection: close\r\n\r\nhello, world"
-        )
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(WAIT)
+    assert received == (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+        b"Connection: close\r\n\r\nhello, world"
+    )
 
 
 def no_content_app(environ, start_response):
@@ -873,35 +881,20 @@ def test_a_204_or_304_has_no_content_no_framing_and_the_connection_goes_on():
     MUST NOT send Transfer-Encoding or Content-Length in a 204; RFC 9112 §6.3: a 204 or 304 ends
     with its head.  So no chunked framing, no terminator, no bytes the application yields: the
     next answer on the same kept-alive connection starts right after the head.  Exact bytes."""
-    from mcp_ref.http.wsgi_server import WsgiServer
-
-    httpd = WsgiServer(("127.0.0.1", 0), no_content_app)
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    received = answered_bytes(
+        no_content_app,
+        b"GET /streamed-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET /whole-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET /unchanged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
-    thread.start()
-    try:
-        with connect(httpd.port) as sock:
-            sock.sendall(
-                b"GET /streamed-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                b"GET /whole-204 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                b"GET /unchanged HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                b"GET /sized HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            )
-            received = b""
-            while chunk := sock.recv(65536):
-                received += chunk
-        assert received == (
-            b"HTTP/1.1 204 No Content\r\nX-Done: yes\r\n\r\n"
-            b"HTTP/1.1 204 No Content\r\n\r\n"
-            b'HTTP/1.1 304 Not Modified\r\nETag: "1"\r\nContent-Length: 12\r\n\r\n'
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
-            b"Connection: close\r\n\r\nhello, world"
-        )
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(WAIT)
+    assert received == (
+        b"HTTP/1.1 204 No Content\r\nX-Done: yes\r\n\r\n"
+        b"HTTP/1.1 204 No Content\r\n\r\n"
+        b'HTTP/1.1 304 Not Modified\r\nETag: "1"\r\nContent-Length: 12\r\n\r\n'
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n"
+        b"Connection: close\r\n\r\nhello, world"
+    )
 
 
 def test_a_head_request_to_the_mcp_endpoint_gets_its_error_answer_without_content(serve):
