@@ -232,6 +232,44 @@ def test_quoted_secrets_in_the_target_and_the_server_s_stderr_are_masked(tmp_pat
     assert code == 0, stderr
 
 
+def inspecting(tmp_path, *script: str, new_session: bool = False) -> Running:
+    """``mcp-ref inspect`` (no browser, handshake era) of ``python SCRIPT...`` run in
+    ``tmp_path``."""
+    return Running(
+        "inspect",
+        "--no-browser",
+        "--era",
+        "handshake",
+        "--",
+        sys.executable,
+        *script,
+        cwd=tmp_path,
+        new_session=new_session,
+    )
+
+
+def inspect_bare_server(tmp_path, name: str, server: str, new_session: bool = False):
+    """``mcp-ref inspect`` (no browser, handshake era) of ``server``, a bare stdio server's
+    source (answering each line), saved as ``name`` in ``tmp_path``: the running inspector, its
+    page's event stream, and the Origin header its page's requests carry."""
+    from inspector_harness import EventReader
+    from test_live import ANSWER_EACH_LINE
+
+    (tmp_path / name).write_text(server + ANSWER_EACH_LINE)
+    running = inspecting(tmp_path, name, new_session=new_session)
+    events = EventReader(running.url + "events")
+    origin = {"Origin": f"http://127.0.0.1:{running.port}"}
+    return running, events, origin
+
+
+def tools_listed(running: Running, events, origin: dict) -> requests.Response:
+    """Once the inspector is connected, its answer to the page's listing of the tools."""
+    events.wait_for("state", lambda s: s["connected"])
+    return running.http.post(
+        running.url + "api/list", json={"what": "tools"}, headers=origin, timeout=WAIT
+    )
+
+
 @pytest.mark.parametrize("stop_signal", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_stop_while_a_result_is_checked_against_a_catastrophic_pattern_exits_at_once(
     tmp_path, stop_signal
@@ -243,28 +281,13 @@ def test_a_stop_while_a_result_is_checked_against_a_catastrophic_pattern_exits_a
     import threading
 
     from conftest import live_group_members
-    from inspector_harness import EventReader
-    from test_live import ANSWER_EACH_LINE, CATASTROPHIC_PATTERN_SERVER
+    from test_live import CATASTROPHIC_PATTERN_SERVER
 
-    (tmp_path / "catastrophic.py").write_text(CATASTROPHIC_PATTERN_SERVER + ANSWER_EACH_LINE)
-    running = Running(
-        "inspect",
-        "--no-browser",
-        "--era",
-        "handshake",
-        "--",
-        sys.executable,
-        "catastrophic.py",
-        cwd=tmp_path,
-        new_session=True,
+    running, events, origin = inspect_bare_server(
+        tmp_path, "catastrophic.py", CATASTROPHIC_PATTERN_SERVER, new_session=True
     )
-    events = EventReader(running.url + "events")
-    origin = {"Origin": f"http://127.0.0.1:{running.port}"}
     try:
-        events.wait_for("state", lambda s: s["connected"])
-        listed = running.http.post(
-            running.url + "api/list", json={"what": "tools"}, headers=origin, timeout=WAIT
-        )
+        listed = tools_listed(running, events, origin)
         assert [tool["name"] for tool in listed.json()["items"]] == ["stuck", "fine"]
         call = {"call": "c1", "name": "stuck", "arguments": {}}
         threading.Thread(  # its answer is never awaited: Ctrl-C comes first
@@ -310,27 +333,9 @@ def test_a_megabyte_line_that_is_no_json_is_shown_cut_and_masked_and_the_page_an
     masked, and the page is answered while and after it is handled (masking it took time growing
     with the square of its length, under the conversation's lock: the inspector stopped answering
     its page, for hours)."""
-    from inspector_harness import EventReader
-    from test_live import ANSWER_EACH_LINE
-
-    (tmp_path / "megabyte.py").write_text(MEGABYTE_LINE_SERVER + ANSWER_EACH_LINE)
-    running = Running(
-        "inspect",
-        "--no-browser",
-        "--era",
-        "handshake",
-        "--",
-        sys.executable,
-        "megabyte.py",
-        cwd=tmp_path,
-    )
-    events = EventReader(running.url + "events")
-    origin = {"Origin": f"http://127.0.0.1:{running.port}"}
+    running, events, origin = inspect_bare_server(tmp_path, "megabyte.py", MEGABYTE_LINE_SERVER)
     try:
-        events.wait_for("state", lambda s: s["connected"])
-        listed = running.http.post(
-            running.url + "api/list", json={"what": "tools"}, headers=origin, timeout=WAIT
-        )
+        listed = tools_listed(running, events, origin)
         assert listed.status_code == 200, listed.text
         line = events.wait_for("record", lambda r: r.get("label") == "(not JSON)")
         assert line["message"].startswith("auth: Bearer ••••••")
@@ -395,17 +400,7 @@ def test_a_second_signal_while_the_inspector_closes_leaves_no_server_running(
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(WAIT)
     port = listener.getsockname()[1]
-    running = Running(
-        "inspect",
-        "--no-browser",
-        "--era",
-        "handshake",
-        "--",
-        sys.executable,
-        "slow_exit.py",
-        str(port),
-        cwd=tmp_path,
-    )
+    running = inspecting(tmp_path, "slow_exit.py", str(port))
     pid = None
     try:
         running.state_when(lambda s: s["connected"])
