@@ -922,65 +922,62 @@ def test_a_cancellation_is_not_held_up_by_another_notices_pause_before_it_is_sen
     assert server.count(posted("notifications/roots/list_changed")) == 1  # not sent after close
 
 
+def progress_1_and_2_taken(scripted, refused) -> tuple[list[int], int]:
+    """Progress 1, then 2, notified by a handshake-era client to a scripted server that answers a
+    progress notice 503 with Retry-After: 1 when ``refused(progress, posts)`` (``posts``: the
+    progress notices posted so far, this one too), else 202.  Once it has taken both: the progress
+    values it took, in its order, and the progress notices posted."""
+    accepted: list[int] = []
+    both = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if message.get("method") != "notifications/progress":
+            return None
+        progress = message["params"]["progress"]
+        if refused(progress, server.count(posted("notifications/progress"))):
+            return answer("503 Service Unavailable", b"", "Retry-After: 1\r\n")
+        accepted.append(progress)
+        if len(accepted) == 2:
+            both.set()
+        return answer("202 Accepted")
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG) as client:
+        for progress in (1, 2):
+            params = {"progressToken": "the-task", "progress": progress}
+            client.connection.notify("notifications/progress", params)
+        assert both.wait(WAIT), f"the server took only {accepted}"
+        return accepted, server.count(posted("notifications/progress"))
+
+
 def test_a_notice_refused_again_on_its_resend_stays_before_the_ones_refused_after_it(scripted):
     # 2025-11-25 basic/utilities/progress: "The progress value MUST increase with each
     # notification".  The server refuses progress 1 twice and progress 2 once, each 503 with
     # Retry-After: 1.  Progress 1, refused again when sent again, used to be queued again behind
     # progress 2: the server took 2, then 1.  It waits its new pause in its own turn: 1, then 2.
     refusals = {1: 2, 2: 1}  # progress value: the times it is refused still
-    accepted: list[int] = []
-    both = threading.Event()
 
-    def script(request):
-        message = request["json"] or {}
-        if message.get("method") != "notifications/progress":
-            return None
-        progress = message["params"]["progress"]
-        if refusals[progress]:
-            refusals[progress] -= 1
-            return answer("503 Service Unavailable", b"", "Retry-After: 1\r\n")
-        accepted.append(progress)
-        if len(accepted) == 2:
-            both.set()
-        return answer("202 Accepted")
+    def refused(progress: int, posts: int) -> bool:
+        if not refusals[progress]:
+            return False
+        refusals[progress] -= 1
+        return True
 
-    server = scripted(script)
-    with Client.http(server.url, era="handshake", timeout=LONG) as client:
-        for progress in (1, 2):
-            params = {"progressToken": "the-task", "progress": progress}
-            client.connection.notify("notifications/progress", params)
-        assert both.wait(WAIT), f"the server took only {accepted}"
-        assert accepted == [1, 2]
-        assert server.count(posted("notifications/progress")) == 5  # 1 three times, 2 twice
+    accepted, posts = progress_1_and_2_taken(scripted, refused)
+    assert accepted == [1, 2]
+    assert posts == 5  # 1 three times, 2 twice
 
 
 def test_a_notice_sent_while_an_earlier_one_waits_to_be_sent_again_goes_after_it(scripted):
     # 2025-11-25 basic/utilities/progress: "The progress value MUST increase with each
     # notification".  The server refuses progress 1 once, 503 with Retry-After: 1; progress 2,
     # sent meanwhile, used to go at once, so the server took 2, then 1.  It waits behind 1.
-    accepted: list[int] = []
-    both = threading.Event()
-
-    def script(request):
-        message = request["json"] or {}
-        if message.get("method") != "notifications/progress":
-            return None
-        progress = message["params"]["progress"]
-        if progress == 1 and server.count(posted("notifications/progress")) == 1:
-            return answer("503 Service Unavailable", b"", "Retry-After: 1\r\n")
-        accepted.append(progress)
-        if len(accepted) == 2:
-            both.set()
-        return answer("202 Accepted")
-
-    server = scripted(script)
-    with Client.http(server.url, era="handshake", timeout=LONG) as client:
-        for progress in (1, 2):
-            params = {"progressToken": "the-task", "progress": progress}
-            client.connection.notify("notifications/progress", params)
-        assert both.wait(WAIT), f"the server took only {accepted}"
-        assert accepted == [1, 2]
-        assert server.count(posted("notifications/progress")) == 3  # 1 twice, 2 once
+    accepted, posts = progress_1_and_2_taken(
+        scripted, lambda progress, posts: progress == 1 and posts == 1
+    )
+    assert accepted == [1, 2]
+    assert posts == 3  # 1 twice, 2 once
 
 
 def test_notices_queued_behind_a_pause_take_no_cancellations_place_and_none_is_dropped(scripted):
