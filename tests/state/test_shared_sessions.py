@@ -678,53 +678,91 @@ def answer_on(stream: SseReader, request_id) -> dict:
     return message
 
 
+class ShutOutHome:
+    """Workers ``a`` and ``b`` sharing a namespace of their own (``name``) on ``redis_server``;
+    ``a`` reaches Redis as a user of its own, which the test can shut out of new connections, so
+    that no process hears what is published to ``a`` (:meth:`deafen`) until :meth:`hear`."""
+
+    def __init__(self, redis_server, name: str):
+        import redis
+
+        namespace = f"{redis_server.url}?namespace={name}-{threading.get_ident()}"
+        self.admin = redis.Redis.from_url(redis_server.url)
+        self.user = f"{name}-a-{threading.get_ident()}"
+        self.admin.acl_setuser(
+            self.user,
+            enabled=True,
+            passwords=["+a-pass"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all"],
+        )
+        self.a = Worker("a", namespace.replace("redis://", f"redis://{self.user}:a-pass@"))
+        self.b = Worker("b", namespace)
+
+    def deafen(self) -> None:
+        """End ``a``'s pub/sub connection, with its user shut out so that it cannot come back."""
+        bus = self.a.server.bus
+        assert bus.wait_for(lambda: bus.connected, WAIT)  # a pub/sub connection to end
+        self.admin.acl_setuser(self.user, enabled=False)
+        assert self.admin.client_kill_filter(_type="pubsub", user=self.user) >= 1
+        assert bus.wait_for(lambda: not bus.connected, WAIT)
+
+    def hear(self) -> None:
+        """Let ``a``'s user in again, and wait until its pub/sub connection is back."""
+        from mcp_ref.http.server.shared import DELIVERY_WINDOW
+
+        bus = self.a.server.bus
+        self.admin.acl_setuser(self.user, enabled=True)
+        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
+
+    def close(self) -> None:
+        """Stop both workers; remove ``a``'s user."""
+        self.a.stop()
+        self.b.stop()
+        self.admin.acl_deluser(self.user)
+        self.admin.close()
+
+
+def status_once_heard(post, what: str) -> int:
+    """The status of ``post()``, sent again while it is 503 (for at most WAIT): once the bus is
+    connected again, its channels' subscriptions are sent and may still be on their way; a 503
+    (after the server's own DELIVERY_WINDOW of tries) says to send it again, as a client does."""
+    deadline = time.monotonic() + WAIT
+    while (status := post()) == 503:
+        assert time.monotonic() < deadline, f"{what} was never heard"
+    return status
+
+
 def test_a_2024_11_05_message_its_streams_worker_cannot_hear_is_refused_503_not_lost(redis_server):
     """A 2024-11-05 POST to B for a session whose stream A holds goes to A over the bus; while A's
     pub/sub connection is reconnecting no process hears it, and pub/sub keeps nothing.  B answered
     202 and the request was lost: no answer ever came on the stream.  Now it goes as a Streamable
     HTTP client's answer does (shared.DELIVERY_WINDOW): published again for a while, then refused 503
     with Retry-After; sent again once A hears, it is answered on the stream."""
-    import redis
     import requests
 
     from mcp_ref.http.server.shared import DELIVERY_WINDOW
 
-    namespace = f"{redis_server.url}?namespace=legacy-unheard-{threading.get_ident()}"
-    admin = redis.Redis.from_url(redis_server.url)
-    # worker a reaches Redis as a user of its own, which the test can shut out of new connections
-    user = f"legacy-home-{threading.get_ident()}"
-    admin.acl_setuser(
-        user, enabled=True, passwords=["+a-pass"], keys=["*"], channels=["*"], commands=["+@all"]
-    )
-    a = Worker("a", namespace.replace("redis://", f"redis://{user}:a-pass@"))
-    b = Worker("b", namespace)
+    pair = ShutOutHome(redis_server, "legacy-unheard")
+    a, b = pair.a, pair.b
     try:
         stream, path = open_legacy_session(a)
-        bus = a.server.bus
-        assert bus.wait_for(lambda: bus.connected, WAIT)  # a pub/sub connection to end
-        admin.acl_setuser(user, enabled=False)  # its pub/sub connection cannot come back
-        assert admin.client_kill_filter(_type="pubsub", user=user) >= 1
-        assert bus.wait_for(lambda: not bus.connected, WAIT)
+        pair.deafen()
         call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
         refused = requests.post(b.served.url + path, json=call, timeout=WAIT + DELIVERY_WINDOW)
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
-        admin.acl_setuser(user, enabled=True)
-        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
-        # connected: its channels' subscriptions may still be on their way (503 again meanwhile)
-        deadline = time.monotonic() + WAIT
-        while (
-            status := requests.post(b.served.url + path, json=call, timeout=WAIT).status_code
-        ) == 503:
-            assert time.monotonic() < deadline, "the message was never heard"
+        pair.hear()
+        status = status_once_heard(
+            lambda: requests.post(b.served.url + path, json=call, timeout=WAIT).status_code,
+            "the message",
+        )
         assert status == 202
         answer = answer_on(stream, 2)
         assert answer["result"]["content"][0]["text"] == "a"
         stream.response.close()
     finally:
-        a.stop()
-        b.stop()
-        admin.acl_deluser(user)
-        admin.close()
+        pair.close()
 
 
 def test_a_2024_11_05_post_to_another_worker_is_refused_503_while_the_stream_is_full(workers):
@@ -1182,30 +1220,15 @@ def test_an_answer_no_worker_hears_is_refused_503_and_heard_when_sent_again(redi
     then refused 503 with Retry-After (2025-11-25 basic/transports: "If the server cannot accept
     the input, it MUST return an HTTP error status code"); sent again once the worker hears, it
     reaches the request."""
-    import redis
-
-    from mcp_ref.http.server.shared import DELIVERY_WINDOW
-
-    namespace = f"{redis_server.url}?namespace=unheard-{threading.get_ident()}"
-    admin = redis.Redis.from_url(redis_server.url)
-    # worker a reaches Redis as a user of its own, which the test can shut out of new connections
-    user = f"worker-a-{threading.get_ident()}"
-    admin.acl_setuser(
-        user, enabled=True, passwords=["+a-pass"], keys=["*"], channels=["*"], commands=["+@all"]
-    )
-    a = Worker("a", namespace.replace("redis://", f"redis://{user}:a-pass@"))
-    b = Worker("b", namespace)
+    pair = ShutOutHome(redis_server, "unheard")
+    a, b = pair.a, pair.b
     try:
         raw = a.raw()
         raw.initialize(capabilities={"elicitation": {}})
         request_id, response = tool_call(raw, "ask", stream=True)
         reader = SseReader(response)
         asked = elicitation_of(reader)
-        bus = a.server.bus
-        assert bus.wait_for(lambda: bus.connected, WAIT)  # a pub/sub connection to end
-        admin.acl_setuser(user, enabled=False)  # its pub/sub connection cannot come back
-        assert admin.client_kill_filter(_type="pubsub", user=user) >= 1
-        assert bus.wait_for(lambda: not bus.connected, WAIT)
+        pair.deafen()
         answer = {
             "jsonrpc": "2.0",
             "id": asked["id"],
@@ -1214,21 +1237,13 @@ def test_an_answer_no_worker_hears_is_refused_503_and_heard_when_sent_again(redi
         refused = on(raw, b).post(answer)
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
         assert "retry" in refused.json()["error"]["message"] and "id" not in refused.json()
-        admin.acl_setuser(user, enabled=True)
-        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
-        # connected: its channels' subscriptions are sent, and may still be on their way; a 503
-        # (after the server's own DELIVERY_WINDOW of tries) says to send it again, as a client does
-        deadline = time.monotonic() + WAIT
-        while (status := on(raw, b).post(answer).status_code) == 503:
-            assert time.monotonic() < deadline, "the answer was never heard"
+        pair.hear()
+        status = status_once_heard(lambda: on(raw, b).post(answer).status_code, "the answer")
         assert status == 202
         messages = [m for _, m in reader.messages(request_id)]
         assert messages[-1]["result"]["content"][0]["text"] == "Ada via a"
     finally:
-        a.stop()
-        b.stop()
-        admin.acl_deluser(user)
-        admin.close()
+        pair.close()
 
 
 @pytest.fixture
