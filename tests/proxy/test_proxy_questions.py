@@ -45,6 +45,18 @@ def complete(client: Client, value: str) -> list[str]:
     return result["completion"]["values"]
 
 
+def cancel_completion(client: Client, logs: Collector, value: str) -> None:
+    """Start the target's completion of ``greet``'s name as ``value``, and cancel it once the
+    target has logged (to ``client``'s ``logs``) that it is completing it."""
+    params = {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "name", "value": value},
+    }
+    call = client.connection.start("completion/complete", params)
+    logs.wait_until(lambda messages: any(f"completing {value}" in m.data for m in messages))
+    call.cancel("the user gave up")
+
+
 # -- a session's own connection: its questions outside a forwarded call --------------------------
 
 
@@ -279,13 +291,7 @@ def test_a_cancelled_completion_is_cancelled_at_the_target(era):
         served(client_options={"timeout": 3 * WAIT, "stderr": target_said}) as (_, url),
         Client.http(url, era=era, timeout=WAIT, on_log=logs, log_level="debug") as client,
     ):
-        params = {
-            "ref": {"type": "ref/prompt", "name": "greet"},
-            "argument": {"name": "name", "value": "wait"},
-        }
-        call = client.connection.start("completion/complete", params)
-        logs.wait_until(lambda messages: any("completing wait" in m.data for m in messages))
-        call.cancel("the user gave up")
+        cancel_completion(client, logs, "wait")
         said = target_said.wait_until(lambda lines: any("completion " in line for line in lines))
     assert [line for line in said if line.startswith("completion ")] == ["completion cancelled"]
 
@@ -304,13 +310,7 @@ def test_a_cancelled_completion_the_target_goes_on_with_logs_to_no_other_client(
         Client.http(url, era="modern", timeout=WAIT, on_log=a_logs, log_level="debug") as a,
         Client.http(url, era="modern", timeout=WAIT, on_log=b_logs, log_level="debug") as b,
     ):
-        params = {
-            "ref": {"type": "ref/prompt", "name": "greet"},
-            "argument": {"name": "name", "value": "ignore A-SECRET"},
-        }
-        call = a.connection.start("completion/complete", params)
-        a_logs.wait_until(lambda messages: any("completing ignore" in m.data for m in messages))
-        call.cancel("the user gave up")
+        cancel_completion(a, a_logs, "ignore A-SECRET")
         target_said.wait_until(lambda lines: "ignoring the cancellation" in lines)
         assert b.list_tools()  # answered once the target logged, this listing in flight
         target_said.wait_until(lambda lines: "logged still completing" in lines)
@@ -330,13 +330,7 @@ def test_a_cancelled_completion_the_target_never_answers_ends_its_connection_aft
         Client.http(url, era="modern", timeout=WAIT, on_log=logs, log_level="debug") as client,
     ):
         watcher = proxy.watcher
-        params = {
-            "ref": {"type": "ref/prompt", "name": "greet"},
-            "argument": {"name": "name", "value": "wait"},
-        }
-        call = client.connection.start("completion/complete", params)
-        logs.wait_until(lambda messages: any("completing wait" in m.data for m in messages))
-        call.cancel("the user gave up")
+        cancel_completion(client, logs, "wait")
         target_said.wait_until(lambda lines: "completion cancelled" in lines)
         assert watcher.closed.wait(WAIT)  # unanswered after CANCEL_GRACE
         assert watcher.running == []
