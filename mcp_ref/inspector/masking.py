@@ -299,12 +299,20 @@ _BRACKETS_NO_APOSTROPHE = re.compile(r'"(?:[^"\\]|\\.)*+"|"|[\[{]+|[\]}]+')
 _BARE_PAIR = re.compile(r"""\b([A-Za-z0-9_-]{1,64})=("(?:[^"\\]|\\.)*"?|'[^']*'?|[^&\s;,"']+)""")
 
 
+#: A secret's key and string value in JSON written inside another string (a log line's
+#: ``body="{\"password\": \"x\"}"``, a JSON log record whose field holds JSON): ``\"key\":
+#: \"value\"``.  Linear: a key is at most 256 characters and holds no quote or backslash; a value
+#: is read once, to the first escaped quote or the end of the text (cut short) (possessive).
+_ESCAPED_PAIR = re.compile(r'(\\")([^"\\]{1,256})(\\"\s*:\s*\\")((?:[^"\\]|\\[^"])*+)(?=\\"|\Z)')
+
+
 def mask_free_text(text: str, cut_short: bool = False) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
     quoted secret key's value (``"access_token": "..."``; an array or an object to its closing
     bracket, or to the end of text cut short), a ``key=value`` of a secret key, a URL's userinfo
-    (an error that names the target URL).
+    (an error that names the target URL), and a secret's string value in JSON written inside
+    another string (``\\"password\\": \\"...\\"``).
 
     ``cut_short``: ``text`` is what was kept of a longer text, cut before it is masked (masking
     takes time as the text's length does).  Its last word may then be the start of a secret the
@@ -315,7 +323,15 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     if cut_short:
         text = _CUT_SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)
     text = _mask_quoted_values(text)
+    text = _ESCAPED_PAIR.sub(_masked_escaped, text)
     return _BARE_PAIR.sub(_masked_pair, text)
+
+
+def _masked_escaped(pair: re.Match) -> str:
+    """An escaped ``\"key\": \"value\"`` with the value masked when the key names a secret."""
+    if not secret_key(pair.group(2)):
+        return pair.group(0)
+    return f"{pair.group(1)}{pair.group(2)}{pair.group(3)}{MASK}"
 
 
 def _masked_pair(pair: re.Match) -> str:

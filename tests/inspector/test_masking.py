@@ -353,7 +353,20 @@ MEGABYTE_SHAPES = {
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
     "a key of each quote, unclosed": '"' + "a'" * 500_000,
     "urls without end": "a://b:" * 170_000,
+    "escaped pairs": '\\"a\\":\\"' * 125_000,
+    "an escaped secret never closed": '\\"password\\":\\"' + "x" * 1_000_000,
 }
+
+
+def test_a_secret_in_json_written_inside_a_string_is_masked():
+    # A log line's field that holds JSON, written with escaped quotes: its secret's value went
+    # through in the clear.  Escaped keys that name no secret are kept.
+    go = 'level=debug body="{\\"password\\":\\"PW-1\\"}"'
+    record = '{"level": "debug", "body": "{\\"api_key\\": \\"KEY-2\\", \\"user\\": \\"ada\\"}"}'
+    assert mask_free_text(go) == f'level=debug body="{{\\"password\\":\\"{MASK}\\"}}"'
+    shown = mask_free_text(record)
+    assert "KEY-2" not in shown and '\\"user\\": \\"ada\\"' in shown
+    assert mask_free_text('cut: \\"token\\": \\"abc') == f'cut: \\"token\\": \\"{MASK}'
 
 
 @pytest.mark.parametrize("shape", MEGABYTE_SHAPES)
