@@ -657,12 +657,13 @@ def test_a_call_cancelled_after_its_task_was_made_is_cancelled_off_the_reader(er
     on the session's reader, which would hold up every message after the cancellation: here the
     writes wait until the request sent after it is answered (a reader doing them never answers
     it)."""
-    made, pinged, writers = threading.Event(), threading.Event(), []
+    made, writing, pinged, writers = threading.Event(), threading.Event(), threading.Event(), []
 
     class Records(MemoryTaskRecords):
         def transition(self, task_id, changes, *args, **kwargs):
             if changes.get("cancelRequested") or changes.get("status") == "cancelled":
                 writers.append(threading.current_thread().name)
+                writing.set()
                 pinged.wait(2 * WAIT)  # a slow store: until the next request was answered
             return super().transition(task_id, changes, *args, **kwargs)
 
@@ -692,6 +693,7 @@ def test_a_call_cancelled_after_its_task_was_made_is_cancelled_off_the_reader(er
             assert made.wait(WAIT)
             call.cancel("changed my mind")
             assert client.list_tools()  # answered while the store writes wait
+            assert writing.wait(WAIT)  # the cancellation's writes began, off the reader
         finally:
             pinged.set()
     assert writers and not [name for name in writers if name.endswith("-reader")]

@@ -12,6 +12,7 @@ import logging
 import multiprocessing
 import threading
 import time
+from collections import Counter
 
 import pytest
 from conftest import WAIT, Collector
@@ -179,6 +180,32 @@ def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_
     marker = Collector()
     bus.subscribe("tasks/10", marker)  # sent after the UNSUBSCRIBE on the same connection
     assert publisher.publish("tasks/9", {}) == 0
+
+
+def test_the_listener_keeps_the_pub_sub_connection_it_opened(buses, redis_server, redis_url):
+    """The listener kept only the ``PubSub`` of the client it made: once the client was collected,
+    redis-py closed its pool (``Redis.__del__``) with the pub/sub connection in it, and at the next
+    read opened another and subscribed every channel again on its own.  A message published in
+    between went to the closed connection and was lost, though PUBLISH said a process heard it.
+    Now each channel is subscribed once, on the connection the listener opened (Redis's MONITOR
+    lists the SUBSCRIBEs, up to a marker sent once the bus confirmed its channel)."""
+    import redis
+
+    namespace = redis_url.split("namespace=", 1)[1]
+    admin = redis.Redis.from_url(redis_server.url, socket_timeout=WAIT)
+    subscribed: Counter[str] = Counter()
+    with admin.monitor() as monitor:
+        bus = buses(redis_url)
+        bus.subscribe("changes", Collector())
+        marker = f"{namespace}-subscribed"
+        admin.echo(marker)
+        while marker not in (command := monitor.next_command()["command"]):
+            words = command.split()
+            if words[0] == "SUBSCRIBE":
+                subscribed.update(word for word in words[1:] if word.startswith(namespace))
+    admin.close()
+    # this bus's control channel and the channel subscribed: each once
+    assert len(subscribed) == 2 and set(subscribed.values()) == {1}, subscribed
 
 
 def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(

@@ -259,10 +259,10 @@ class RedisBus:
             ):
                 break
             try:
-                pubsub = self._open()
+                client, pubsub = self._open()
             except Exception as error:
                 failures += 1
-                self._down(None, "bus: cannot reach Redis (%s); retrying", error)
+                self._down(None, None, "bus: cannot reach Redis (%s); retrying", error)
                 continue
             try:
                 self._settle(pubsub)
@@ -277,10 +277,13 @@ class RedisBus:
             except Exception as error:
                 failures += 1
                 self._down(
-                    pubsub, "bus: lost the pub/sub connection to Redis (%s); reconnecting", error
+                    client,
+                    pubsub,
+                    "bus: lost the pub/sub connection to Redis (%s); reconnecting",
+                    error,
                 )
             else:
-                self._down(pubsub, "", None)
+                self._down(client, pubsub, "", None)
 
     def _settle(self, pubsub: Any) -> None:
         """Read until Redis confirmed every channel subscribed on connecting (then the hooks'
@@ -297,8 +300,12 @@ class RedisBus:
             if message is not None:
                 self._take(message)
 
-    def _open(self) -> Any:
-        """A new pub/sub connection subscribed to the control channel and every local channel."""
+    def _open(self) -> tuple[Any, Any]:
+        """A new pub/sub connection subscribed to the control channel and every local channel: its
+        client and its ``PubSub``.  The client is kept as long as its pub/sub connection: redis-py
+        closes a client's pool when the client is collected (``Redis.__del__``), which would drop
+        the connection under the listener; redis-py would then connect again and subscribe again
+        on its own, and a message published in between would be lost."""
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
@@ -336,7 +343,7 @@ class RedisBus:
             pubsub.close()
             client.close()
             raise
-        return pubsub
+        return client, pubsub
 
     def _read(self, pubsub: Any) -> None:
         """Read until stopped or failed: confirmations, messages (queued), PING answers."""
@@ -456,18 +463,19 @@ class RedisBus:
         except Exception:  # Redis down: the listener will find out and subscribe everything again
             pass
 
-    def _down(self, pubsub: Any, message: str, error: Exception | None) -> None:
+    def _down(self, client: Any, pubsub: Any, message: str, error: Exception | None) -> None:
         """The pub/sub connection is gone (or never came): forget it, close it, say so."""
         with self._cond:
             self._connected = self._connecting = False
             self._cond.notify_all()
         if message and not self._stop.is_set():
             self._warnings.warning("listen", message, error)
-        if pubsub is not None:
-            try:
-                pubsub.close()
-            except Exception:  # already broken: nothing to release
-                pass
+        for opened in (pubsub, client):
+            if opened is not None:
+                try:
+                    opened.close()
+                except Exception:  # already broken: nothing to release
+                    pass
 
 
 def _call(function: Callable, message: dict | None, what: str) -> None:
