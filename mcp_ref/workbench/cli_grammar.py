@@ -689,7 +689,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     try:
         args, extra = parser.parse_known_args(argv)
     except UsageError as exc:
-        raise UsageError(_reworded(str(exc))) from None
+        misplaced = _value_read_as_verb(parser, argv, verb_at, str(exc))
+        raise UsageError(misplaced or _reworded(str(exc))) from None
     if args.verb is None:  # options only
         unknown = [word for word in extra if _is_option(word)]
         raise UsageError(
@@ -753,19 +754,44 @@ def _unknown_options(verb: Verb, words: Sequence[str], unquoted_command: bool) -
         raise UsageError(_unknown_option(verb.name, unknown[0]))
 
 
-def _before_verb(parser: argparse.ArgumentParser, verb: str, word: str) -> str:
-    """The message for ``word``, an option argparse left before the verb: the verb's own (which
-    goes after it), or one no part of mcp-ref knows."""
+def _value_read_as_verb(
+    parser: argparse.ArgumentParser, argv: Sequence[str], verb_at: int | None, message: str
+) -> str | None:
+    """The message for ``mcp-ref --name foo install``: an option that is not one of every verb's,
+    before the verb, whose value argparse read as the verb (``foo``: "invalid choice"); None
+    when that is not what happened (a word that is no verb, not after such an option)."""
+    if verb_at is None or not message.startswith("argument VERB: invalid choice:"):
+        return None
+    given = message.split("'")[1] if "'" in message else ""
+    before = list(argv[:verb_at])
+    if given not in before or before.index(given) == 0:
+        return None
+    option = before[before.index(given) - 1]
+    if not _is_option(option) or "=" in option:
+        return None
+    _, left = parser.parse_known_args([option])  # one of every verb's takes its value itself
+    if option not in left:
+        return None
+    return _before_verb(parser, argv[verb_at], option, value=given)
+
+
+def _before_verb(
+    parser: argparse.ArgumentParser, verb: str, word: str, value: str | None = None
+) -> str:
+    """The message for ``word``, an option argparse left before the verb (``value``, the word
+    after it, when argparse read that as the verb): the verb's own (which goes after it), or one
+    no part of mcp-ref knows."""
     option = word.partition("=")[0]
     try:
         _, left = parser.parse_known_args([verb, option])
         the_verbs = option not in left
+        wants_value = False
     except UsageError:  # taken, and wanting a value: the verb's
         the_verbs = True
+        wants_value = True
     if the_verbs:
-        return (
-            f"{option} is an option of {verb}: put it after the verb: mcp-ref {verb} {option} ..."
-        )
+        moved = f"{option} {shlex.quote(value)}" if wants_value and value is not None else word
+        return f"{option} is an option of {verb}: put it after the verb: mcp-ref {verb} {moved} ..."
     known = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", parser.format_help())))
     close = difflib.get_close_matches(option, known, n=1)
     return f"unknown option {option}" + (f" (did you mean {close[0]}?)" if close else "")

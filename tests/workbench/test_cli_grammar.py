@@ -9,13 +9,14 @@ the point.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 from conftest import WAIT, run_cli
 
-from mcp_ref.workbench.cli_grammar import VERBS
+from mcp_ref.workbench.cli_grammar import VERBS, build_parser
 
 #: The demo's command line as separate words (unquoted on mcp-ref's command line).
 DEMO_WORDS = [sys.executable, "-m", "mcp_ref", "serve-demo"]
@@ -234,6 +235,46 @@ def test_a_verbs_option_before_the_verb_is_refused_and_nothing_is_done(tmp_path)
         "mcp-ref install --print ... (see `mcp-ref install --help`)"
     )
     assert not config.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_verbs_option_and_its_value_before_the_verb_say_so_and_nothing_is_done(tmp_path):
+    """``mcp-ref --name notes install ...``: argparse read ``notes`` as the verb, and the message
+    named an unknown verb 'notes'.  It names the misplaced option, with its value, now."""
+    config = tmp_path / "claude.json"
+    argv = ["--name", "notes", "install", "--config", str(config), "python", "s.py"]
+    proc = run_cli(*argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert one_line(proc) == (
+        "mcp-ref: error: --name is an option of install: put it after the verb: "
+        "mcp-ref install --name notes ... (see `mcp-ref install --help`)"
+    )
+    assert not config.exists() and list(tmp_path.iterdir()) == []
+
+
+def _options_taking_a_value() -> list[tuple[str, str]]:
+    """(verb, option) for every option of one verb (not of every verb) that takes a value."""
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    every_verbs = {flag for action in parser._actions for flag in action.option_strings}
+    return [
+        (name, action.option_strings[-1])
+        for name, sub in verbs.choices.items()
+        for action in sub._actions
+        if action.option_strings
+        and action.nargs != 0
+        and not every_verbs & set(action.option_strings)
+    ]
+
+
+@pytest.mark.parametrize("verb, option", _options_taking_a_value())
+def test_every_verbs_option_with_its_value_before_the_verb_names_the_option(verb, option):
+    """The value is not taken for a verb, whichever verb's option it is."""
+    proc = run_cli(option, "some-value", verb, "python", "s.py")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert one_line(proc) == (
+        f"mcp-ref: error: {option} is an option of {verb}: put it after the verb: "
+        f"mcp-ref {verb} {option} some-value ... (see `mcp-ref {verb} --help`)"
+    )
 
 
 @pytest.mark.parametrize("verb", [verb.name for verb in VERBS])
