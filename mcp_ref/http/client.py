@@ -476,16 +476,6 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 data, read_timeout=read_bound(self._requests, request.id), legacy=legacy
             )
 
-    def _send_legacy(self, data: bytes, request: Request) -> None:
-        """POST ``request`` to the 2024-11-05 endpoint (on a worker: :meth:`_work`); its answer
-        comes on the SSE stream, the POST's reply only says "Accepted"."""
-        response = self._post_request(data, request, legacy=True)
-        discard_body(response)
-        if not response.ok:
-            where = shown(cast(str, self.legacy_endpoint))  # its query may hold the session
-            failure = f"HTTP {response.status_code} {response.reason} from {where}"
-            self._fail(request.id, failure, response.status_code)
-
     def _target(self, legacy: bool) -> str:
         """Where a message is POSTed: ``url``, or (``legacy``) the 2024-11-05 endpoint (set:
         ``write`` checks it, and ``start_legacy`` raises without it)."""

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import AuthorizationError
-from .bounded_reads import LEGACY_STREAM, Cursor, HttpTransportError, Inbox, abort, watching
+from .bounded_reads import (
+    LEGACY_STREAM,
+    Cursor,
+    HttpTransportError,
+    Inbox,
+    abort,
+    discard_body,
+    watching,
+)
 from .not_reached import (
     advice,
     content_kind,
@@ -27,7 +36,12 @@ from .not_reached import (
     shown,
     unreachable,
 )
+from .notices import MAX_RESENDS, retry_after
 from .origins import CrossOriginRefused, same_origin
+
+if TYPE_CHECKING:
+    from ..jsonrpc import Request
+    from ..session import OutgoingRequests
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +57,15 @@ class LegacySseClient:
         legacy_endpoint: str | None
         _incoming: Inbox
         _closed: threading.Event
+        _requests: OutgoingRequests | None
 
         def _events(
             self, response, cursor: Cursor | None = None, *, strict: bool = False
         ) -> Iterator[Any]: ...
+
+        def _post_request(self, data: bytes, request: Request, legacy: bool = False) -> Any: ...
+
+        def _fail(self, request_id, message: str, status: int | None = None) -> None: ...
 
     def start_legacy(self, timeout: float | None = None) -> None:
         """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait
@@ -131,6 +150,42 @@ class LegacySseClient:
                 tried,
                 "an HTTP+SSE server names the URL to POST to at once: check the URL",
             )
+
+    def _send_legacy(self, data: bytes, request: Request) -> None:
+        """POST ``request`` to the 2024-11-05 endpoint (on a worker: ``_work``); its answer comes
+        on the SSE stream, the POST's reply only says "Accepted".
+
+        Refused 503 with ``Retry-After``, it is sent again after that pause (RFC 9110 §15.6.4: the
+        server "MAY send a Retry-After header field (Section 10.2.3) to suggest an appropriate
+        amount of time for the client to wait before retrying the request"), as a notice refused
+        so is (:mod:`~mcp_ref.http.notices`): at most
+        :data:`~mcp_ref.http.notices.MAX_RESENDS` times, and only when the pause ends before the
+        request's deadline.  mcp_ref's own server refuses so a message for a shared session whose
+        stream's worker it cannot reach now, and has not run it
+        (:meth:`~mcp_ref.http.server.shared.SharedSessions.forward_legacy`).  Otherwise, and for
+        any other HTTP error, the request fails at once.  Cancelled or closed during a pause, it
+        is not sent again (``_post_request`` raises ``GivenUp``)."""
+        resends = 0
+        while True:
+            response = self._post_request(data, request, legacy=True)
+            discard_body(response)
+            if response.ok:
+                return
+            pause = retry_after(response) if response.status_code == 503 else None
+            if pause is None or resends >= MAX_RESENDS or not self._ends_in_time(request, pause):
+                break
+            resends += 1
+            log.debug("%s refused 503: sent again in %g s", request.method, pause)
+            self._closed.wait(pause)
+        where = shown(cast(str, self.legacy_endpoint))  # its query may hold the session
+        failure = f"HTTP {response.status_code} {response.reason} from {where}"
+        self._fail(request.id, failure, response.status_code)
+
+    def _ends_in_time(self, request: Request, pause: float) -> bool:
+        """Whether a pause of ``pause`` seconds ends before the session stops waiting for
+        ``request`` (no deadline: it does)."""
+        deadline = self._requests.request_deadline(request.id) if self._requests else None
+        return deadline is None or time.monotonic() + pause < deadline
 
     def _refused(self, response, fallback: bool) -> Exception:
         """The error of a GET for the SSE stream answered with an HTTP error, saying what to do

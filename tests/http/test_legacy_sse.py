@@ -321,6 +321,85 @@ def test_auto_against_streamable_does_not_fall_back(serve, http_client):
     assert client.session.transport.legacy_endpoint is None
 
 
+class RefusesCalls:
+    """WSGI middleware: the first ``times`` POSTs of a ``tools/call`` to the 2024-11-05 endpoint
+    are answered 503 with ``Retry-After: retry_after`` (as mcp_ref's server answers when the worker
+    holding a shared session's stream cannot be reached now: ``SharedSessions.forward_legacy``),
+    the server never seeing them; every POST of a ``tools/call`` is counted in :attr:`calls`."""
+
+    def __init__(self, app, times: int, retry_after: str):
+        self.app = app
+        self.times = times
+        self.retry_after = retry_after
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        import io
+
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ = {**environ, "wsgi.input": io.BytesIO(body)}
+        if environ["REQUEST_METHOD"] != "POST" or b'"tools/call"' not in body:
+            return self.app(environ, start_response)
+        with self.lock:
+            self.calls += 1
+            refused = self.calls <= self.times
+        if not refused:
+            return self.app(environ, start_response)
+        start_response(
+            "503 Service Unavailable",
+            [("Content-Type", "text/plain"), ("Retry-After", self.retry_after)],
+        )
+        return [b"the worker this message is for cannot be reached now"]
+
+
+def refusing(serve, times: int, retry_after: str):
+    box: list[RefusesCalls] = []
+    srv = serve(
+        keepalive=0.2, wrap=lambda app: box.append(RefusesCalls(app, times, retry_after)) or box[0]
+    )
+    return srv, box[0]
+
+
+def test_a_request_refused_503_with_retry_after_is_sent_again(serve, http_client):
+    """2024-11-05 transport: a request POSTed to the endpoint and refused 503 with Retry-After is
+    sent again after that pause, as the Streamable HTTP client sends a refused notice again (it
+    failed at once: "HTTP 503 Service Unavailable")."""
+    srv, refuser = refusing(serve, times=1, retry_after="1")
+    client = http_client(srv.sse, transport="sse")
+    assert client.call_tool("echo", {"text": "sent again"}).content[0].text == "sent again"
+    assert refuser.calls == 2
+    assert (
+        client.call_tool("echo", {"text": "next"}).content[0].text == "next"
+    )  # the session goes on
+
+
+def test_a_request_refused_for_longer_than_its_timeout_fails_at_once(serve, http_client):
+    """A pause that would end past the request's deadline is not waited: the request fails with
+    the 503 (not a timeout, which waiting would have met), sent once."""
+    from mcp_ref import McpError
+
+    srv, refuser = refusing(serve, times=1, retry_after="3600")
+    client = http_client(srv.sse, transport="sse")
+    with pytest.raises(McpError) as info:
+        client.call_tool("echo", {"text": "x"})
+    assert info.value.data["httpStatus"] == 503 and "503 Service Unavailable" in str(info.value)
+    assert refuser.calls == 1
+    assert client.call_tool("echo", {"text": "y"}).content[0].text == "y"  # sent at once now
+
+
+def test_a_request_refused_every_time_is_sent_again_a_bounded_number_of_times(serve, http_client):
+    from mcp_ref import McpError
+    from mcp_ref.http.notices import MAX_RESENDS
+
+    srv, refuser = refusing(serve, times=1000, retry_after="0")
+    client = http_client(srv.sse, transport="sse")
+    with pytest.raises(McpError) as info:
+        client.call_tool("echo", {"text": "x"})
+    assert info.value.data["httpStatus"] == 503
+    assert refuser.calls == 1 + MAX_RESENDS
+
+
 def test_closing_an_sse_client_is_prompt(serve):
     from mcp_ref import Client
 
