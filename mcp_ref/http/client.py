@@ -562,8 +562,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 # basic/transports §Backwards Compatibility: on such an answer the client
                 # "should assume this is a server supporting the old HTTP+SSE transport".
                 response.close()
-                self.start_legacy()
-                self._send_legacy(data, request)  # its answer comes on the new SSE stream
+                self._fall_back(data, request)
                 return
             if response.ok:
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id

@@ -22,6 +22,7 @@ from .bounded_reads import (
     Cursor,
     HttpTransportError,
     Inbox,
+    RequestFailed,
     abort,
     discard_body,
     watching,
@@ -76,7 +77,11 @@ class LegacySseClient:
         No server there raises :class:`~mcp_ref.errors.ServerUnreachable`, naming what was tried:
         nothing answered, or the GET was answered with an HTTP error (but a 401, 403 or 429:
         :class:`HttpTransportError`), with something else than an SSE stream, or with a stream
-        that named no endpoint in time."""
+        that named no endpoint in time.  An ``endpoint`` the client refuses
+        (:meth:`_checked_endpoint`) raises :class:`~mcp_ref.http.origins.CrossOriginRefused`
+        (another origin) or :class:`HttpTransportError` (user credentials in its URL).  Through
+        ``Client.http`` these are raised as they are here, in ``"auto"`` mode too
+        (:meth:`_fall_back`)."""
         timeout = self.connect_timeout if timeout is None else timeout
         ready = threading.Event()
         failure: list = []
@@ -150,6 +155,21 @@ class LegacySseClient:
                 tried,
                 "an HTTP+SSE server names the URL to POST to at once: check the URL",
             )
+
+    def _fall_back(self, data: bytes, request: Request) -> None:
+        """``"auto"`` mode, the initialize POST answered 400, 404 or 405: connect with HTTP+SSE
+        (:meth:`start_legacy`) and send ``request`` (the initialize) there; its answer comes on the
+        new SSE stream.  On a worker (``_work``).
+
+        What :meth:`start_legacy` raises fails the request as itself, as with ``"sse"`` mode: an
+        :class:`HttpTransportError` (a 401, 403 or 429 to the GET, an ``endpoint`` with user
+        credentials in its URL) is not turned into a JSON-RPC error (-32603) made of its text."""
+        try:
+            self.start_legacy()
+        except HttpTransportError as exc:
+            self._incoming.put(RequestFailed(request.id, exc.with_traceback(None)))
+            return
+        self._send_legacy(data, request)
 
     def _send_legacy(self, data: bytes, request: Request) -> None:
         """POST ``request`` to the 2024-11-05 endpoint (on a worker: ``_work``); its answer comes

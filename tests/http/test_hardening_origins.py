@@ -380,14 +380,23 @@ def test_an_endpoint_event_naming_another_origin_is_refused(stop_after, form):
     assert b.seen() == []
 
 
-def test_an_endpoint_event_with_user_credentials_is_refused(stop_after):
-    """Same origin, but ``user:password@`` in the endpoint (requests would turn it into Basic auth): refused."""
+@pytest.mark.parametrize("transport", ["sse", "auto"])
+def test_an_endpoint_event_with_user_credentials_is_refused(stop_after, transport):
+    """Same origin, but ``user:password@`` in the endpoint (requests would turn it into Basic auth):
+    refused with HttpTransportError, as ``start_legacy`` says, through the fallback (``"auto"``)
+    too: there it was a JSON-RPC error (McpError -32603) made of the refusal's text."""
+    from mcp_ref import McpError
+    from mcp_ref.http.client import HttpTransportError
+
     a, a_httpd, b, _ = legacy_pair(stop_after)
     a.rewrite = lambda data: f"http://mallory:pw@127.0.0.1:{a_httpd.httpd.port}{data}"
-    with pytest.raises(ConnectionError, match="credentials"):
-        Client.http(a_httpd.url + "/sse", transport="sse", timeout=WAIT).close()
+    with pytest.raises(ConnectionError, match="credentials") as caught:
+        Client.http(a_httpd.url + "/sse", transport=transport, timeout=WAIT).close()
+    assert type(caught.value) is HttpTransportError and not isinstance(caught.value, McpError)
+    assert "mallory" not in str(caught.value) and "pw@" not in str(caught.value)
     a.rewrite = None
-    with Client.http(a_httpd.url + "/sse", transport="sse", timeout=WAIT) as client:
+    with Client.http(a_httpd.url + "/sse", transport=transport, timeout=WAIT) as client:
+        assert client.session.transport.mode == "sse"
         assert client.call_tool("hello").content[0].text == "hello"
     assert b.seen() == []
 
