@@ -422,7 +422,7 @@ class OAuth(AuthBase):
                 supported = resource_meta.scopes_supported if resource_meta else None
                 scopes = list(self.scopes or supported or [])
         if self.grant == GRANT_AUTHORIZATION_CODE:
-            answer = self._authorization_code(server, resource, scopes)
+            answer, client = self._authorization_code(server, resource, scopes)
         else:
             # (the client_credentials grant always has a client_id: __init__ checks it)
             client = (
@@ -441,13 +441,15 @@ class OAuth(AuthBase):
             answer = self._token_request(
                 server, client, {**grant, **_scope_param(scopes), "resource": resource}
             )
-        tokens = self._tokens_from(answer, server, resource, scopes)
+        tokens = self._tokens_from(answer, server, resource, scopes, client)
         self._keep(tokens)
         return tokens
 
     def _tokens_from(
-        self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]
+        self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str], client: dict
     ) -> dict:
+        """The tokens to keep from a token ``answer``, with what refreshing them needs: the issuer,
+        its token endpoint, and how ``client`` authenticated there (:meth:`_refresh` does the same)."""
         lifetime = _lifetime(answer.get("expires_in"))
         tokens = {
             "issuer": server.issuer,
@@ -457,6 +459,7 @@ class OAuth(AuthBase):
             "scope": answer["scope"] if isinstance(answer.get("scope"), str) else " ".join(scopes),
             "expires_at": time.time() + lifetime if lifetime is not None else None,
             "token_endpoint": server.token_endpoint,
+            "client_auth_method": client.get("method") or "none",
         }
         if isinstance(answer.get("refresh_token"), str):
             tokens["refresh_token"] = answer["refresh_token"]
@@ -493,15 +496,19 @@ class OAuth(AuthBase):
             return newer
         tokens = newer or tokens
         issuer = tokens.get("issuer")
-        client = self.store.load(client_key(issuer)) if issuer else None
-        if client is None and self.client_id and issuer and self.issuer in (None, issuer):
-            # §Authorization Server Binding: the credentials stay with this issuer
-            self.issuer = issuer
-            client = _client_record(self.client_id, self.client_secret)
-        # (a client implies an issuer)
-        if client is None or not issuer or not tokens.get("token_endpoint"):
+        if not issuer or not tokens.get("token_endpoint"):
             return self._forget(tokens)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
+        if self.client_id and self.issuer in (None, issuer):
+            # The pre-registered credentials (§Authorization Server Binding: they stay with this
+            # issuer), authenticated as the token request that got the tokens was (OAuth 2.1 §4.3,
+            # RFC 6749 §6: "If the client type is confidential or the client was issued client
+            # credentials ..., the client MUST authenticate with the authorization server").
+            client: dict | None = self._preregistered(server, tokens.get("client_auth_method"))
+        else:
+            client = self.store.load(client_key(issuer))
+        if client is None:
+            return self._forget(tokens)
         params = {
             "grant_type": "refresh_token",
             "refresh_token": tokens["refresh_token"],
@@ -518,7 +525,7 @@ class OAuth(AuthBase):
             log.info("refreshing the token failed (%s): authorizing again", exc)
             return None
         kept = self._tokens_from(
-            answer, server, tokens["resource"], tokens.get("scope", "").split()
+            answer, server, tokens["resource"], tokens.get("scope", "").split(), client
         )
         # OAuth 2.1 §4.3.3: the old refresh token stays valid
         kept.setdefault("refresh_token", tokens["refresh_token"])
@@ -543,10 +550,12 @@ class OAuth(AuthBase):
                 f"{server.issuer}; refusing to use them there"
             )
 
-    def _preregistered(self, server: ServerMetadata) -> dict:
-        """The pre-registered credentials, refused with another authorization server (:meth:`_bind`)."""
+    def _preregistered(self, server: ServerMetadata, method: str | None = None) -> dict:
+        """The pre-registered credentials, refused with another authorization server (:meth:`_bind`);
+        authenticated as ``method`` says, else as ``token_endpoint_auth_method``, else as
+        ``server``'s metadata allows."""
         self._bind(server)
-        method = self.token_endpoint_auth_method
+        method = method or self.token_endpoint_auth_method
         if method is None:
             method = (
                 "private_key_jwt"
@@ -630,7 +639,10 @@ class OAuth(AuthBase):
 
     # -- the authorization code grant ----------------------------------------------------------
 
-    def _authorization_code(self, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
+    def _authorization_code(
+        self, server: ServerMetadata, resource: str, scopes: list[str]
+    ) -> tuple[dict, dict]:
+        """The token answer of the authorization code grant, and the client identity it used."""
         server.require_pkce()
         if not server.authorization_endpoint:
             raise MetadataError(
@@ -677,7 +689,7 @@ class OAuth(AuthBase):
         finally:
             handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
         code = _check_callback(callback, state, server)
-        return self._token_request(
+        answer = self._token_request(
             server,
             client,
             {
@@ -688,6 +700,7 @@ class OAuth(AuthBase):
                 "resource": resource,
             },
         )
+        return answer, client
 
     # -- the token endpoint --------------------------------------------------------------------
 

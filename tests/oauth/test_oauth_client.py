@@ -139,6 +139,55 @@ def test_an_expired_token_is_refreshed_without_the_user(deployment):
     assert len(grants) >= 2 and auth._tokens["refresh_token"] != first
 
 
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_a_pre_registered_confidential_client_authenticates_its_refresh(deployment, method):
+    """OAuth 2.1 §4.3 (RFC 6749 §6): a confidential client authenticates when it refreshes, as
+    the code exchange did: with the method the authorization server's metadata allowed then
+    (``client_secret_post`` when it advertises no Basic), not a new login in the browser."""
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = 1  # within the refresh margin from the start
+    advertised = authorization.metadata
+
+    def metadata(issuer: str) -> dict:
+        document = advertised(issuer)
+        if method == "client_secret_post":
+            document["token_endpoint_auth_methods_supported"] = ["none", "client_secret_post"]
+        return document
+
+    authorization.metadata = metadata
+    registered = authorization.register(
+        {
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": method,
+        }
+    )
+    refreshes = []
+    token_endpoint = watched.app
+
+    def watch_refreshes(environ, start_response):
+        # the form is read here and given back to the authorization server unchanged
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"] = io.BytesIO(body)
+        if parse_qs(body.decode()).get("grant_type") == ["refresh_token"]:
+            answered = []
+            answer = token_endpoint(
+                environ,
+                lambda status, *rest: answered.append(status) or start_response(status, *rest),
+            )
+            refreshes.append(answered[0])
+            return answer
+        return token_endpoint(environ, start_response)
+
+    watched.app = watch_refreshes
+    auth = OAuth(registered["client_id"], registered["client_secret"], authorize=follow_redirect)
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        client.list_tools()
+        assert client.call_tool("whoami", {}).content[0].text.startswith(registered["client_id"])
+    assert refreshes and all(status.startswith("200") for status in refreshes)
+    assert watched.hits("/authorize") == 1
+
+
 def test_a_revoked_token_gets_the_flow_again(deployment):
     """A 401 for a token the server no longer accepts: refresh, else authorize again, then retry once."""
     mcp_url, watched, authorization = deployment
