@@ -191,7 +191,13 @@ class OAuth(AuthBase):
     def __call__(self, request):
         if not self._for_this_server(request.url):
             return request  # never send a token to anyone else (§Token Handling)
-        tokens = self._usable_tokens()
+        if sending_own_notice():
+            # A cancellation, or the session's DELETE at close: sent with the tokens at hand, never
+            # waiting for the lock, which a login on another thread (a step-up, the user in the
+            # browser) holds up to login_timeout; a close ends within its bounds all the same.
+            tokens = self._tokens
+        else:
+            tokens = self._usable_tokens()
         if tokens is not None:
             self._apply(request, tokens)
         request.register_hook("response", self._on_response)
@@ -320,11 +326,15 @@ class OAuth(AuthBase):
 
     def _for_this_server(self, url: str) -> bool:
         """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
-        URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
-        with self._lock:
-            if not self._server_url:
-                self._server_url = canonical(url.split("?", 1)[0])
-            return same_origin(url, self._server_url)
+        URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only.
+
+        The lock only for the first URL: once set, ``_server_url`` never changes, and a notice
+        (:meth:`__call__`) must not wait for a login that holds the lock."""
+        if not self._server_url:
+            with self._lock:
+                if not self._server_url:
+                    self._server_url = canonical(url.split("?", 1)[0])
+        return same_origin(url, self._server_url)
 
     def _usable_tokens(self) -> dict | None:
         """The current tokens (refreshed first when about to expire), or None."""

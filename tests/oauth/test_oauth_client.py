@@ -708,6 +708,43 @@ def test_closing_never_starts_a_login():
             httpd.server_close()
 
 
+def test_closing_never_waits_for_a_login_on_another_thread(deployment):
+    """A call steps up (403 ``insufficient_scope``) and its login waits for the user, holding the
+    OAuth object's lock up to ``login_timeout``; the client closes meanwhile.  Its own notices (the
+    session's DELETE, the call's cancellation) go with the tokens at hand, never waiting for that
+    login: the close ends within its bounds (``NOTICES_AT_CLOSE`` + ``SESSION_END_TIMEOUT``)."""
+    mcp_url, _, _ = deployment
+    stepping_up, user_back = threading.Event(), threading.Event()
+    logins = []
+
+    def authorize(url: str) -> str:
+        logins.append(url)
+        if len(logins) > 1:  # the step-up: the user is away until the test ends
+            stepping_up.set()
+            user_back.wait(4 * WAIT)
+        return follow_redirect(url, timeout=WAIT)
+
+    auth = OAuth(DEMO_CLIENT_ID, authorize=authorize, login_timeout=4 * WAIT)
+    client = Client.http(mcp_url, auth=auth, timeout=4 * WAIT, era="handshake")
+    client.__enter__()
+    call = None
+    try:
+        client.list_tools()  # the first login, approved at once
+        call = threading.Thread(target=_attempt, args=(client.call_tool, "reboot", {}), daemon=True)
+        call.start()
+        assert stepping_up.wait(WAIT)
+        closed = threading.Event()
+        threading.Thread(
+            target=lambda: (client.__exit__(None, None, None), closed.set()), daemon=True
+        ).start()
+        assert closed.wait(WAIT), "close() waited for the login on the other thread"
+    finally:
+        user_back.set()
+        if call is not None:
+            call.join(WAIT)
+        client.__exit__(None, None, None)
+
+
 def _attempt(call, *args):
     """``call(*args)``'s result, or the exception it raised."""
     try:
