@@ -333,6 +333,67 @@ def stream_chunks(response, size: int = READ_SIZE):
         raise requests.exceptions.SSLError(exc) from None
 
 
+def read_within(response, limit: int, seconds: float) -> bytes:
+    """At most ``limit`` + 1 bytes of a streamed ``requests`` response's body (more tells the
+    caller it is too large: the rest is left unread), read within ``seconds`` in all, however
+    slowly the peer sends it; ``requests.exceptions.ReadTimeout`` past that.
+
+    ``requests``' own timeout bounds each read only: a body trickled a byte at a time, each within
+    it, would take as long as the peer likes.  A timer shuts the socket down at the deadline
+    (waking the read, wherever urllib3 or http.client loops inside it: a chunk-size line too);
+    the connection goes back to its pool only once the timer can no longer fire, so a late
+    shutdown never lands on the next request there.  Other failures as ``requests`` raises them
+    (:func:`stream_chunks`).  The caller closes the response."""
+    import requests
+
+    raw = response.raw
+    pool = getattr(raw, "_pool", None)
+    sock = _body_socket(response)
+    ended = threading.Lock()  # the timer's shutdown and the end of the read never cross
+    reading, expired = [True], []
+
+    def expire() -> None:
+        with ended:
+            if reading[0]:
+                expired.append(True)
+                if sock is not None:
+                    shut_down(sock)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    body = bytearray()
+    raw._pool = None  # urllib3 puts a connection whose body ended back through its response's pool
+    timer.start()
+    try:
+        for data in stream_chunks(response):
+            body += data
+            if len(body) > limit or expired:
+                break
+    except requests.RequestException:
+        if not expired:
+            raise
+    finally:
+        with ended:
+            reading[0] = False
+        timer.cancel()
+        raw._pool = pool
+    if expired:
+        raw.close()  # its socket is shut down: never back in the pool
+        raise requests.exceptions.ReadTimeout(f"the body took over {seconds:g} s")
+    return bytes(body[: limit + 1])
+
+
+def _body_socket(response) -> Any:
+    """The socket a streamed response's body is read from, while it is: the connection's
+    (:func:`_socket_of`), else the one under http.client's file (an answer that ends its
+    connection, read by plain ``requests``)."""
+    sock = _socket_of(response)
+    if sock is None:
+        fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+        sock = shuttable(getattr(getattr(fp, "raw", None), "_sock", None))
+    return sock
+
+
 def read_body(response, limit: int) -> bytes | None:
     """The whole body of a streamed response, or None (the connection closed, the body unread)
     when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the

@@ -110,7 +110,7 @@ class IdJagExchange:
                 stream=True,
             )
             # read within the bound a token endpoint's answer has (a peer's body is never read whole)
-            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
+            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
         except requests.RequestException as exc:
             raise TokenError(
                 f"cannot reach the identity provider {shown(self.token_endpoint)}: {type(exc).__name__}"

@@ -117,7 +117,8 @@ class OAuth(AuthBase):
     ``scopes_supported`` when the challenge names none.  ``store`` keeps registrations and tokens
     (:class:`~mcp_ref.oauth.store.MemoryStore` by default).  ``dpop=True`` binds tokens to a key
     (RFC 9449; needs the ``auth`` extra).  ``timeout`` bounds each request to the authorization
-    server, ``login_timeout`` the wait for the user.
+    server and for metadata (each read, and the answer's body in all), ``login_timeout`` the
+    wait for the user.
     """
 
     def __init__(
@@ -788,11 +789,12 @@ class OAuth(AuthBase):
                     allow_redirects=False,
                     stream=True,
                 )
+                # the answer within the bounds of a token answer, its body within timeout in all
+                answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
             except requests.RequestException as exc:
                 raise error(
                     f"cannot reach the {what} endpoint {shown(url)}: {type(exc).__name__}"
                 ) from None
-            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
             if answer is None:
                 kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
                 # never followed: the form holds the code, the verifier, the secret

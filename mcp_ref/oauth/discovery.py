@@ -15,7 +15,8 @@
    MCP server's origin, and without metadata the default endpoints ``/authorize``, ``/token`` and
    ``/register`` apply (2025-03-26 basic/authorization §2.3.3 Fallbacks): :func:`legacy_authorization_server`.
 
-Every fetch is bounded: :data:`MAX_METADATA_BYTES` and the caller's timeout.
+Every fetch is bounded: :data:`MAX_METADATA_BYTES`, and the caller's timeout on each read and on
+the body in all (however slowly a peer trickles it).
 
 Every URL read from a peer (the challenge's ``resource_metadata``, the metadata's ``resource``,
 ``authorization_servers`` and endpoints) is checked by :func:`check_url` before it is fetched,
@@ -172,8 +173,9 @@ def fetch_json(
     http, url: str, *, timeout: float, headers: dict[str, str] | None = None
 ) -> tuple[int, object]:
     """GET ``url``: (status, the JSON body, or None for an error status).  Bounded by ``timeout``
-    and :data:`MAX_METADATA_BYTES`; :class:`MetadataError` when it cannot be reached, or answers a
-    redirect, a larger body or one that is not JSON."""
+    (each read, and the body's in all: :func:`bounded_body`) and :data:`MAX_METADATA_BYTES`;
+    :class:`MetadataError` when it cannot be reached, or answers a redirect, a larger body or one
+    that is not JSON."""
     import requests
 
     try:
@@ -184,19 +186,19 @@ def fetch_json(
             stream=True,
             allow_redirects=False,
         )
+        with response:
+            if response.is_redirect:
+                # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
+                raise _NotHere(
+                    f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
+                    f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
+                    "is fetched from the URL the spec gives, redirects are not followed"
+                )
+            if not response.ok:
+                return response.status_code, None
+            body = bounded_body(response, MAX_METADATA_BYTES, timeout)
     except requests.RequestException as exc:
         raise MetadataError(f"cannot fetch {shown(url)}: {type(exc).__name__}") from None
-    with response:
-        if response.is_redirect:
-            # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
-            raise _NotHere(
-                f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
-                f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
-                "is fetched from the URL the spec gives, redirects are not followed"
-            )
-        if not response.ok:
-            return response.status_code, None
-        body = bounded_body(response, MAX_METADATA_BYTES)
     if len(body) > MAX_METADATA_BYTES:
         raise _NotHere(f"{shown(url)} answered more than {MAX_METADATA_BYTES} bytes of metadata")
     try:
@@ -208,11 +210,15 @@ def fetch_json(
         ) from None
 
 
-def bounded_body(response, limit: int) -> bytes:
+def bounded_body(response, limit: int, timeout: float) -> bytes:
     """At most ``limit`` + 1 bytes of a streamed response's body (more tells the caller it is too
-    large); kept as the response's content, so a hook that reads it again (``--trace``) gets the same."""
+    large), read within ``timeout`` seconds in all (:func:`~mcp_ref.http.bounded_reads.read_within`:
+    ``requests.exceptions.ReadTimeout`` past that, however slowly a peer trickles it); kept as
+    the response's content, so a hook that reads it again (``--trace``) gets the same."""
     if response._content is False:  # not read yet (requests' marker)
-        response._content = response.raw.read(limit + 1, decode_content=True) or b""
+        from ..http.bounded_reads import read_within
+
+        response._content = read_within(response, limit, timeout)
         response._content_consumed = True
         if len(response._content) > limit:
             # The rest stays unread: the connection is closed, never back in the pool, where the
@@ -221,12 +227,12 @@ def bounded_body(response, limit: int) -> bytes:
     return response._content[: limit + 1]
 
 
-def bounded_json(response, limit: int) -> dict | None:
-    """The JSON object of a streamed response's body, read within ``limit`` bytes
-    (:func:`bounded_body`; the response is closed after); None when the body is larger, or not a
-    JSON object."""
+def bounded_json(response, limit: int, timeout: float) -> dict | None:
+    """The JSON object of a streamed response's body, read within ``limit`` bytes and ``timeout``
+    seconds (:func:`bounded_body`; the response is closed after); None when the body is larger,
+    or not a JSON object."""
     with response:
-        body = bounded_body(response, limit)
+        body = bounded_body(response, limit, timeout)
     try:
         answer = json.loads(body) if len(body) <= limit else None
     except ValueError:  # json.JSONDecodeError too

@@ -414,7 +414,8 @@ class JwtVerifier:
         """GET the JWK Set: (its keys, seconds to keep them).  Raises JwksError."""
         import requests
 
-        deadline = time.monotonic() + self.timeout
+        from ..http.bounded_reads import read_within
+
         try:  # (only a set with a URL is refreshed: _key_for)
             with requests.get(
                 cast(str, self.jwks_url),
@@ -431,14 +432,14 @@ class JwtVerifier:
                 length = answer.headers.get("Content-Length", "")
                 if length.isdigit() and int(length) > self.max_bytes:
                     raise JwksError(f"the JWK Set is over {self.max_bytes} bytes")
-                data = bytearray()
-                for chunk in answer.iter_content(8192):
-                    data += chunk
-                    if len(data) > self.max_bytes:
-                        raise JwksError(f"the JWK Set is over {self.max_bytes} bytes")
-                    if time.monotonic() > deadline:
-                        raise JwksError(f"the JWK Set took over {self.timeout} s")
+                # the whole download within timeout, however slowly the server trickles it: a
+                # refetch holds every other token check waiting on a key (_refresh)
+                data = read_within(answer, self.max_bytes, self.timeout)
+                if len(data) > self.max_bytes:
+                    raise JwksError(f"the JWK Set is over {self.max_bytes} bytes")
                 cache_control = answer.headers.get("Cache-Control", "")
+        except requests.exceptions.ReadTimeout:
+            raise JwksError(f"the JWK Set took over {self.timeout:g} s") from None
         except requests.RequestException as exc:
             raise JwksError(f"the JWK Set could not be fetched ({type(exc).__name__})") from None
         try:

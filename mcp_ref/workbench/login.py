@@ -115,15 +115,17 @@ def _body(data, content_type: str) -> str:
     return f"({len(text)} bytes of {content_type or 'unknown type'})"
 
 
-def describe(response) -> str:
-    """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}``."""
+def describe(response, timeout: float = 30.0) -> str:
+    """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}`` (read within
+    ``timeout`` seconds in all)."""
     request = response.request
     sent = _body(request.body, request.headers.get("Content-Type", ""))
     from ..oauth.discovery import MAX_METADATA_BYTES, bounded_body
 
     try:
         received = _body(
-            bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", "")
+            bounded_body(response, MAX_METADATA_BYTES, timeout),
+            response.headers.get("Content-Type", ""),
         )
     except Exception:  # a stream already consumed: say nothing of its body
         received = ""
@@ -142,11 +144,16 @@ def traced_http(stream=None):
     session = requests.Session()
     out = stream or sys.stderr
 
-    def show(response, **kwargs):
+    def show(response, timeout=None, **kwargs):
+        # the request's read timeout bounds the body the trace reads first, in all
+        read_timeout = timeout[1] if isinstance(timeout, tuple) else timeout
         # The peer's words (a Content-Type, a Location) reach the terminal: escape sequences shown,
         # never obeyed (mcp_ref.workbench.terminal); each exchange stays on its two lines.
         print(
-            "\n".join(safe(line, newline="\\n") for line in describe(response).split("\n", 1)),
+            "\n".join(
+                safe(line, newline="\\n")
+                for line in describe(response, read_timeout or 30.0).split("\n", 1)
+            ),
             file=out,
             flush=True,
         )
