@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from ..http.bounded_reads import read_body
@@ -35,6 +35,9 @@ from ..server.principal import AccessInfo
 MAX_INTROSPECTION_BYTES = 64 * 1024
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
+#: The environ key under which the application gives the path of its Streamable HTTP endpoint, the
+#: one ``resource=`` names (:meth:`ProtectedResource.resource_url`).
+ENDPOINT_PATH = "mcp_ref.oauth.endpoint_path"
 
 
 class TokenVerifier(Protocol):
@@ -117,6 +120,16 @@ class ProtectedResource:
     the port a ``Host`` header names) and the endpoint's path.  Behind anything that changes the
     scheme or the port (a reverse proxy, a container's port mapping, a tunnel), pass ``resource=``.
     ``required_scopes`` are needed for every request; ``scopes_supported`` are advertised.
+
+    The 2024-11-05 HTTP+SSE endpoint (``/sse``, its messages posted to ``/messages``) is a
+    resource of its own, with its own identifier: the same origin, its own path (``resource=``'s
+    path with the Streamable HTTP endpoint's path at its end replaced by the SSE one's:
+    ``https://mcp.example.com/sse``).  Its metadata, its challenges and the audience its tokens
+    must name are that identifier's: RFC 9728 §3.3, the ``resource`` of the metadata at
+    ``/.well-known/oauth-protected-resource/sse`` is the one the client asked about, else it
+    "MUST NOT" use it; and a token issued for ``.../mcp`` is refused at ``.../sse`` (2025-11-25
+    §Token Handling: servers "MUST validate that access tokens were issued specifically for them
+    as the intended audience"; RFC 8707 §2: a token is for the resource its request named).
     """
 
     def __init__(
@@ -150,7 +163,7 @@ class ProtectedResource:
         sent with ``Host: 127.0.0.1:B``: the DNS-rebinding guard checks the name, not the port.
         """
         if self.resource:
-            return self.resource
+            return self._configured(environ, path)
         scheme = environ.get("wsgi.url_scheme", "http")
         name = host_name(environ.get("HTTP_HOST") or "localhost")
         port = str(environ.get("SERVER_PORT") or "")
@@ -163,11 +176,25 @@ class ProtectedResource:
         metadata's ``resource`` then tells a client whose port was changed on the way which URL
         this server answers for)."""
         if self.resource:
-            parts = urlsplit(self.resource)
+            parts = urlsplit(self._configured(environ, path))
             return f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
         scheme = environ.get("wsgi.url_scheme", "http")
         host = (environ.get("HTTP_HOST") or "localhost").lower()
         return f"{scheme}://{host}{METADATA_PREFIX}{path.rstrip('/')}"
+
+    def _configured(self, environ: dict[str, Any], path: str) -> str:
+        """The identifier of the endpoint at application path ``path``, from ``resource=``: that
+        one for the Streamable HTTP endpoint (whose path the application gives in ``environ``,
+        under :data:`ENDPOINT_PATH`); for another (HTTP+SSE), the same origin and prefix (what a
+        reverse proxy puts before the application's paths), then ``path``."""
+        resource = cast(str, self.resource)
+        main = environ.get(ENDPOINT_PATH)
+        if not isinstance(main, str) or path.rstrip("/") == main.rstrip("/"):
+            return resource
+        parts = urlsplit(resource)
+        main = main.rstrip("/")
+        prefix = parts.path[: -len(main)] if main and parts.path.endswith(main) else ""
+        return canonical(f"{parts.scheme}://{parts.netloc}{prefix}{path}")
 
     def metadata(self, environ: dict[str, Any], path: str) -> dict[str, Any]:
         """RFC 9728 protected resource metadata."""

@@ -10,10 +10,11 @@ import pytest
 import requests
 from conftest import WAIT
 
-from mcp_ref import Client, Context, Server
+from mcp_ref import Client, Context, OAuth, Server
 from mcp_ref.http.wsgi_server import WsgiServer
 from mcp_ref.oauth import pkce
-from mcp_ref.oauth.resource import ProtectedResource
+from mcp_ref.oauth.browser import follow_redirect
+from mcp_ref.oauth.resource import ENDPOINT_PATH, ProtectedResource
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -367,3 +368,100 @@ def test_serve_demo_auth_names_the_resource_mcp_ref_resource_gives():
     finally:
         proc.terminate()
         proc.wait(WAIT)
+
+
+@pytest.fixture
+def configured():
+    """A protected server given ``resource=`` (the URL clients reach, as deploying says), serving
+    both transports: (as_url, its origin, authorization server)."""
+    authorization = DemoAuthorizationServer()
+    as_httpd = serve(authorization)
+    server = Server("protected")
+
+    @server.tool
+    def hello() -> str:
+        """Says hi."""
+        return "hi"
+
+    apps = []
+    mcp_httpd = serve(lambda environ, start_response: apps[0](environ, start_response))
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], resource=mcp_httpd.url + "/mcp"
+    )
+    apps.append(server.wsgi_app(auth=resource))
+    yield as_httpd.url, mcp_httpd.url, authorization
+    for httpd in (as_httpd, mcp_httpd):
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_with_resource_configured_the_sse_endpoint_is_a_resource_of_its_own(configured):
+    """RFC 9728 §3.3: the metadata at ``/.well-known/oauth-protected-resource/sse`` names the
+    resource the client asked about, ``.../sse`` (it named ``.../mcp``, which a client "MUST NOT"
+    use, whenever ``resource=`` was given), and the 401 at ``/sse`` points there."""
+    as_url, origin, _ = configured
+    for path, resource in (("/sse", "/sse"), ("/mcp", "/mcp"), ("", "/mcp")):
+        meta = requests.get(
+            f"{origin}/.well-known/oauth-protected-resource{path}", timeout=WAIT
+        ).json()
+        assert meta["resource"] == origin + resource and meta["authorization_servers"] == [as_url]
+    refused = requests.get(origin + "/sse", timeout=WAIT, stream=True)
+    refused.close()
+    assert refused.status_code == 401
+    expected = f'resource_metadata="{origin}/.well-known/oauth-protected-resource/sse"'
+    assert expected in refused.headers["WWW-Authenticate"]
+
+
+def test_with_resource_configured_an_sse_client_logs_in(configured):
+    """The client of the 2024-11-05 transport finds metadata for its URL and logs in."""
+    _, origin, _ = configured
+    with Client.http(
+        origin + "/sse", transport="sse", auth=OAuth(authorize=follow_redirect), timeout=WAIT
+    ) as client:
+        assert client.call_tool("hello", {}).content[0].text == "hi"
+
+
+def test_a_token_for_one_endpoint_is_refused_at_the_other(configured):
+    """2025-11-25 §Token Handling: servers "MUST validate that access tokens were issued
+    specifically for them": a token for ``.../mcp`` is refused at ``.../sse``, and one for
+    ``.../sse`` at ``.../mcp``; each is taken where it was issued for."""
+    as_url, origin, _ = configured
+    for_mcp, for_sse = get_token(as_url, origin + "/mcp"), get_token(as_url, origin + "/sse")
+
+    def sse_status(token: str) -> int:
+        answer = requests.get(
+            origin + "/sse", headers={"Authorization": f"Bearer {token}"}, timeout=WAIT, stream=True
+        )
+        answer.close()
+        return answer.status_code
+
+    def mcp_status(token: str) -> int:
+        return requests.post(
+            origin + "/mcp",
+            json=INIT,
+            headers={**ACCEPT, "Authorization": f"Bearer {token}"},
+            timeout=WAIT,
+        ).status_code
+
+    assert sse_status(for_mcp) == 401 and mcp_status(for_sse) == 401
+    assert sse_status(for_sse) == 200 and mcp_status(for_mcp) == 200
+
+
+def test_the_sse_resource_keeps_the_prefix_a_reverse_proxy_adds():
+    """Behind a proxy that serves the application under a prefix, ``resource=`` names the
+    Streamable HTTP endpoint with it: the HTTP+SSE endpoint keeps the origin and the prefix."""
+    resource = ProtectedResource(
+        lambda token: None, ["https://auth.example.com"], resource="https://x.example/tools/mcp"
+    )
+    environ = {
+        "wsgi.url_scheme": "http",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "SERVER_PORT": "8000",
+        ENDPOINT_PATH: "/mcp",  # what the application puts there
+    }
+    assert resource.metadata(environ, "/sse")["resource"] == "https://x.example/tools/sse"
+    assert resource.metadata(environ, "/mcp")["resource"] == "https://x.example/tools/mcp"
+    assert (
+        resource.metadata_url(environ, "/sse")
+        == "https://x.example/.well-known/oauth-protected-resource/tools/sse"
+    )

@@ -32,10 +32,13 @@ class ProtectedResourceCheck(Middleware):
 
     def on_request(self, call: HttpCall) -> list[bytes] | None:
         """The metadata (a finished answer), or None to go on with the caller known; 401 / 403."""
-        from ...oauth.resource import METADATA_PREFIX
+        from ...oauth.resource import ENDPOINT_PATH, METADATA_PREFIX
 
         paths = self.endpoints
         path = call.path
+        # the endpoint resource= names: the HTTP+SSE one is a resource of its own (its own
+        # identifier, its own tokens: ProtectedResource)
+        call.environ[ENDPOINT_PATH] = paths.path
         if call.method == "GET" and path in (
             METADATA_PREFIX,
             METADATA_PREFIX + paths.path,
