@@ -403,15 +403,26 @@ def redirect_uri_matches(given: str, registered: str) -> bool:
 
 def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
     """Play the browser for an authorization server that approves at once: GET ``url`` and return
-    where it redirects.  For tests, the conformance suite and the demo; never a substitute for a
-    user's consent on a real server."""
+    where it redirects (read from the answer's headers; its body is never read).  For tests, the
+    conformance suite and the demo; never a substitute for a user's consent on a real server."""
     import requests
 
     from .discovery import check_url
 
     check_url(url, "the authorization URL")
     try:
-        response = (http or requests).get(url, allow_redirects=False, timeout=timeout)
+        # the status line and headers only: the body (a page for a person, as large as the server
+        # likes) is never read, the connection closed with it unread; closed in a response hook,
+        # after the session's own, since requests reads a redirect's whole body before it returns
+        # (resolve_redirects, even with allow_redirects=False)
+        hooks = getattr(http, "hooks", {}).get("response", [])
+        response = (http or requests).get(
+            url,
+            allow_redirects=False,
+            timeout=timeout,
+            stream=True,
+            hooks={"response": [*hooks, _close_unread]},
+        )
     except requests.RequestException as exc:
         raise CallbackError(
             f"cannot reach the authorization endpoint: {type(exc).__name__}"
@@ -424,3 +435,8 @@ def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
             "(it needs a person at a browser)"
         )
     return location
+
+
+def _close_unread(response, **kwargs) -> None:
+    """A response hook: close ``response`` with its body unread (its headers stay readable)."""
+    response.close()

@@ -1520,3 +1520,52 @@ def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, paths,
         for httpd in servers:
             httpd.shutdown()
             httpd.server_close()
+
+
+def test_follow_redirect_reads_the_headers_only_and_closes_the_body_unread():
+    """``follow_redirect`` takes the ``Location`` of the authorization endpoint's answer and never
+    reads its body (a page as large as the server likes, here one that never ends): requests
+    would read a redirect's whole body first, even unfollowed.  The connection is closed unread."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/authorize?x=1"
+    closed_by_client, stop = threading.Event(), threading.Event()
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(WAIT)
+            try:
+                connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:1/callback?code=c&state=s"
+                    b"\r\nTransfer-Encoding: chunked\r\n\r\n" + b"10\r\n" + b"a" * 16 + b"\r\n"
+                )
+                # the rest of the body never comes: only the client's closing ends this
+                if connection.recv(1) == b"":
+                    closed_by_client.set()
+            except OSError:  # reset by the client
+                closed_by_client.set()
+            stop.wait(WAIT)
+
+    server = threading.Thread(target=answer, daemon=True)
+    server.start()
+    outcome: list = []
+
+    def follow() -> None:
+        try:
+            outcome.append(follow_redirect(url, timeout=4 * WAIT))
+        except Exception as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=follow, daemon=True)
+    try:
+        caller.start()
+        caller.join(WAIT)
+        assert not caller.is_alive(), "follow_redirect waited for the body"
+        assert outcome == ["http://127.0.0.1:1/callback?code=c&state=s"]
+        assert closed_by_client.wait(WAIT)
+    finally:
+        stop.set()
+        listener.close()
+        server.join(WAIT)
+        caller.join(WAIT)
