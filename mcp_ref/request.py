@@ -57,6 +57,11 @@ DEFAULT: Final = Default.DEFAULT
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
+#: Seconds a caller past its deadline still waits for an answer that came in time and is being
+#: settled (behind the callbacks queued before it, with ``on_progress``): then it times out all the
+#: same, so ``result()`` is bounded whatever the callbacks do.
+SETTLING_GRACE = 1.0
+
 
 class Channel(Protocol):
     """What a request needs of its session (:class:`~mcp_ref.session.Session` is one): to
@@ -238,6 +243,9 @@ class PendingRequest(Future):
     #: Given the result of an answer that comes after the session gave up on this request
     #: (``Session.send_request``'s ``late_answer``), or None.
     late_answer: Callable[[dict[str, Any]], None] | None = None
+    #: True when the answer settles it on the reader thread even with ``on_progress`` (it was sent
+    #: from the callback thread, where its progress callbacks wait behind its caller).
+    at_once = False
 
     def __init__(
         self,
@@ -300,9 +308,10 @@ class PendingRequest(Future):
         itself a TimeoutError is the request's outcome, raised as it is.
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
         """
+        settling = None  # past the deadline, until when an answer that came is waited for
         try:
             while True:
-                wait = self.first_deadline
+                wait = settling or self.first_deadline
                 try:
                     return super().result(
                         None if wait is None else max(wait - time.monotonic(), 0.0)
@@ -315,8 +324,10 @@ class PendingRequest(Future):
                 hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
                 if not hard_expired and self.deadline is not None and now < self.deadline:
                     continue  # progress moved the deadline while we waited
-                if not self._give_up("timeout"):  # the answer won the race: it is being settled
-                    self.deadline = self.hard_deadline = None
+                if settling is None and not self._give_up("timeout"):
+                    # The answer won the race: it is being settled, with progress after the callbacks
+                    # queued before it; a slow one delays it by SETTLING_GRACE at most.
+                    settling = now + SETTLING_GRACE
                     continue
                 limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
                 self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))

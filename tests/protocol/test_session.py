@@ -15,6 +15,7 @@ from conftest import (
     InMemory,
     Workers,
     handshake_era,
+    outcome_within,
     run_threads,
     schema_errors,
 )
@@ -177,6 +178,68 @@ def test_max_total_timeout_caps_a_call_kept_alive_by_progress(connect, wire):
     assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [
         call.request_id
     ]
+
+
+@pytest.mark.parametrize("where", ["progress callback", "list-changed callback"])
+def test_a_call_with_progress_made_from_a_callback_gets_its_answer(connect, wire, where):
+    """A callback runs on the session's callback thread; a call with ``on_progress`` made there
+    must not wait for its answer to be settled on that same thread, behind itself (it waited for
+    ever: past its timeout, and past close()).  Its progress reports all come, after it returns."""
+    outcome = {}
+    answered, drained = threading.Event(), threading.Event()
+    inner_progress = []
+
+    def call_from_callback(*_):
+        if outcome:  # once
+            return
+        try:
+            result = client.call_tool(
+                "count_slowly",
+                {"steps": 1, "delay": 0},
+                on_progress=lambda *report: inner_progress.append(report),
+                timeout=WAIT / 2,
+            )
+            outcome["value"] = result.content[0].text
+        except Exception as exc:  # a timeout would show here
+            outcome["value"] = exc
+        answered.set()
+
+    client = connect(on_list_changed=call_from_callback)  # the demo server, over stdio
+    if where == "progress callback":
+        client.start_tool_call(
+            "count_slowly", {"steps": 1, "delay": 0}, on_progress=call_from_callback
+        )
+    else:
+        client.call_tool("add_tool", {"name": "fresh"})
+    assert answered.wait(WAIT), "the call made from the callback never returned"
+    assert outcome["value"] == "counted to 1"
+    client.session.call_soon(drained.set)  # runs after the inner call's progress callback
+    assert drained.wait(WAIT)
+    assert inner_progress == [(1, 1, "step 1 of 1")]
+
+
+def test_an_answer_queued_behind_a_slow_callback_is_waited_for_a_bounded_time(connect, wire):
+    """An answer with progress is settled on the callback thread, after the callbacks queued
+    before it; one that never ends must not keep the caller past its timeout (it kept it until
+    the callback ended, whatever the timeout): the call times out."""
+    client = connect()  # the demo server, over stdio
+    busy, release = threading.Event(), threading.Event()
+
+    def slow(*_):
+        busy.set()
+        release.wait(3 * WAIT)
+
+    try:
+        client.start_tool_call("count_slowly", {"steps": 1, "delay": 0}, on_progress=slow)
+        assert busy.wait(WAIT)
+        outcome = outcome_within(
+            lambda: client.call_tool(
+                "count_slowly", {"steps": 1, "delay": 0}, on_progress=slow, timeout=0.5
+            )
+        )
+        assert isinstance(outcome, RequestTimeout), outcome
+    finally:
+        release.set()
 
 
 # -- cancellation ---------------------------------------------------------------------------------
