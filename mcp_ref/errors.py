@@ -102,6 +102,11 @@ class McpError(MCPRefError):
         subclass = _BY_CODE.get(code, McpError)
         return subclass(message, code=code, data=error.get("data"))
 
+    def _data_item(self, key: str) -> Any:
+        """``data[key]``; None when ``data`` is not an object or has no ``key`` (a peer's ``data``
+        may be any JSON value, so a typed property reads through this)."""
+        return self.data.get(key) if isinstance(self.data, dict) else None
+
     def __str__(self) -> str:
         return f"{self.message} (code {self.code})"
 
@@ -160,8 +165,10 @@ class UrlElicitationRequired(McpError):
 
     @property
     def elicitations(self) -> list[dict[str, Any]]:
-        """The URL-mode elicitations the server asks for."""
-        return list((self.data or {}).get("elicitations", []))
+        """The URL-mode elicitations the server asks for (the objects of ``data.elicitations``;
+        empty when it did not say)."""
+        value = self._data_item("elicitations")
+        return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
 
 class ServerBusy(McpError):
@@ -193,7 +200,7 @@ class LimitExceeded(McpError):
     @property
     def retry_after(self) -> float | None:
         """Seconds until a retry may be admitted (``data.retryAfter``), or None."""
-        value = self.data.get("retryAfter") if isinstance(self.data, dict) else None
+        value = self._data_item("retryAfter")
         return (
             float(value)
             if isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -239,8 +246,10 @@ class MissingRequiredClientCapabilityError(McpError):
 
     @property
     def required_capabilities(self) -> dict[str, Any]:
-        """The capabilities the server said it needs."""
-        return dict((self.data or {}).get("requiredCapabilities") or {})
+        """The capabilities the server said it needs (``data.requiredCapabilities``; empty when it
+        did not say)."""
+        value = self._data_item("requiredCapabilities")
+        return dict(value) if isinstance(value, dict) else {}
 
 
 class UnsupportedProtocolVersionError(McpError):
@@ -272,7 +281,7 @@ class UnsupportedProtocolVersionError(McpError):
     @property
     def supported(self) -> list[str]:
         """The versions the server supports (from ``data``; empty when it did not say)."""
-        value = self.data.get("supported") if isinstance(self.data, dict) else None
+        value = self._data_item("supported")
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 

@@ -92,6 +92,39 @@ def test_the_legacy_codes_mean_nothing_in_particular_when_received():
     assert limited.data == {"retryAfter": 2.5}
 
 
+#: Each typed view of a received error's ``data``: (code, property, what it is when ``data`` says
+#: nothing usable).
+DATA_VIEWS = [
+    (-32042, "elicitations", []),
+    (-32021, "required_capabilities", {}),
+    (-32022, "supported", []),
+    (-31005, "retry_after", None),
+]
+
+
+@pytest.mark.parametrize("code, view, empty", DATA_VIEWS)
+@pytest.mark.parametrize(
+    "data", ["oops", [1], 7, None, True, {"elicitations": "x", "requiredCapabilities": [["a", 1]]}]
+)
+def test_a_typed_view_of_error_data_that_is_not_an_object_is_empty(code, view, empty, data):
+    """JSON-RPC 2.0 §5.1: ``data`` "may be omitted", and is whatever the peer defines: a peer's
+    ``data`` that is no object (or whose member is of another type) gives the typed property its
+    empty value, never an AttributeError or TypeError."""
+    error = McpError.from_error({"code": code, "message": "refused", "data": data})
+    assert getattr(error, view) == empty
+
+
+def test_a_typed_view_of_error_data_keeps_only_the_values_of_its_type():
+    asked = McpError.from_error(
+        {"code": -32042, "message": "sign in", "data": {"elicitations": [{"mode": "url"}, 3]}}
+    )
+    assert asked.elicitations == [{"mode": "url"}]
+    needing = McpError.from_error(
+        {"code": -32021, "message": "needs", "data": {"requiredCapabilities": {"sampling": {}}}}
+    )
+    assert needing.required_capabilities == {"sampling": {}}
+
+
 #: An older server that refuses ``server/discover`` with the legacy -32005 (a rate limit), and
 #: answers anything else with -32603.  -32005 is no "recognized modern JSON-RPC error"
 #: (2026-07-28 basic/versioning §Backward Compatibility) and means nothing in particular: the
