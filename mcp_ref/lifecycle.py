@@ -120,14 +120,18 @@ def server_choose_version(requested: object) -> str:
     return LATEST_VERSION
 
 
-def client_accept_version(chosen: object) -> str:
+def client_accept_version(chosen: object, pinned: str | None = None) -> str:
     """The client's half: "If the client does not support the version in the
-    server's response, it SHOULD disconnect." — raise, and the caller closes."""
-    if isinstance(chosen, str) and chosen in SUPPORTED_VERSIONS:
+    server's response, it SHOULD disconnect." — raise, and the caller closes.  A client
+    ``pinned`` to one revision (``Client(protocol_version=)``) supports that one alone."""
+    if isinstance(chosen, str) and chosen in SUPPORTED_VERSIONS and pinned in (None, chosen):
         return chosen
-    raise UnsupportedProtocolVersionError(
-        f"server chose protocol version {chosen!r}; mcp_ref supports {', '.join(SUPPORTED_VERSIONS)}"
+    speaks = (
+        f"the client is pinned to {pinned} (protocol_version)"
+        if pinned
+        else f"mcp_ref supports {', '.join(SUPPORTED_VERSIONS)}"
     )
+    raise UnsupportedProtocolVersionError(f"server chose protocol version {chosen!r}; {speaks}")
 
 
 # -- the 2026-07-28 envelope: each modern request negotiates for itself -------------------------

@@ -87,7 +87,8 @@ class Client:
     ``initialize_timeout`` bounds connecting alone (``server/discover`` and ``initialize`` together: one
     deadline; default: ``timeout``), e.g. to give a slow-starting server longer than each request.  ``era``: ``"auto"``
     (2026-07-28 when the server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
-    ``protocol_version`` pins one revision (and so its era; default: the newest the server speaks).
+    ``protocol_version`` pins one revision (and so its era; default: the newest the server speaks):
+    a server that answers with another is refused (UnsupportedProtocolVersionError).
     ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an answer to
     ``server/discover`` before it takes the server for a handshake-era one (default 10 s; stdio
     §Backward Compatibility).  ``trace(direction, data)`` sees every message. ``log_level``: with

@@ -288,8 +288,9 @@ class ClientConnection:
         }
         raw = self.request("initialize", params, timeout=timeout)
         result = built(InitializeResult.from_wire, "initialize", raw, client.requested_version)
-        # "If the client does not support the version in the server's response, it SHOULD disconnect."
-        version = lifecycle.client_accept_version(result.protocol_version)
+        # "If the client does not support the version in the server's response, it SHOULD
+        # disconnect" (2025-11-25 basic/lifecycle §Version Negotiation); pinned, it supports one.
+        version = lifecycle.client_accept_version(result.protocol_version, client.pinned_version)
 
         def negotiated() -> None:
             self.session.protocol_version = version

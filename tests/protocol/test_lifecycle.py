@@ -120,6 +120,26 @@ def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
     assert [m.get("method") for m in wire.sent()] == ["initialize"]  # no notifications/initialized
 
 
+@pytest.mark.parametrize("pinned", ["2025-06-18", None])
+def test_a_client_pinned_to_a_revision_refuses_another_one(wire, pinned):
+    """``protocol_version`` pins one revision: a server answering another one it could speak
+    (2025-03-26) is refused as one that speaks none would be (basic/lifecycle §Version Negotiation:
+    "If the client does not support the version in the server's response, it SHOULD disconnect");
+    a client not pinned speaks the version the server chose."""
+    command = [*BAD_VERSION_SERVER, "2025-03-26"]
+    transport = SubprocessTransport(command, stderr="capture", shutdown_timeout=WAIT)
+    options = {"protocol_version": pinned} if pinned else {"era": "handshake"}
+    if pinned is None:
+        with Client(transport, trace=wire, timeout=WAIT, **options) as client:
+            assert client.protocol_version == "2025-03-26"
+        return
+    with pytest.raises(UnsupportedProtocolVersionError, match="pinned to 2025-06-18"):
+        Client(transport, trace=wire, timeout=WAIT, **options)
+    assert transport.returncode == 3  # the client closed the server's stdin and waited
+    assert [m.get("method") for m in wire.sent()] == ["initialize"]  # no notifications/initialized
+    assert wire.sent("initialize")[0]["params"]["protocolVersion"] == "2025-06-18"
+
+
 # -- before and after initialize -----------------------------------------------------------------
 
 

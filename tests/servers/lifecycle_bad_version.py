@@ -1,4 +1,5 @@
-"""A raw stdio server that answers initialize with a protocol version nobody speaks.
+"""A raw stdio server that answers initialize with a protocol version nobody speaks (or the one
+given as its argument, whatever the client asked).
 
 It reports every other message it receives on stderr, and exits with status
 3 when its stdin is closed, so a test can tell "the client shut it down" from
@@ -7,6 +8,8 @@ It reports every other message it receives on stderr, and exits with status
 
 import json
 import sys
+
+ANSWERED = sys.argv[1] if len(sys.argv) > 1 else "1999-01-01"
 
 for line in sys.stdin.buffer:
     if not line.strip():
@@ -17,7 +20,7 @@ for line in sys.stdin.buffer:
             "jsonrpc": "2.0",
             "id": message["id"],
             "result": {
-                "protocolVersion": "1999-01-01",
+                "protocolVersion": ANSWERED,
                 "capabilities": {},
                 "serverInfo": {"name": "ancient", "version": "0"},
             },
