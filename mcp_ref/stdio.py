@@ -37,6 +37,8 @@ DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 #: those of the clients above it; every descendant inherits it (:mod:`.process_tree` finds them).
 ENV_MARKER = "MCP_REF_STDIO_TREE"
 MAX_ENVIRON = 64 * 1024  # the bytes of a process's environment searched for the token
+#: Seconds the reader waits, at the end of a server's output, for the server's exit status.
+EXIT_WAIT = 1.0
 
 
 class StreamTransport(Transport):
@@ -210,7 +212,7 @@ class SubprocessTransport(StreamTransport):
             threading.Thread(target=self._watch, name="mcp-stdio-exit", daemon=True).start()
 
     #: The server's exit status once it exited by itself (not closed by us), with its stdout still
-    #: held open by a process it left behind: the end of input then fails naming it (read).
+    #: held open by a process it left behind: the end of input then fails naming it, unless 0 (read).
     exited: int | None = None
 
     #: A pipe whose byte ends a writer's wait for room (made by :mod:`.stdio_pipe`, closed by close()).
@@ -270,8 +272,13 @@ class SubprocessTransport(StreamTransport):
         message = super().read()
         if message is None:  # the reader thread is the only one that reads it
             self.reader.close()
-            if self.exited is not None:
-                raise ConnectionClosed(f"the server exited with status {self.exited}")
+            status = self.exited
+            # Its output ended, not closed by us: the server is likely exiting, and a status other
+            # than 0 says why the calls in flight fail (waited for EXIT_WAIT at most).
+            if status is None and not self.closing and _wait(self.process, EXIT_WAIT):
+                status = self.process.returncode
+            if status:
+                raise ConnectionClosed(f"the server exited with status {status}")
         return message
 
     def close(self) -> None:

@@ -252,7 +252,8 @@ class Client:
             # do not leave the server process running.  (close() is idempotent.)
             transport.close()
             transport.release()  # nobody may have read its output yet
-            if isinstance(exc, ConnectionClosed) and transport.returncode is not None:
+            named = "exited with status" in str(exc)  # by the transport (stdio.read)
+            if isinstance(exc, ConnectionClosed) and transport.returncode is not None and not named:
                 # The server exited before answering: its status is the first clue.
                 raise ConnectionClosed(
                     f"{exc} (the server exited with status {transport.returncode})"

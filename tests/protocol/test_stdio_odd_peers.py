@@ -140,22 +140,34 @@ def test_an_answer_past_max_message_size_fails_its_call_at_once_and_is_not_answe
     assert answered_back(received(client)) == []
 
 
-# -- a server that exits, leaving a process that holds its stdout -----------------------------------
+# -- a server that exits (leaving a process that holds its stdout, or not) -------------------------
 
 
-def test_a_server_that_exits_while_its_child_holds_its_stdout_fails_the_call_at_once():
-    """The server exits (status 3) on the call; the process it started still holds its stdout, so
-    no end of input comes: the client sees the exit itself, fails the call naming the status, and
-    ends the connection (the process left behind too)."""
+@pytest.mark.parametrize("child", [True, False])
+def test_a_server_that_exits_fails_the_call_at_once_naming_its_status(child):
+    """The server exits (status 3) on the call: the call fails naming the status, and the
+    connection ends.  With a process it started that still holds its stdout, no end of input
+    comes: the client sees the exit itself, and ends that process too.  Without, the end of input
+    comes first, and the client waits a little for the status (it gave none)."""
     client = odd_client()
     try:
-        call = {"seconds": 10 * LONG}
+        call = {"seconds": 10 * LONG if child else 0}
         outcome = outcome_within(lambda: client.call_tool("exit", call, timeout=LONG))
         assert isinstance(outcome, ConnectionClosed), outcome
         assert "the server exited with status 3" in str(outcome)
         assert client.session.wait_closed(WAIT)
     finally:
         client.close()
+
+
+def test_a_server_that_exits_before_answering_initialize_is_named_once(tmp_path):
+    """The client could not be made: its error names the server's exit status, once."""
+    script = tmp_path / "exits.py"
+    script.write_text("import sys\nsys.stdin.buffer.readline()\nsys.exit(3)\n")
+    command = [sys.executable, str(script)]
+    with pytest.raises(ConnectionClosed) as failed:
+        Client.stdio(command, era="handshake", stderr="discard", timeout=LONG)
+    assert str(failed.value).count("exited with status 3") == 1, failed.value
 
 
 # -- a caller interrupted (Ctrl-C) while it waits ----------------------------------------------------

@@ -6,9 +6,9 @@ for (tests/protocol/test_stdio_odd_peers.py):
 * ``null-id``: an answer ``{"jsonrpc": "2.0", "id": null, "result": {}}``, then the real one;
 * ``big``: an answer of ``arguments.size`` bytes or more, its id before its result;
 * ``silent``: no answer at all;
-* ``exit``: no answer; it starts a process that inherits its stdout and sleeps
-  (``arguments.seconds``), writes that process's pid to stderr as ``child <pid>``, then exits with
-  status 3;
+* ``exit``: no answer; with ``arguments.seconds`` it starts a process that inherits its stdout
+  and sleeps that long, and writes that process's pid to stderr as ``child <pid>``; then it exits
+  with status 3;
 * anything else: ``arguments.text`` as text.
 
 It writes every line it receives to stderr as ``got <line>``, before it acts on it.  Written by
@@ -67,12 +67,13 @@ def main() -> None:
         elif name == "big":
             send(text(request_id, "x" * arguments["size"]))
         elif name == "exit":
-            child = subprocess.Popen(
-                [sys.executable, "-c", f"import time; time.sleep({arguments['seconds']})"],
-                stdin=subprocess.DEVNULL,
-            )
-            sys.stderr.write(f"child {child.pid}\n")
-            sys.stderr.flush()
+            if arguments.get("seconds"):
+                child = subprocess.Popen(
+                    [sys.executable, "-c", f"import time; time.sleep({arguments['seconds']})"],
+                    stdin=subprocess.DEVNULL,
+                )
+                sys.stderr.write(f"child {child.pid}\n")
+                sys.stderr.flush()
             os._exit(3)
         elif name != "silent":
             send(text(request_id, arguments.get("text", "")))
