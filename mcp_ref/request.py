@@ -338,7 +338,7 @@ class PendingRequest(Future):
                 self.set_exception(RequestCancelled(f"{self.method}: its wait was interrupted"))
             raise
 
-    def _give_up(self, reason: str) -> bool:
+    def _give_up(self, reason: str | None) -> bool:
         """Stop waiting for the answer: take the request out of its session's table and tell the
         peer it is cancelled; False when the answer came first (it is being settled)."""
         if self._forget(self.id) is None:
@@ -351,16 +351,16 @@ class PendingRequest(Future):
         return True
 
     def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
-        """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
+        """Cancel the request: the peer gets ``notifications/cancelled`` (as at a timeout: not for the
+        2026-07-28 probe, ``server/discover``); ``result()`` raises RequestCancelled.
 
         Returns False if the answer had already arrived.
         2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients".
         """
         if self.method == "initialize":
             raise ValueError("the initialize request must not be cancelled")
-        if self._forget(self.id) is None:
+        if not self._give_up(reason):
             return False
-        self._send_cancel(self.id, reason, related=self.related_request_id)
         self.set_exception(
             RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else ""))
         )
