@@ -4,7 +4,8 @@ The rule of this project: a token, a DPoP proof, the caller's ``headers=`` (the 
 ``--header``) and every message go only to the origin the user named.  A redirect, a 2024-11-05
 ``endpoint`` event, or a 401 answered by another origin is refused with
 :class:`CrossOriginRefused`, before anything is sent there.  Same-origin redirects (``/mcp`` to
-``/mcp/``) are followed: an origin is one trust boundary, and browsers draw it there too.
+``/mcp/``) are followed: an origin is one trust boundary, and browsers draw it there too.  A
+redirect's body is never read, on any HTTP client path (:func:`close_redirect_unread`).
 
 The server's side of the same idea is here too: which ``Host`` and ``Origin`` may reach a local
 server (:func:`host_allowed`, :func:`origin_allowed`, the DNS-rebinding guard shared by the MCP
@@ -43,17 +44,47 @@ def redirect_guard(http, named: str):
     """A response hook for the ``requests`` session ``http``, whose user named ``named``: a
     redirect to another origin raises :class:`CrossOriginRefused` before requests follows it
     (requests would carry the caller's headers, the DPoP proof, the body and, across a port change
-    on one host, its cookies there).  Same-origin redirects go on."""
+    on one host, its cookies there).  Same-origin redirects go on, each closed with its body
+    unread (:func:`close_redirect_unread`)."""
 
     def refuse_redirect_elsewhere(response, **kwargs):
         if response.is_redirect:
             target = urljoin(response.url, http.get_redirect_target(response) or "")
+            close_redirect_unread(response)
             if not same_origin(target, named):
-                response.close()
                 raise CrossOriginRefused("a redirect", named, target)
         return response
 
     return refuse_redirect_elsewhere
+
+
+def close_redirect_unread(response, **kwargs):
+    """A ``requests`` response hook: a redirect (``response.is_redirect``) is closed with its body
+    unread, its status and headers (the ``Location``) still readable; any other answer is left
+    as it is.
+
+    requests reads a redirect's whole body before it goes on (``Session.resolve_redirects``,
+    "consume socket so it can be released"): to follow it, and with ``allow_redirects=False``
+    to work out ``response.next``, ``stream=True`` or not.  A peer answering 3xx with an endless
+    body would have the client hold it all.  Once closed, nothing more is read (the connection
+    is closed, never back in the pool).  A redirect's content is at most a note for a person
+    (RFC 9110 §15.4.2, §15.4.3, §15.4.8: "a short hypertext note with a hyperlink"), which no
+    code here reads.  Installed on each session the project makes, after its other hooks; per request
+    with a session a caller gave (:func:`redirects_unread`)."""
+    if response.is_redirect:
+        response.close()
+    return response
+
+
+def redirects_unread(http) -> dict:
+    """The ``hooks=`` of one request sent with ``http`` (a ``requests.Session`` a caller may have
+    given, or None / the ``requests`` module): the session's own response hooks first, then
+    :func:`close_redirect_unread` (a request's ``hooks=`` replaces the session's in requests)."""
+    hooks = getattr(http, "hooks", None)
+    response_hooks = list(hooks.get("response", [])) if isinstance(hooks, dict) else []
+    if close_redirect_unread not in response_hooks:
+        response_hooks.append(close_redirect_unread)
+    return {"response": response_hooks}
 
 
 def origin(url: str) -> tuple[str, str, int | None]:

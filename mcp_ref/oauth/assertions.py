@@ -17,6 +17,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ..http.not_reached import shown
+from ..http.origins import redirects_unread
 from .errors import TokenError
 
 #: How long a client assertion is valid (RFC 7523 §3: "the JWT MUST contain an exp claim").
@@ -108,6 +109,7 @@ class IdJagExchange:
                 headers={"Accept": "application/json"},
                 allow_redirects=False,
                 stream=True,
+                hooks=redirects_unread(self.http),  # a redirect's body is never read
             )
             # read within the bound a token endpoint's answer has (a peer's body is never read whole)
             answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)

@@ -25,7 +25,7 @@ from http import HTTPStatus
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from ..http.origins import LOCAL_HOSTS
+from ..http.origins import LOCAL_HOSTS, redirects_unread
 from .errors import AuthorizationTimeout, CallbackError
 
 log = logging.getLogger(__name__)
@@ -412,16 +412,14 @@ def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
     check_url(url, "the authorization URL")
     try:
         # the status line and headers only: the body (a page for a person, as large as the server
-        # likes) is never read, the connection closed with it unread; closed in a response hook,
-        # after the session's own, since requests reads a redirect's whole body before it returns
-        # (resolve_redirects, even with allow_redirects=False)
-        hooks = getattr(http, "hooks", {}).get("response", [])
+        # likes) is never read, the connection closed with it unread (redirects_unread: requests
+        # reads a redirect's whole body before it returns, even with allow_redirects=False)
         response = (http or requests).get(
             url,
             allow_redirects=False,
             timeout=timeout,
             stream=True,
-            hooks={"response": [*hooks, _close_unread]},
+            hooks=redirects_unread(http),
         )
     except requests.RequestException as exc:
         raise CallbackError(
@@ -435,8 +433,3 @@ def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
             "(it needs a person at a browser)"
         )
     return location
-
-
-def _close_unread(response, **kwargs) -> None:
-    """A response hook: close ``response`` with its body unread (its headers stay readable)."""
-    response.close()

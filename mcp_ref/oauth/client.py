@@ -39,7 +39,14 @@ from requests.auth import AuthBase
 
 from ..http.bounded_reads import discard_body, sending_own_notice
 from ..http.not_reached import shown
-from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, origin_text, same_origin
+from ..http.origins import (
+    LOCAL_HOSTS,
+    CrossOriginRefused,
+    close_redirect_unread,
+    origin_text,
+    redirects_unread,
+    same_origin,
+)
 from . import pkce
 from .browser import (
     AuthorizationHandler,
@@ -394,7 +401,7 @@ class OAuth(AuthBase):
         """The session talking to the authorization servers (the one given as ``http``, else one
         of its own, never this object as its auth: no token goes to an AS).  Its own reads answers
         as the MCP transport does (:func:`~mcp_ref.http.framing.framing_adapter`: interim 1xx
-        answers skipped)."""
+        answers skipped), and closes a redirect's answer with its body unread."""
         if self._http is None:
             from ..http.framing import framing_adapter
 
@@ -402,6 +409,7 @@ class OAuth(AuthBase):
             adapter = framing_adapter()
             http.mount("http://", adapter)
             http.mount("https://", adapter)
+            http.hooks["response"].append(close_redirect_unread)
             self._http = http
         return self._http
 
@@ -780,7 +788,8 @@ class OAuth(AuthBase):
             if self.dpop is not None and what == "token":
                 headers["DPoP"] = self.dpop.proof("POST", url)
             try:
-                response = self._session().post(
+                http = self._session()
+                response = http.post(
                     url,
                     data=form,
                     json=json_body,
@@ -788,6 +797,7 @@ class OAuth(AuthBase):
                     timeout=self.timeout,
                     allow_redirects=False,
                     stream=True,
+                    hooks=redirects_unread(http),  # a redirect's body unread (the caller's session)
                 )
                 # the answer within the bounds of a token answer, its body within timeout in all
                 answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)

@@ -37,7 +37,13 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from ..http.not_reached import shown
-from ..http.origins import is_loopback, names_this_machine, origin_text, same_origin
+from ..http.origins import (
+    is_loopback,
+    names_this_machine,
+    origin_text,
+    redirects_unread,
+    same_origin,
+)
 from .errors import MetadataError, PkceUnsupported
 from .resource import canonical
 
@@ -185,6 +191,7 @@ def fetch_json(
             timeout=timeout,
             stream=True,
             allow_redirects=False,
+            hooks=redirects_unread(http),  # a redirect's body is never read (not even whole)
         )
         with response:
             if response.is_redirect:

@@ -57,7 +57,7 @@ from typing import Any, TypeGuard, cast
 from urllib.parse import urlsplit
 
 from ..http.not_reached import shown
-from ..http.origins import is_loopback
+from ..http.origins import is_loopback, redirects_unread
 from .discovery import cache_lifetime
 from .resource import AccessInfo, canonical
 
@@ -422,6 +422,7 @@ class JwtVerifier:
                 timeout=self.timeout,
                 allow_redirects=False,
                 stream=True,
+                hooks=redirects_unread(None),  # a redirect's body is never read
                 headers={
                     "Accept": "application/jwk-set+json, application/json",
                     "Accept-Encoding": "identity",

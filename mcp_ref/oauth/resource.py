@@ -28,6 +28,7 @@ from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from ..http.bounded_reads import read_body
+from ..http.origins import redirects_unread
 from ..server.principal import AccessInfo
 
 #: The most of an introspection answer read (RFC 7662 §2.2): a longer one is a failed
@@ -78,6 +79,7 @@ class IntrospectionVerifier:
                 timeout=self.timeout,
                 allow_redirects=False,
                 stream=True,
+                hooks=redirects_unread(None),  # a redirect's body is never read
             )
             if answer.status_code != 200:
                 answer.close()

@@ -54,7 +54,13 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
-from ..http.origins import LOCAL_HOSTS, host_allowed, is_loopback, origin_allowed
+from ..http.origins import (
+    LOCAL_HOSTS,
+    close_redirect_unread,
+    host_allowed,
+    is_loopback,
+    origin_allowed,
+)
 from ..oauth import pkce
 from ..oauth.browser import redirect_uri_matches
 from ..oauth.discovery import cache_lifetime
@@ -715,6 +721,7 @@ def _get_document(
         session.trust_env = False  # no proxy, no .netrc: the checked address itself
         session.mount("http://", HTTPAdapter(max_retries=0))
         session.mount("https://", _AsHost(host))
+        session.hooks["response"].append(close_redirect_unread)  # a redirect's body never read
         try:
             answer = session.get(
                 f"{scheme}://{literal}:{port}{target}",
