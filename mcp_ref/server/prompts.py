@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -144,16 +143,20 @@ HANDLERS = {"prompts/list": list_prompts, "prompts/get": get_prompt}
 
 
 def _coerce_arguments(prompt: RegisteredPrompt, arguments: dict) -> dict:
-    """Prompt arguments arrive as strings; turn them into the declared JSON types where that is unambiguous."""
+    """Prompt arguments arrive as strings (2025-11-25 server/prompts: ``arguments`` is an object of
+    strings); each becomes the JSON value its parameter's schema describes, as a resource template's
+    variables do (:func:`~mcp_ref.server.rich_types.text_to_json`): ``"5"`` is 5 for an ``int``
+    or an ``Optional[int]``, ``"true"`` True for an ``Optional[bool]``.  A value of none of its
+    types is the caller's mistake: §Error Handling, invalid arguments are -32602."""
+    from .rich_types import text_to_json  # loaded by the first prompt with arguments
+
     properties = prompt.plan.schema.get("properties", {})
     out = dict(arguments)
     for key, value in arguments.items():
-        kind = properties.get(key, {}).get("type")
-        if kind in ("integer", "number", "boolean"):
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                raise InvalidParams(f"Invalid params: argument {key} must be a {kind}") from None
+        try:
+            out[key] = text_to_json(properties.get(key, {}), value)
+        except ValueError as exc:
+            raise InvalidParams(f"Invalid params: argument {key}: {exc}") from None
     return out
 
 

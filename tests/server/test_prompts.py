@@ -33,7 +33,7 @@ pool = client_pool(PROMPTS)  # a module-scoped fixture; each test's messages mus
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_list_prompts_with_argument_descriptions(pool, version):
     prompts = {p.name: p for p in pool.client(version).list_prompts()}
-    assert list(prompts) == ["summarize", "conversation", "media", "plain"]
+    assert list(prompts) == ["summarize", "conversation", "media", "typed", "plain"]
     summarize = prompts["summarize"]
     assert isinstance(summarize, Prompt)
     assert summarize.description == "Summarise a text in a given style."
@@ -79,6 +79,30 @@ def test_get_prompt_applies_defaults(pool):
         result.messages[0].content.text
         == "Summarise in a short style, at most 50 words (int):\nShort."
     )
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        ({"count": "5"}, "count=5 key='k' flag=None"),
+        ({"count": "null"}, "count=None key='k' flag=None"),
+        ({"key": "7"}, "count=None key=7 flag=None"),
+        ({"key": "seven"}, "count=None key='seven' flag=None"),
+        ({"flag": "true"}, "count=None key='k' flag=True"),
+        ({"flag": "false", "count": "0"}, "count=0 key='k' flag=False"),
+    ],
+)
+def test_arguments_of_more_than_one_type_are_converted(pool, arguments, expected):
+    # Optional[int], int | str, Optional[bool]: converted as a resource template's variables are
+    # (each argument arrives as a string: 2025-11-25 server/prompts, GetPromptRequest).
+    assert pool.client().get_prompt("typed", arguments).messages[0].content.text == expected
+
+
+@pytest.mark.parametrize("arguments", [{"count": "five"}, {"flag": "maybe"}, {"count": "1.5"}])
+def test_an_argument_of_none_of_its_types_is_invalid_params(pool, arguments):
+    with pytest.raises(InvalidParams) as caught:
+        pool.client().get_prompt("typed", arguments)
+    assert caught.value.code == -32602 and next(iter(arguments)) in caught.value.message
 
 
 @pytest.mark.slow

@@ -69,6 +69,11 @@ def build() -> Server:
             },
         ]
 
+    @server.prompt()
+    def typed(count: int | None = None, key: int | str = "k", flag: bool | None = None) -> str:
+        """Arguments of more than one JSON type."""
+        return f"count={count!r} key={key!r} flag={flag!r}"
+
     @server.prompt(description="Explicitly described.")
     def plain() -> str:
         return "plain"
