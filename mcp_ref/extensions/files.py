@@ -106,9 +106,17 @@ def _guess_mime(path: str) -> str:
 def is_text(data: bytes, mime_type: str) -> bool:
     """True when content should be sent as text rather than base64 blob.
 
-    Text MIME types (text/*, application/json, application/xml, *+json,
-    *+xml) are text; otherwise the bytes must decode as UTF-8 and contain no NUL.
+    Only bytes that decode as UTF-8 are text: a ``text`` field is a JSON string, and a file in
+    another encoding (Latin-1, UTF-16) sent as text would arrive with U+FFFD in place of its bytes;
+    such a file is a blob of the same MIME type, so the client gets its exact bytes (2025-11-25
+    server/resources §Resource Contents: text resources carry ``text``, binary ones base64 ``blob``).
+    Text MIME types (text/*, application/json, application/xml, *+json, *+xml) are then text;
+    any other must also contain no NUL.
     """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
     mime = mime_type.split(";", 1)[0].strip().lower()
     if (
         mime.startswith("text/")
@@ -116,13 +124,7 @@ def is_text(data: bytes, mime_type: str) -> bool:
         or mime.endswith(("+json", "+xml"))
     ):
         return True
-    if b"\x00" in data:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    return b"\x00" not in data
 
 
 class FileRoot:
@@ -409,9 +411,7 @@ def file_root(
         ):  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
             raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
         if is_text(data, mime_type):
-            return TextResourceContents(
-                uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type
-            )
+            return TextResourceContents(uri=uri, text=data.decode("utf-8"), mime_type=mime_type)
         return BlobResourceContents(
             uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type
         )

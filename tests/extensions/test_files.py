@@ -365,10 +365,43 @@ def test_fifo_not_read(tmp_path):
         (b"nul\x00inside", "application/octet-stream", False),
         (b"\xff\xfe\xfd", "application/octet-stream", False),
         (b"\x89PNG\r\n\x1a\n", "image/png", False),
+        (b"caf\xe9", "text/plain", False),  # Latin-1: a blob, never text with U+FFFD
+        (b"\xff\xfea\x00,\x00", "text/csv", False),  # UTF-16
+        (b'{"a": "\xe9"}', "application/json", False),
     ],
 )
 def test_is_text(data, mime, expected):
     assert is_text(data, mime) is expected
+
+
+def test_a_text_file_that_is_not_utf8_is_read_as_a_blob_of_its_exact_bytes(tmp_path):
+    """A ``.txt`` in Latin-1 or a ``.csv`` in UTF-16 reaches the client byte for byte: a base64
+    blob with the file's text MIME type, not text with U+FFFD in place of its bytes."""
+    import base64
+    import sys
+
+    from conftest import SERVERS, WAIT
+
+    from mcp_ref import Client
+    from mcp_ref.types import BlobResourceContents, TextResourceContents
+
+    written = {
+        "latin1.txt": ("caf\u00e9 na\u00efve".encode("latin-1"), "text/plain"),
+        "utf16.csv": ("a,b\n1,2\n".encode("utf-16"), "text/csv"),
+        "utf8.txt": ("caf\u00e9".encode(), "text/plain"),
+    }
+    for name, (data, _mime) in written.items():
+        (tmp_path / name).write_bytes(data)
+    server = [sys.executable, str(SERVERS / "feature_resources.py"), str(tmp_path)]
+    with Client.stdio(server, timeout=WAIT, stderr="discard") as client:
+        prefix = tmp_path.resolve().as_uri() + "/"
+        read = {name: client.read_resource(prefix + name).contents[0] for name in written}
+    for name in ("latin1.txt", "utf16.csv"):
+        assert isinstance(read[name], BlobResourceContents)
+        assert base64.b64decode(read[name].blob) == written[name][0]
+        assert read[name].mime_type == written[name][1]
+    assert isinstance(read["utf8.txt"], TextResourceContents)
+    assert (read["utf8.txt"].text, read["utf8.txt"].mime_type) == ("caf\u00e9", "text/plain")
 
 
 def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
