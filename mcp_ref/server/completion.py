@@ -3,6 +3,7 @@ arguments and resource-template variables."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,16 +54,18 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
     field, action, what = _REFS[ref_type]
     key = ref.get(field)
-    if (
-        not isinstance(key, str)
-        or not _may_complete(gate, principal, action, key, params)
-        or not (
-            server.get_prompt(key) is not None
-            if ref_type == "ref/prompt"
-            else server.has_resource_uri(key)
-        )
-    ):
+    if not isinstance(key, str):
         raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
+    entry = None
+    if _may_complete(gate, principal, action, key, params):
+        entry = server.get_prompt(key) if ref_type == "ref/prompt" else server.resource_entry(key)
+    if entry is None:
+        raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
+    # 2025-11-25 server/utilities/completion §Security: "MUST: Validate all completion inputs": an
+    # argument the prompt or template does not have is -32602 (its function is never asked).
+    arguments = _arguments_of(entry, ref_type)
+    if argument["name"] not in arguments:
+        raise InvalidParams(f"Invalid params: {what} {key!r} has no argument {argument['name']!r}")
     # 2025-11-25 server/utilities/completion §Security: implementations "MUST: Validate all
     # completion inputs"; §Error Handling: bad params are -32602.  The schema's argument is
     # {name: string, value: string}, and context.arguments an object of strings.
@@ -80,11 +83,15 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         raise InvalidParams(
             "Invalid params: completion/complete context must be {arguments: {name: string}}"
         )
-    handler = server.get_completion(ref_type, key)
-    values: list = []
-    if handler is not None:
+    registered = server.completion_for(ref_type, key)
+    # With no completion function, a parameter of fixed choices (a ``Literal``) offers them, those
+    # starting with the value typed so far.
+    values: list = [
+        c for c in choices(arguments[argument["name"]]) if c.startswith(argument["value"])
+    ]
+    if registered is not None:
+        handler, name = registered
         extra = {}
-        name = server.completion_context(ref_type, key)
         # the function wants to know who asks (e.g. to offer only what they may see)
         if name is not None:
             from .context import Context
@@ -99,6 +106,45 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
 
 
 HANDLERS = {"completion/complete": complete}
+
+
+def _arguments_of(entry: Any, ref_type: str) -> dict[str, dict]:
+    """The arguments a prompt or a resource template (``entry``, of ``ref_type``) can complete,
+    each with its JSON Schema: a prompt's parameters, a template's URI variables; a static
+    resource has none."""
+    properties = entry.plan.schema.get("properties", {})
+    if ref_type == "ref/prompt":
+        return dict(properties)
+    names = entry.template.variables if entry.template is not None else ()
+    return {name: properties.get(name, {}) for name in names}
+
+
+def choices(schema: dict) -> list[str]:
+    """The fixed choices of a parameter's ``schema`` (a ``Literal``'s ``enum``, also inside an
+    ``Optional``'s ``anyOf``), each as the text a client sends for it; [] for a free value."""
+    if "anyOf" in schema:
+        return [c for option in schema["anyOf"] for c in choices(option)]
+    return [
+        value if isinstance(value, str) else json.dumps(value)
+        for value in schema.get("enum", ())
+        if value is not None
+    ]
+
+
+def offers_choices(server: Any) -> bool:
+    """True when one of ``server``'s prompts or resource templates has a parameter of fixed
+    choices: completed by default, so the server declares ``completions`` (``Server.capabilities``)."""
+    entries = [("ref/prompt", server.get_prompt(p["name"])) for p in server.listings("prompts")]
+    entries += [
+        ("ref/resource", server.resource_entry(t["uriTemplate"]))
+        for t in server.listings("templates")
+    ]
+    return any(
+        choices(schema)
+        for ref_type, entry in entries
+        if entry is not None
+        for schema in _arguments_of(entry, ref_type).values()
+    )
 
 
 def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -> bool:

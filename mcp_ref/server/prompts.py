@@ -91,7 +91,10 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")
-    arguments = params.get("arguments") or {}
+    # Defaulted only when absent (schema GetPromptRequest: ``arguments?: {[key: string]: string}``):
+    # a present one that is not an object (null, [], 0, false, "") is -32602, never read as "no
+    # arguments", as completion/complete refuses such a ``context``.
+    arguments = params.get("arguments", {})
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         raise InvalidParams("Invalid params: prompt arguments must be an object of strings")
     missing = [arg for arg in prompt.required if arg not in arguments]

@@ -106,11 +106,11 @@ class ResourceTable:
                 return template, variables
         return None
 
-    def has_uri(self, uri: str) -> bool:
-        """True when ``uri`` is a registered resource URI or template."""
-        return uri in self.resources or any(
-            t.listing["uriTemplate"] == uri for t in list(self.templates)
-        )
+    def entry(self, uri: str) -> RegisteredResource | None:
+        """The resource registered at exactly ``uri``, or the template whose string it is; or None."""
+        if uri in self.resources:
+            return self.resources[uri]
+        return next((t for t in list(self.templates) if t.listing["uriTemplate"] == uri), None)
 
     def listings(self, kind: str) -> list[dict]:
         """The listed form of every resource (then the files of every file root) for

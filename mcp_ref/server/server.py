@@ -441,9 +441,19 @@ class Server:
 
         return visible_item(self, principal, item, request)
 
-    def has_resource_uri(self, uri: str) -> bool:
-        """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
-        return self._resource_table is not None and self._resource_table.has_uri(uri)
+    def _offers_choices(self) -> bool:
+        """True when a prompt or template has a parameter of fixed choices (a ``Literal``): they
+        are its completions even with no ``@server.completion`` (:mod:`mcp_ref.server.completion`)."""
+        if not (self._prompts or self._resource_table):
+            return False
+        from .completion import offers_choices
+
+        return offers_choices(self)
+
+    def resource_entry(self, uri: str) -> RegisteredResource | None:
+        """The resource registered at ``uri``, or the template whose string it is (as ``ref/resource``
+        names one); None for neither."""
+        return self._resource_table.entry(uri) if self._resource_table else None
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -529,13 +539,10 @@ class Server:
 
         return registering(self._completions, prompt, resource)
 
-    def get_completion(self, ref_type: str, name: str) -> Callable | None:
-        """The completion function for ``(ref_type, prompt name or template URI)``, or None."""
-        return self._completions.get((ref_type, name), (None, None))[0]
-
-    def completion_context(self, ref_type: str, name: str) -> str | None:
-        """The parameter of that completion function annotated ``Context``, or None."""
-        return self._completions.get((ref_type, name), (None, None))[1]
+    def completion_for(self, ref_type: str, name: str) -> tuple[Callable, str | None] | None:
+        """The completion function for ``(ref_type, prompt name or template URI)`` and its parameter
+        annotated ``Context`` (None without one); None when no function is registered for it."""
+        return self._completions.get((ref_type, name))
 
     # -- what the features read ----------------------------------------------------------------
 
@@ -569,7 +576,9 @@ class Server:
             caps["resources"] = {"subscribe": notifies, "listChanged": notifies}
         if self._prompts:
             caps["prompts"] = {"listChanged": notifies}
-        if self._completions and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
+        if (self._completions or self._offers_choices()) and lifecycle.at_least(
+            version, lifecycle.COMPLETIONS_CAPABILITY
+        ):
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
         # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Literal
 
 import pytest
 from conftest import SERVERS, WireChecker, client_pool
@@ -129,6 +130,54 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
     with pytest.raises(InvalidParams) as caught:
         pool.client(version).complete(argument="x", value="", **ref)
     assert caught.value.code == -32602
+
+
+@pytest.mark.parametrize(
+    "ref, argument",
+    [({"prompt": "pick"}, "colour"), ({"resource": CITIES}, "street"), ({"prompt": "pick"}, "")],
+)
+def test_completing_an_argument_the_item_does_not_have_is_invalid_params(pool, ref, argument):
+    """2025-11-25 server/utilities/completion §Security: "MUST: Validate all completion inputs": an
+    argument name the prompt or template does not have is -32602; its function is never asked."""
+    client = pool.client()
+    with pytest.raises(InvalidParams) as caught:
+        client.complete(argument=argument, value="b", **ref)
+    assert caught.value.code == -32602
+    assert client.complete(resource=CITIES, argument="country", value="f").values == ["fr"]
+
+
+def test_a_literal_template_variable_offers_its_choices_unless_a_function_answers():
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+
+    server = Server("choices")
+
+    @server.resource("sizes://{size}/{name}")
+    def sized(size: Literal["small", "large", 3], name: str) -> str:
+        return f"{name} ({size})"
+
+    @server.prompt()
+    def answered(mode: Literal["a", "b"]) -> str:
+        return mode
+
+    @server.completion(prompt="answered")
+    def complete_answered(argument: str, value: str, context: dict) -> list[str]:
+        return ["from the function"]
+
+    with Client.in_memory(server, timeout=WAIT) as client:
+        assert "completions" in client.server_capabilities
+        template = "sizes://{size}/{name}"
+        assert client.complete(resource=template, argument="size", value="").values == [
+            "small",
+            "large",
+            "3",
+        ]
+        assert client.complete(resource=template, argument="size", value="s").values == ["small"]
+        assert client.complete(resource=template, argument="name", value="").values == []
+        answered_values = client.complete(prompt="answered", argument="mode", value="").values
+        assert answered_values == ["from the function"]
+        assert client.read_resource("sizes://3/box").contents[0].text == "box (3)"
 
 
 #: ``"context": null`` sent (None in the table below: no context sent at all).

@@ -219,3 +219,40 @@ def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, vers
         else:
             assert isinstance(message.content, TextContent)
             assert message.content.text == "Resource notes: file:///srv/notes.txt"
+
+
+# -- inputs checked as documented ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arguments", [[], 0, False, "", None, ["text", "x"]])
+def test_arguments_that_are_not_an_object_are_invalid_params(raw_peer, arguments):
+    """``arguments`` defaults to none only when absent (schema ``GetPromptRequest``: an object of
+    strings): a present one that is not an object is -32602, never read as "no arguments", and the
+    connection goes on."""
+    peer = raw_peer(PROMPTS)
+    assert peer.initialize("2025-11-25")["result"]["protocolVersion"] == "2025-11-25"
+    params = {"name": "typed", "arguments": arguments}
+    peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": params})
+    reply = peer.recv()
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602, reply
+    params = {"name": "typed"}
+    peer.send_json({"jsonrpc": "2.0", "id": 8, "method": "prompts/get", "params": params})
+    assert peer.recv()["result"]["messages"][0]["content"]["text"] == "count=None key='k' flag=None"
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_a_literal_parameter_offers_its_choices_as_completions(pool, version):
+    """With no ``@server.completion``, a ``Literal`` parameter's choices are its completions (those
+    starting with the value typed), and the server declares ``completions`` (from 2025-03-26)."""
+    client = pool.client(version)
+    if version >= "2025-03-26":
+        assert "completions" in client.server_capabilities
+    assert client.complete(prompt="summarize", argument="style", value="").values == [
+        "short",
+        "long",
+    ]
+    assert client.complete(prompt="summarize", argument="style", value="l").values == ["long"]
+    assert client.complete(prompt="summarize", argument="text", value="").values == []
+    with pytest.raises(InvalidParams) as caught:
+        client.complete(prompt="summarize", argument="colour", value="")
+    assert caught.value.code == -32602 and "colour" in caught.value.message
