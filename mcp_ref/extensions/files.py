@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import json
 import mimetypes
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 from ..errors import InvalidParams, ResourceNotFound
 from ..extension import Extension
 from ..server.resources import RegisteredResource, build_resource
+from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ..types import BlobResourceContents, TextResourceContents
 from ..uri_template import UriTemplate
 
@@ -35,8 +37,14 @@ __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
 ]
 
-#: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message.
-DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
+#: Room in a message for all but a file's content: the JSON-RPC envelope, the URI (at most 8,192
+#: characters, ``MAX_URI_LENGTH``, each escaped in JSON), the MIME type and caching hints.
+_ENVELOPE = 64 * 1024
+#: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message,
+#: and this one fits the message limit of an mcp_ref client by default (``DEFAULT_MAX_MESSAGE_SIZE``,
+#: 4 MiB, over stdio and HTTP): its content takes at most 4/3 of its size there (:func:`_content_of`),
+#: so 3,096,576 bytes (2.95 MiB) leave ``_ENVELOPE`` for the rest.
+DEFAULT_MAX_FILE_SIZE = (DEFAULT_MAX_MESSAGE_SIZE - _ENVELOPE) * 3 // 4
 
 # Fixed answers for common text formats so results do not depend on the
 # host's mime.types file; everything else goes through mimetypes.
@@ -125,6 +133,28 @@ def is_text(data: bytes, mime_type: str) -> bool:
     ):
         return True
     return b"\x00" not in data
+
+
+def _base64_size(size: int) -> int:
+    """How many characters ``size`` bytes take in base64 (RFC 4648 §4: 4 for every 3, padded)."""
+    return (size + 2) // 3 * 4
+
+
+def _content_of(uri: str, data: bytes, mime_type: str, limit: int) -> Any:
+    """A file's bytes as the contents of ``resources/read``: text when :func:`is_text` and its
+    JSON-escaped form (what the message carries: a control character is 6 characters, a character
+    beyond ASCII 6 or 12) is no longer than base64 of ``limit`` bytes would be; otherwise a base64
+    blob of the same MIME type.  So a file of at most ``limit`` bytes (``max_file_size``) takes at
+    most 4/3 of ``limit`` in the message, whatever it holds: the bound
+    :data:`DEFAULT_MAX_FILE_SIZE` is chosen by."""
+    if is_text(data, mime_type):
+        text = data.decode("utf-8")
+        # json.dumps escapes as the message's encoder does (ASCII, control characters escaped)
+        if len(data) * 6 + 2 <= _base64_size(limit) or len(json.dumps(text)) <= _base64_size(limit):
+            return TextResourceContents(uri=uri, text=text, mime_type=mime_type)
+    return BlobResourceContents(
+        uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type
+    )
 
 
 class FileRoot:
@@ -410,11 +440,7 @@ def file_root(
             OSError
         ):  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
             raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
-        if is_text(data, mime_type):
-            return TextResourceContents(uri=uri, text=data.decode("utf-8"), mime_type=mime_type)
-        return BlobResourceContents(
-            uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type
-        )
+        return _content_of(uri, data, mime_type, files.max_file_size)
 
     def list_files():
         for relative in files.list():
@@ -454,7 +480,8 @@ class FileRootExtension(Extension):
     file, which an ``authorize`` policy would judge by that name: one name per file).  With
     ``follow_links``, a link to a hidden path (``notes.txt -> .env``) is refused as hidden.  A file
     whose name is not UTF-8 has no URI: it is not listed and no URI reads it.  A file over
-    ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
+    ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 2.95 MiB: one that size fits
+    an mcp_ref client's default 4 MiB message limit in base64) is refused with -32602.
     It registers, in :meth:`setup`, one resource template reading a file and the listing of the
     files; :attr:`template` is the URI template registered.
     """

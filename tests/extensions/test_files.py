@@ -404,6 +404,60 @@ def test_a_text_file_that_is_not_utf8_is_read_as_a_blob_of_its_exact_bytes(tmp_p
     assert (read["utf8.txt"].text, read["utf8.txt"].mime_type) == ("caf\u00e9", "text/plain")
 
 
+def test_a_file_of_the_default_limit_fits_the_default_message_limit_and_one_byte_more_is_refused(
+    tmp_path,
+):
+    """The default ``max_file_size`` fits an mcp_ref client's default message limit (4 MiB) with its
+    encoding: a binary file of exactly that size (base64: 4/3) and a ``.txt`` of control
+    characters (each 6 characters as JSON text: sent as a blob instead) are read whole over real
+    stdio; one byte more is -32602 "Resource too large", and the connection goes on."""
+    import base64
+    import sys
+
+    from conftest import SERVERS, WAIT
+
+    from mcp_ref import Client, McpError
+    from mcp_ref.extensions.files import DEFAULT_MAX_FILE_SIZE
+    from mcp_ref.stdio import DEFAULT_MAX_MESSAGE_SIZE
+
+    assert DEFAULT_MAX_FILE_SIZE < DEFAULT_MAX_MESSAGE_SIZE
+    written = {
+        "full.bin": bytes(range(256)) * (DEFAULT_MAX_FILE_SIZE // 256),
+        "controls.txt": b"\x01" * DEFAULT_MAX_FILE_SIZE,
+        "over.bin": b"\x00" * (DEFAULT_MAX_FILE_SIZE + 1),
+    }
+    assert len(written["full.bin"]) == DEFAULT_MAX_FILE_SIZE
+    for name, data in written.items():
+        (tmp_path / name).write_bytes(data)
+    server = [sys.executable, str(SERVERS / "feature_resources.py"), str(tmp_path)]
+    with Client.stdio(server, timeout=WAIT, stderr="discard") as client:
+        prefix = tmp_path.resolve().as_uri() + "/"
+        for name in ("full.bin", "controls.txt"):
+            (content,) = client.read_resource(prefix + name).contents
+            assert base64.b64decode(content.blob) == written[name]
+        with pytest.raises(McpError) as refused:
+            client.read_resource(prefix + "over.bin")
+        assert refused.value.code == -32602 and refused.value.message == (
+            f"Resource too large: {prefix}over.bin is over this server's limit of "
+            f"{DEFAULT_MAX_FILE_SIZE} bytes"
+        )
+        assert client.read_resource(prefix + "full.bin").contents[0].mime_type == (
+            "application/octet-stream"
+        )
+
+
+def test_text_stays_text_unless_its_escaped_form_would_outgrow_base64_of_the_limit():
+    from mcp_ref.extensions.files import _content_of
+    from mcp_ref.types import BlobResourceContents, TextResourceContents
+
+    chinese = "\u4e2d\u6587".encode() * 100  # 600 bytes; 1,202 characters as JSON text
+    assert isinstance(_content_of("f://a", chinese, "text/plain", 1_000), TextResourceContents)
+    # over base64 of a 600-byte limit (800 characters): the same bytes as a blob of that size
+    as_blob = _content_of("f://a", chinese, "text/plain", 600)
+    assert isinstance(as_blob, BlobResourceContents) and as_blob.mime_type == "text/plain"
+    assert isinstance(_content_of("f://a", b"plain", "text/plain", 5), TextResourceContents)
+
+
 def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
     """``remove_resource(template)`` forgets the files the template served, not only the template;
     the same root registered twice is listed once."""
