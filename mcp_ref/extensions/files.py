@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..extension import Extension
@@ -104,6 +105,30 @@ def _has_a_uri(relative: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: RFC 3986 §2.2 sub-delims: kept as they are in a file's URI, as unreserved characters are.
+_SUB_DELIMS = "!$&'()*+,;="
+
+
+class _FileUriTemplate(UriTemplate):
+    """A file root's ``prefix{+path}``, whose path is written one segment at a time: every
+    character of a name but unreserved ones and sub-delims is percent-encoded (``a#b.txt`` is
+    ``a%23b.txt``, ``[x]`` ``%5Bx%5D``, ``50%`` ``50%25``), the ``/`` between names kept.  RFC 3986
+    §3.3: a segment holds pchars, and a raw ``#`` or ``?`` would end the path (§3.4, §3.5: what
+    follows is a query or a fragment, not part of the resource); 2025-11-25 server/resources:
+    "Custom URI schemes MUST be in accordance with RFC3986".  :meth:`match_canonical` checks a
+    URI against this expansion, so a read of the raw ``a#b.txt`` spelling finds nothing."""
+
+    __slots__ = ()
+
+    def expand(self, **values: Any) -> str:
+        """The URI of the file at relative path ``values["path"]`` (see the class)."""
+        path = values.get("path")
+        if path is None:
+            return super().expand(**values)
+        encoded = "/".join(quote(name, safe=_SUB_DELIMS) for name in str(path).split("/"))
+        return super().expand(path=encoded)  # ``{+path}`` keeps each %XX triplet as it is
 
 
 def _guess_mime(path: str) -> str:
@@ -412,7 +437,9 @@ def file_root(
     ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
     ``follow_links``; a file over ``max_file_size`` answers
     -32602 with its size and the limit.  Files are listed under their
-    canonical URI (``a%20b.txt`` for ``a b.txt``); a file whose name is not
+    canonical URI, each name percent-encoded but for unreserved characters and
+    sub-delims (``a%20b.txt`` for ``a b.txt``, ``a%23b.txt`` for ``a#b.txt``:
+    :class:`_FileUriTemplate`); a file whose name is not
     UTF-8 has none (:func:`_has_a_uri`): it is left out of the listing and no
     URI reads it.
     """
@@ -423,7 +450,7 @@ def file_root(
         follow_links=follow_links,
     )
     prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
-    template = UriTemplate(prefix + "{+path}")
+    template = _FileUriTemplate(prefix + "{+path}")
 
     def read_file(path: str):
         # Reached only with the canonical spelling (Server.find_resource), and FileRoot refuses any
@@ -446,11 +473,10 @@ def file_root(
         for relative in files.list():
             if not _has_a_uri(relative):
                 continue  # a name that is not UTF-8: no URI reads it, and the rest is still listed
-            # listed under the spelling a read must use (a space as %20): the one authorize judges
+            # listed under the spelling a read must use (a space as %20, "#" as %23): the one
+            # authorize judges
             uri = template.expand(path=relative)
-            if template.match_canonical(uri) == {
-                "path": relative
-            }:  # else no URI reads it ("%41" in a name)
+            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it
                 yield {"uri": uri, "name": relative}
 
     given = {
@@ -458,6 +484,7 @@ def file_root(
         "description": f"Files under {files.root}",
     }
     entry = build_resource(read_file, template.template, given)
+    entry.template = template  # matched with the file root's own spelling of a path
 
     def names_a_file(variables: dict[str, str]) -> bool:
         # a path the root would refuse ("./a", "a//b", "a/", ".env") or one no URI can spell names
@@ -473,7 +500,9 @@ class FileRootExtension(Extension):
     """Every file under directory ``root`` as a resource of the server that takes it, confined to
     that directory (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
 
-    URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``).
+    URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``),
+    each name in the path percent-encoded but for unreserved characters and sub-delims
+    (``a#b.txt`` is ``a%23b.txt``; the raw spelling is not found).
     Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
     paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
     path through a symbolic link inside the root unless ``follow_links`` (a second name for a

@@ -458,6 +458,46 @@ def test_text_stays_text_unless_its_escaped_form_would_outgrow_base64_of_the_lim
     assert isinstance(_content_of("f://a", b"plain", "text/plain", 5), TextResourceContents)
 
 
+def test_each_name_in_a_file_uri_is_percent_encoded_and_the_raw_spelling_is_not_found(tmp_path):
+    """RFC 3986 §3.3-3.5: a raw ``#`` or ``?`` ends a URI's path (and ``[ ]`` are not pchars), so a
+    file root writes each name's characters but unreserved ones and sub-delims percent-encoded,
+    the ``/`` between names kept: the listed URI's path is the whole file path, each listed URI
+    reads its file, and the raw spelling (``a#b.txt``: the file ``a`` with a fragment) is not found.
+    """
+    from urllib.parse import unquote, urlsplit
+
+    from conftest import WAIT
+
+    from mcp_ref import Client, McpError, Server
+
+    names = ["a", "a#b.txt", "q?x.txt", "[x].txt", "pct%41.txt", "semi;x=1", "at@b:c.txt"]
+    (tmp_path / "sub#dir").mkdir()
+    for name in [*names, "sub#dir/c d.txt"]:
+        (tmp_path / name).write_text(f"content of {name}", encoding="utf-8")
+    server = Server("files")
+    server.add_file_root(str(tmp_path), uri_prefix="files:///r/")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        listed = {resource.name: resource.uri for resource in client.list_resources()}
+        assert listed == {
+            "[x].txt": "files:///r/%5Bx%5D.txt",
+            "a": "files:///r/a",
+            "a#b.txt": "files:///r/a%23b.txt",
+            "at@b:c.txt": "files:///r/at%40b%3Ac.txt",
+            "pct%41.txt": "files:///r/pct%2541.txt",
+            "q?x.txt": "files:///r/q%3Fx.txt",
+            "semi;x=1": "files:///r/semi;x=1",
+            "sub#dir/c d.txt": "files:///r/sub%23dir/c%20d.txt",
+        }
+        for name, uri in listed.items():
+            parts = urlsplit(uri)
+            assert (unquote(parts.path), parts.query, parts.fragment) == ("/r/" + name, "", "")
+            assert client.read_resource(uri).contents[0].text == f"content of {name}"
+        for raw in ("a#b.txt", "q?x.txt", "[x].txt", "sub#dir/c%20d.txt", "at@b:c.txt"):
+            with pytest.raises(McpError) as refused:
+                client.read_resource("files:///r/" + raw)
+            assert refused.value.message == f"Resource not found: files:///r/{raw}"
+
+
 def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
     """``remove_resource(template)`` forgets the files the template served, not only the template;
     the same root registered twice is listed once."""
