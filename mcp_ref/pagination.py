@@ -1,9 +1,11 @@
 """Opaque, tamper-evident cursors for MCP list methods.
 
-A cursor is ``base64url(b"<offset>:<kind>" + HMAC-SHA256(secret, ...)[:16])``
-without padding. The MAC stops clients from forging offsets, and the kind
-(``"tools"``, ``"prompts"``, ...) stops a cursor from one list being replayed
-against another.
+A cursor is ``base64url(b"<position>:<kind>" + HMAC-SHA256(secret, ...)[:16])``
+without padding. The position is an offset in the list (``"100"``), or, for the files a file root
+lists in ``resources/list``, where in that listing's order the page ends (the last URI sent:
+``mcp_ref.server.listing``), so that a page costs its own size, not the whole tree's.  The MAC
+stops clients from forging positions, and the kind (``"tools"``, ``"prompts"``, ...) stops a
+cursor from one list being replayed against another.
 
 Every process that serves the same clients must share the secret — the workers
 of a stateless deployment hand cursors to each other's clients.  Configure it
@@ -76,12 +78,28 @@ class Paginator:
         """Return the signed cursor for ``offset`` in the list named ``kind``."""
         if offset < 0:
             raise ValueError("offset must be >= 0")
-        payload = b"%d:%s" % (offset, kind.encode("utf-8"))
+        return self._signed(b"%d" % offset, kind)
+
+    def make_position(self, position: str, *, kind: str) -> str:
+        """Return the signed cursor for ``position`` (any text) in the list named ``kind``: written
+        ``~`` and its base64url, so that it holds no ``:`` (a kind may)."""
+        return self._signed(b"~" + b64url(position.encode("utf-8", "surrogatepass")).encode(), kind)
+
+    def _signed(self, position: bytes, kind: str) -> str:
+        payload = b"%s:%s" % (position, kind.encode("utf-8"))
         return b64url(payload + self.keyring.tag(payload, _TAG_BYTES))
 
     def read_cursor(self, cursor: str, *, kind: str) -> int:
         """Return the offset in ``cursor``; raise InvalidCursor unless it is
         well-formed, correctly signed and issued for ``kind``."""
+        offset = self.read_position(cursor, kind=kind)
+        if not (offset.isascii() and offset.isdigit()):
+            raise InvalidCursor("cursor offset is malformed")
+        return int(offset)
+
+    def read_position(self, cursor: str, *, kind: str) -> str:
+        """Return the position in ``cursor`` (:meth:`make_position`); raise InvalidCursor unless
+        it is well-formed, correctly signed and issued for ``kind``."""
         if not isinstance(cursor, str) or not cursor:
             raise InvalidCursor("cursor must be a non-empty string")
         try:
@@ -91,12 +109,15 @@ class Paginator:
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
         if len(raw) <= _TAG_BYTES or not self.keyring.verify(payload, tag):
             raise InvalidCursor("cursor signature does not verify")
-        offset, _, cursor_kind = payload.partition(b":")
+        position, _, cursor_kind = payload.partition(b":")
         if cursor_kind != kind.encode("utf-8"):
             raise InvalidCursor(f"cursor was issued for another list, not {kind!r}")
-        if not offset.isdigit():
-            raise InvalidCursor("cursor offset is malformed")
-        return int(offset)
+        if not position.startswith(b"~"):
+            return position.decode("ascii", "replace")  # an offset (read_cursor checks its digits)
+        try:
+            return unb64url(position[1:].decode("ascii")).decode("utf-8", "surrogatepass")
+        except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+            raise InvalidCursor("cursor position is malformed") from None
 
     def page(
         self, items: Sequence[_T], cursor: str | None, *, kind: str

@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -31,6 +31,7 @@ from ..uri_template import UriTemplate
 __all__ = [
     "FileRoot",
     "FileRootExtension",
+    "FileListing",
     "PathOutsideRoot",
     "FileTooLarge",
     "is_text",
@@ -129,6 +130,14 @@ class _FileUriTemplate(UriTemplate):
             return super().expand(**values)
         encoded = "/".join(quote(name, safe=_SUB_DELIMS) for name in str(path).split("/"))
         return super().expand(path=encoded)  # ``{+path}`` keeps each %XX triplet as it is
+
+
+def _is_directory(entry: os.DirEntry) -> bool:
+    """True when ``entry`` is a directory, or a link to one (as ``os.walk`` sorts them)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _guess_mime(path: str) -> str:
@@ -396,25 +405,88 @@ class FileRoot:
         are not descended into, and symlinks are listed only with ``follow_links``, when they resolve
         to a regular file inside the root (and not hidden, unless ``allow_hidden``).
         """
-        found: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self._real):
-            dirnames[:] = [d for d in dirnames if self.allow_hidden or not d.startswith(".")]
-            rel_dir = os.path.relpath(dirpath, self._real)
-            prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-            for name in filenames:
-                if name.startswith(".") and not self.allow_hidden:
-                    continue
-                relative = prefix + name
-                try:
-                    self._resolve(relative, False)  # names as os.walk read them: stored as they are
-                except (OSError, TypeError):
-                    continue
-                found.append(relative)
-        found.sort()
-        return found
+        return list(self.files())
+
+    def files(self, after: str | None = None) -> Iterator[str]:
+        """:meth:`list`'s paths one at a time, in its order, only those after ``after`` (a relative
+        path, which need not exist): read lazily, one directory at a time, and each file checked
+        (:meth:`resolve`, ``stat`` and all) only when it is reached.  So the first ``n`` files after
+        a path cost ``n`` checks and a walk of the names on the way (directories wholly before
+        ``after`` are not opened), and memory holds one listing per directory level."""
+        for relative in self._names(self._real, "", after):
+            try:
+                self._resolve(relative, False)  # names as the directory stores them
+            except (OSError, TypeError):
+                continue
+            yield relative
+
+    def _names(self, directory: str, prefix: str, after: str | None) -> Iterator[str]:
+        """The relative paths of the files under ``directory`` (``prefix``: its own relative path
+        and ``/``, or ``""``) that are not hidden, unchecked, sorted as whole strings (a directory
+        sorts as its name and ``/``: all its files sit together there), those after ``after``."""
+        entries = []
+        try:
+            with os.scandir(directory) as listing:
+                for entry in listing:
+                    if entry.name.startswith(".") and not self.allow_hidden:
+                        continue
+                    if not _is_directory(entry):
+                        entries.append((prefix + entry.name, False))
+                    elif not entry.is_symlink():  # a linked directory is never descended
+                        entries.append((prefix + entry.name + "/", True))
+        except OSError:
+            return  # unreadable, or gone since its parent was read: nothing listed from it
+        entries.sort()
+        for key, is_directory in entries:
+            inside = is_directory and after is not None and after.startswith(key)
+            if after is not None and key <= after and not inside:
+                continue  # at or before ``after``, with everything under it
+            if is_directory:
+                yield from self._names(
+                    os.path.join(directory, key[len(prefix) : -1]), key, after if inside else None
+                )
+            else:
+                yield key
 
 
 # -- as resources of a server ------------------------------------------------------------
+
+
+class FileListing:
+    """The files of a :class:`FileRoot` as ``resources/list`` items (``{"uri", "name"}``), in
+    :meth:`FileRoot.files`'s order: called with ``after``, a URI it listed, it goes on from there,
+    so a page of ``resources/list`` costs its own size (``resumes``: ``mcp_ref.server.listing``).
+    A file is listed under the spelling a read must use (``a%20b.txt``), the one ``authorize``
+    judges; one whose name is not UTF-8, or that no URI would read, is left out."""
+
+    __slots__ = ("files", "template")
+
+    #: Called with ``after`` (the last URI of a page), it lists the files after that one's path.
+    resumes = True
+
+    def __init__(self, files: FileRoot, template: UriTemplate) -> None:
+        """The listing of ``files`` under ``template`` (``prefix{+path}``)."""
+        self.files = files
+        self.template = template
+
+    def __call__(self, after: str | None = None) -> Iterator[dict]:
+        """The listed files, those after the file of URI ``after`` when given (ValueError for a
+        URI of no file of this root)."""
+        start = None
+        if after is not None:
+            matched = self.template.match_canonical(after)
+            if matched is None:
+                raise ValueError("not the URI of a file of this root")
+            start = matched["path"]
+        return self._items(start)
+
+    def _items(self, after: str | None) -> Iterator[dict]:
+        for relative in self.files.files(after):
+            if not _has_a_uri(relative):
+                continue  # a name that is not UTF-8: no URI reads it, and the rest is still listed
+            uri = self.template.expand(path=relative)
+            if self.template.match_canonical(uri) == {"path": relative}:  # else no URI reads it
+                yield {"uri": uri, "name": relative}
 
 
 def file_root(
@@ -425,12 +497,12 @@ def file_root(
     max_file_size: int | None = None,
     allow_hidden: bool = False,
     follow_links: bool = False,
-) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
+) -> tuple[str, RegisteredResource, FileListing]:
     """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
 
     Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
     resource template that reads one file (named ``name``, by default after the directory),
-    and the generator of listed files (of the :class:`FileRoot`).  A path that
+    and the listing of its files (:class:`FileListing`).  A path that
     leaves the root, is hidden, missing, unreadable or too long to open
     answers Resource not found (-32002), naming only the URI; so does any
     spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
@@ -469,16 +541,7 @@ def file_root(
             raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
         return _content_of(uri, data, mime_type, files.max_file_size)
 
-    def list_files():
-        for relative in files.list():
-            if not _has_a_uri(relative):
-                continue  # a name that is not UTF-8: no URI reads it, and the rest is still listed
-            # listed under the spelling a read must use (a space as %20, "#" as %23): the one
-            # authorize judges
-            uri = template.expand(path=relative)
-            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it
-                yield {"uri": uri, "name": relative}
-
+    list_files = FileListing(files, template)
     given = {
         "name": name or f"files under {files.root.name}",
         "description": f"Files under {files.root}",

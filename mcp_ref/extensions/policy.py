@@ -333,10 +333,11 @@ class Policy(Extension):
     def _filter_resources(self, principal: Principal, items: list) -> list:
         """The listed resources ``principal`` may read: each under the template that serves it
         (``Server.find_resource``, as a read finds it), then under its URI.  Each template is
-        asked once per listing, however many files it lists; a URI is not asked about at all once
+        asked once per part of the listing it is given (all of it, or a page's worth of a file
+        root's files: ``mcp_ref.server.listing``), however many files that part lists; a URI is not asked about at all once
         its template is denied (a listing answers nothing about a single name, so it need not cost
         the same for each)."""
-        templates: dict[str, bool] = {}  # a template's verdict, asked once per listing
+        templates: dict[str, bool] = {}  # a template's verdict, asked once per part given
         shown = []
         for item in items:
             uri = item.get("uri", "")

@@ -58,7 +58,7 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
     entry = None
     if _may_complete(gate, principal, action, key, params):
-        entry = server.get_prompt(key) if ref_type == "ref/prompt" else server.resource_entry(key)
+        entry = server.get_prompt(key) if ref_type == "ref/prompt" else _resource_entry(server, key)
     if entry is None:
         raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
     # 2025-11-25 server/utilities/completion §Security: "MUST: Validate all completion inputs": an
@@ -108,6 +108,13 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
 HANDLERS = {"completion/complete": complete}
 
 
+def _resource_entry(server: Any, uri: str) -> Any:
+    """The resource registered at ``uri``, or the template whose string it is (as ``ref/resource``
+    names one); None for neither."""
+    table = server.resource_table
+    return table.entry(uri) if table else None
+
+
 def _arguments_of(entry: Any, ref_type: str) -> dict[str, dict]:
     """The arguments a prompt or a resource template (``entry``, of ``ref_type``) can complete,
     each with its JSON Schema: a prompt's parameters, a template's URI variables; a static
@@ -136,7 +143,7 @@ def offers_choices(server: Any) -> bool:
     choices: completed by default, so the server declares ``completions`` (``Server.capabilities``)."""
     entries = [("ref/prompt", server.get_prompt(p["name"])) for p in server.listings("prompts")]
     entries += [
-        ("ref/resource", server.resource_entry(t["uriTemplate"]))
+        ("ref/resource", _resource_entry(server, t["uriTemplate"]))
         for t in server.listings("templates")
     ]
     return any(

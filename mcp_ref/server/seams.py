@@ -54,6 +54,8 @@ class Registry(Protocol):
     request_hooks: list[Middleware]
     #: The extensions' ``intercept_tool_call``, the first outermost (see :func:`intercept`).
     tool_call_hooks: list[ToolCallInterceptor]
+    #: Its resources and templates (``mcp_ref.server.resources.ResourceTable``), None before any.
+    resource_table: Any
 
     @property
     def extensions(self) -> list[Any]: ...
@@ -84,8 +86,6 @@ class Registry(Protocol):
     def get_prompt(self, name: str) -> Any: ...
 
     def find_resource(self, uri: str) -> tuple[Any, dict] | None: ...
-
-    def resource_entry(self, uri: str) -> Any: ...
 
     def subscription_cap(self) -> Any: ...
 
@@ -328,7 +328,10 @@ class Gate(Protocol):
         request: dict | None = None,
     ) -> Any: ...
 
-    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list: ...
+    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
+        """The items of ``items`` ``principal`` may see, in order.  Judged item by item: a file
+        root's files are given a part of the listing at a time, as its pages are read."""
+        ...
 
 
 def item_of(server: Registry, method: str, params: Any) -> tuple[str, str, Any, Any] | None:

@@ -85,7 +85,8 @@ class Server:
     # Starting values, replaced on the instance when they change.
     on_roots_list_changed: Callable[[ServerConnection], None] | None = None
     _paginator: Paginator | None = None
-    _resource_table: ResourceTable | None = None  # made at the first resource
+    #: Its resources and templates, and what its file roots list (made at the first resource).
+    resource_table: ResourceTable | None = None
     _subscriptions: Any = None
     _server_info: tuple[Any, dict[str, Any]] | None = None
     #: ``Server(lifespan=...)`` and who holds it now (:class:`~mcp_ref.server.lifespan.Lifespan`:
@@ -372,11 +373,11 @@ class Server:
         self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]] | None = None
     ) -> None:
         with self._registry_lock:
-            table = self._resource_table
+            table = self.resource_table
             if table is None:
                 from .resources import ResourceTable
 
-                table = self._resource_table = ResourceTable()
+                table = self.resource_table = ResourceTable()
             uri = table.add(entry, list_items)
         self._announce("resources", self._listeners("resources", uri))
 
@@ -384,8 +385,8 @@ class Server:
         """Unregister a resource or template; announces ``resources/list_changed``."""
         listeners = self._listeners("resources", uri)  # asked while it still exists
         with self._registry_lock:
-            if self._resource_table is not None:
-                self._resource_table.remove(uri)
+            if self.resource_table is not None:
+                self.resource_table.remove(uri)
         self._announce("resources", listeners)
 
     def add_listed_resources(
@@ -406,7 +407,7 @@ class Server:
         the subscriptions and the resource's own function all judge the one string.  A file root
         also finds no path it would refuse to read (``a//b``, ``a/``: :meth:`FileRoot.is_canonical`).
         """
-        table = self._resource_table
+        table = self.resource_table
         return None if table is None else table.find(uri)
 
     def required_scopes(
@@ -444,16 +445,11 @@ class Server:
     def _offers_choices(self) -> bool:
         """True when a prompt or template has a parameter of fixed choices (a ``Literal``): they
         are its completions even with no ``@server.completion`` (:mod:`mcp_ref.server.completion`)."""
-        if not (self._prompts or self._resource_table):
+        if not (self._prompts or self.resource_table):
             return False
         from .completion import offers_choices
 
         return offers_choices(self)
-
-    def resource_entry(self, uri: str) -> RegisteredResource | None:
-        """The resource registered at ``uri``, or the template whose string it is (as ``ref/resource``
-        names one); None for neither."""
-        return self._resource_table.entry(uri) if self._resource_table else None
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -554,7 +550,7 @@ class Server:
         if kind == "tools":
             return [t.listing for t in list(self._tools.values())]
         if kind in ("resources", "templates"):
-            table = self._resource_table
+            table = self.resource_table
             return [] if table is None else table.listings(kind)
         if kind == "prompts":
             return [p.listing for p in list(self._prompts.values())]
@@ -572,7 +568,7 @@ class Server:
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": notifies}
-        if self._resource_table:  # a resource or a template
+        if self.resource_table:  # a resource or a template
             caps["resources"] = {"subscribe": notifies, "listChanged": notifies}
         if self._prompts:
             caps["prompts"] = {"listChanged": notifies}
@@ -593,7 +589,7 @@ class Server:
         if capability == "tools":
             return bool(self._tools)
         if capability == "resources":
-            return bool(self._resource_table)
+            return bool(self.resource_table)
         if capability == "prompts":
             return bool(self._prompts)
         return capability in self.capabilities(version)

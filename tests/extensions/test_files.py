@@ -520,3 +520,143 @@ def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_t
             assert server.add_file_root(str(tree), uri_prefix="files://") == template
         listed = [resource.uri for resource in client.list_resources()]
     assert listed == ["notes://todo", *files]
+
+
+# -- resources/list of a file root: a page costs about its own size ---------------------------------
+
+
+def test_files_after_a_path_are_the_tail_of_the_sorted_listing(tmp_path):
+    """``FileRoot.files(after)`` walks the names lazily in :meth:`FileRoot.list`'s order (whole
+    paths sorted as strings: ``a b``, ``a-b/x``, ``a.txt`` and ``a/y`` interleave across
+    directories), and gives the files after any path, listed or not."""
+    for relative in ["a b", "a-b/x", "a.txt", "a/y", "a/z/deep", "b", "a/.h", ".top", "c/d/e/f"]:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(relative)
+    _symlink(tmp_path / "a", tmp_path / "linked-dir", is_dir=True)
+    root = FileRoot(tmp_path)
+    listed = root.list()
+    assert listed == ["a b", "a-b/x", "a.txt", "a/y", "a/z/deep", "b", "c/d/e/f"]
+    assert list(root.files()) == listed
+    for index, path in enumerate(listed):
+        assert list(root.files(after=path)) == listed[index + 1 :], path
+    for missing, tail in [("", listed), ("a/", listed[3:]), ("a/x", listed[3:]), ("zz", [])]:
+        assert list(root.files(after=missing)) == tail, missing
+
+
+def test_a_page_of_a_file_root_listing_checks_about_its_own_size(tmp_path, monkeypatch):
+    """Each ``resources/list`` page of a file root resolves and stats about a page of files, and
+    opens the directories on its way, not the whole tree (it resolved every file for every
+    page: a full listing cost files squared over the page size).  Every file is listed once, in
+    order, and what a listing leaves out (hidden files, a link leading outside) stays out."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+
+    root = tmp_path / "root"
+    for d in range(12):
+        (root / f"d{d:02}").mkdir(parents=True)
+        for f in range(25):
+            (root / f"d{d:02}" / f"f{f:02}.txt").write_text("x")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "h.txt").write_text("hidden")
+    (tmp_path / "outside.txt").write_text("outside")
+    _symlink(tmp_path / "outside.txt", root / "d05" / "f12-escape.txt")
+    resolved, opened = [0], [0]
+    checked, scandir = FileRoot._resolve, os.scandir
+
+    def counting_resolve(self, relative, exact_names):
+        resolved[0] += 1
+        return checked(self, relative, exact_names)
+
+    def counting_scandir(path):
+        opened[0] += 1
+        return scandir(path)
+
+    monkeypatch.setattr(FileRoot, "_resolve", counting_resolve)
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    server = Server("files", page_size=10)
+    server.add_resource(lambda: "a", "mem://a", name="a")
+    server.add_file_root(str(root), uri_prefix="files://")
+    expected = ["mem://a", *(f"files://d{d:02}/f{f:02}.txt" for d in range(12) for f in range(25))]
+    with Client.in_memory(server, timeout=WAIT) as client:
+        listed, costs, cursor = [], [], None
+        while True:
+            before = (resolved[0], opened[0])
+            page = client.list_resources_page(cursor)
+            costs.append((resolved[0] - before[0], opened[0] - before[1]))
+            listed += [resource.uri for resource in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            assert len(costs) <= 40, "the cursors never end"
+    assert listed == expected
+    assert len(costs) == 31
+    assert max(resolves for resolves, _ in costs) <= 2 * 10 + 2, costs
+    assert max(directories for _, directories in costs) <= 4, costs
+
+
+def test_a_file_root_cursor_keeps_its_place_when_files_change(tmp_path):
+    """A cursor of a file root's listing is a place in its order (after the last file sent), not
+    a count: files added or removed before it move no later file to another page, and nothing
+    after it is skipped or sent twice."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, McpError, Server
+
+    for n in range(30):
+        (tmp_path / f"f{n:02}.txt").write_text("x")
+    server = Server("files", page_size=10)
+    server.add_file_root(str(tmp_path), uri_prefix="files://")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        first = client.list_resources_page()
+        assert [r.uri for r in first.items] == [f"files://f{n:02}.txt" for n in range(10)]
+        (tmp_path / "f03.txt").unlink()
+        (tmp_path / "a-new.txt").write_text("x")
+        (tmp_path / "f09b.txt").write_text("x")  # right after the page's last file: next
+        second = client.list_resources_page(first.next_cursor)
+        assert [r.uri for r in second.items] == [
+            "files://f09b.txt",
+            *(f"files://f{n:02}.txt" for n in range(10, 19)),
+        ]
+        (tmp_path / "f18.txt").unlink()  # the last file sent is gone: its place is not
+        third = client.list_resources_page(second.next_cursor)
+        assert [r.uri for r in third.items] == [f"files://f{n:02}.txt" for n in range(19, 29)]
+        server.add_resource(lambda: "a", "mem://a", name="a")
+        server.remove_resource("files://{+path}")  # a cursor into its files names nothing now
+        with pytest.raises(McpError) as stale:
+            client.list_resources_page(third.next_cursor)
+        assert stale.value.code == -32602
+
+
+def test_file_root_pages_with_authorize_are_of_the_callers_own_listing(tmp_path):
+    """With ``authorize`` hiding some files (and a whole second root), each page still holds
+    ``page_size`` files the caller may read, until the last: the gate judges each file as the page
+    is read, and the cursor is a place in the caller's own listing."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+
+    (tmp_path / "open").mkdir()
+    (tmp_path / "shut").mkdir()
+    for n in range(40):
+        (tmp_path / "open" / f"f{n:02}.txt").write_text("x")
+        (tmp_path / "shut" / f"s{n:02}.txt").write_text("x")
+
+    def authorize(principal, action, name):
+        return name != "shut://{+path}" and not name.endswith(("3.txt", "7.txt"))
+
+    server = Server("files", page_size=7, authorize=authorize)
+    server.add_file_root(str(tmp_path / "shut"), uri_prefix="shut://")
+    server.add_file_root(str(tmp_path / "open"), uri_prefix="open://")
+    expected = [f"open://f{n:02}.txt" for n in range(40) if n % 10 not in (3, 7)]
+    with Client.in_memory(server, era="handshake", timeout=WAIT) as client:
+        pages, cursor = [], None
+        while True:
+            page = client.list_resources_page(cursor)
+            pages.append([resource.uri for resource in page.items])
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            assert len(pages) <= 10, "the cursors never end"
+    assert [uri for page in pages for uri in page] == expected
+    assert [len(page) for page in pages] == [7, 7, 7, 7, 4]
