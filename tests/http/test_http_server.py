@@ -33,9 +33,11 @@ from http_fixtures import (
     serve,  # noqa: F401 - fixture
 )
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
+from test_http_state import Clock
 
 from mcp_ref import Context, Server
 from mcp_ref.http.server.events import MemoryEventStore
+from mcp_ref.http.server.sessions import MemorySessionTable
 
 
 def assert_http_error(response, status: int, code: int | None = None) -> dict:
@@ -568,16 +570,18 @@ def test_session_cap_is_503(serve, raw_session):
 
 
 def test_idle_session_expires_to_404(serve, raw_session):
+    # The table's clock is the test's: a busy machine taking longer than the idle timeout between
+    # two requests must not expire a session the test still means to use.
     idle = 0.4
-    srv = serve(session_idle_timeout=idle)
+    clock = Clock()
+    srv = serve(session_table=MemorySessionTable(idle_timeout=idle, clock=clock))
     session, watched = raw_session(srv.mcp), raw_session(srv.mcp)
     session.initialize()
     watched.initialize()
     echo_ok(session)  # well within the idle timeout
     standalone = SseReader(watched.get())  # a session with its GET stream open is not idle
     assert standalone.next()["data"] == ""
-    # Expiry is a matter of the clock: wait out the idle timeout once (not a retry loop).
-    time.sleep(idle * 2.5)
+    clock.now += idle * 2.5
     assert_http_error(session.call("ping")[1], 404)
     assert session.session_id not in srv.app.sessions
     echo_ok(watched)
