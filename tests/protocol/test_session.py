@@ -573,26 +573,53 @@ def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
     assert [call.result().content[0].text for call in calls] == [str(n) for n in range(40)]
 
 
+class SessionClock:
+    """``time`` as mcp_ref.session and mcp_ref.request see it: ``monotonic()`` is ``now``, which only
+    the test moves (a whole number to start with, so that steps of 1/8 s add up exactly)."""
+
+    def __init__(self) -> None:
+        self.now = float(int(time.monotonic()))
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
 @pytest.mark.slow
-def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
+def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire, monkeypatch):
+    # Deadlines are read on the session's clock, which the test moves: a busy machine that delays a
+    # progress report past the timeout in real time cannot end the call by its timeout.
+    import mcp_ref.request
+    import mcp_ref.session
+
     assert DEFAULT_MAX_TOTAL_FACTOR == 10
+    clock = SessionClock()
+    monkeypatch.setattr(mcp_ref.request, "time", clock)
+    monkeypatch.setattr(mcp_ref.session, "time", clock)
     client = connect(UNTESTED)
-    progress = []
-    before = time.monotonic()
+    progress = Collector()
+    timeout = 0.25
     call = client.start_tool_call(
         "progress_forever",
         {"key": "capped"},
-        timeout=0.2,
+        timeout=timeout,
         reset_timeout_on_progress=True,
-        on_progress=lambda value, total, message: progress.append(value),
+        on_progress=lambda value, total, message: progress(value),
     )
-    after = time.monotonic()
-    # The cap is fixed as the request starts: 10 x 0.2 s from then (the request's own deadline,
-    # read, not an elapsed time measured: load cannot move it).
-    assert before + 10 * 0.2 <= call.pending.hard_deadline <= after + 10 * 0.2
-    # The cap ended it, not the 0.2 s timeout, which progress kept resetting.
-    with pytest.raises(RequestTimeout, match="total time limit"):
-        call.result()
+    # The cap is fixed as the request starts: 10 x the timeout from then.
+    assert call.pending.hard_deadline == clock.now + 10 * timeout
+    waiting = Workers(lambda _: call.result(), 1).start()  # waits all along, as a caller does
+    # Time moves half a timeout at a time, each step once a report has reset the timeout at the
+    # present time (the reader resets it before it queues the report's callback).
+    while clock.now < call.pending.hard_deadline:
+        progress.wait_until(lambda _: call.pending.deadline == clock.now + timeout)
+        clock.now += timeout / 2
+    # The cap ended it, not the timeout, which progress kept resetting.
+    with pytest.raises(AssertionError, match="total time limit") as ended:
+        waiting.join()
+    assert isinstance(ended.value.__cause__, RequestTimeout)
     assert len(progress) >= 10
     assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [
         call.request_id
