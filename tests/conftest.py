@@ -283,8 +283,12 @@ class RawPeer:
         self.stderr_done = (
             threading.Event()
         )  # set once stderr has ended and every line is in ``stderr``
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        self._pumps = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._pump_stderr, daemon=True),
+        ]
+        for pump in self._pumps:
+            pump.start()
 
     def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):
@@ -335,9 +339,14 @@ class RawPeer:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+            # The process is gone, but its last lines may still be in the pipes: closing them under
+            # a pump that has not read them yet (a busy machine) would lose them.  Each pump ends
+            # at the end of file; bounded, for a pipe a child of the server still holds open.
+            for pump in self._pumps:
+                pump.join(WAIT)
             for pipe in (self.proc.stdout, self.proc.stderr):
                 try:
-                    pipe.close()  # the pump threads have seen end of file once the process is gone
+                    pipe.close()
                 except (OSError, ValueError):
                     pass
 

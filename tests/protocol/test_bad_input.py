@@ -46,8 +46,12 @@ class Peer(RawPeer):
         self.replies: list = []
         self.ids = itertools.count(1)
         self.cancelled: set = set()
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        self._pumps = [
+            threading.Thread(target=self._pump, daemon=True),
+            threading.Thread(target=self._pump_stderr, daemon=True),
+        ]
+        for pump in self._pumps:
+            pump.start()
 
     def _pump_stderr(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
