@@ -272,6 +272,20 @@ def test_the_id_of_a_request_too_deep_is_read_too(text, read):
     assert top_level_id(text) == read
 
 
+def test_a_string_left_open_by_a_cut_is_one_piece_to_the_end():
+    """A message cut at the size limit inside a string: the string runs to the end of the text, read
+    in one pass, and the brackets in it are not the message's.  The string's pattern failed at the
+    end and the engine backtracked through the whole string: half a second of CPU for 4 MB, each
+    time a peer sent such a message."""
+    from mcp_ref.unparsed import _TOKENS, top_level_id
+
+    for tail in ("a]}{[", "a]}{[\\", "a\\\n", "a\\"):
+        cut = '{"jsonrpc":"2.0","method":"m","params":{"text":"' + tail
+        pieces = [match.group() for match in _TOKENS.finditer(cut)]
+        assert pieces[-1] == '"' + tail
+        assert top_level_id(cut) == (None, False)
+
+
 # -- framing the client refuses, or reads once ----------------------------------------------------
 
 
