@@ -33,11 +33,14 @@ pytestmark = pytest.mark.slow
 
 #: The deployment's public URL, the same for every worker behind one balancer (RFC 8707 audience).
 RESOURCE = "https://mcp.example/mcp"
+#: Its HTTP+SSE endpoint, a resource of its own (``ProtectedResource``: its own identifier).
+SSE_RESOURCE = "https://mcp.example/sse"
 
 
 class Tokens:
     """A token verifier: ``<user>-token`` is user's (alice or bob), for one client, issued for
-    RESOURCE."""
+    both endpoints, RESOURCE and SSE_RESOURCE (RFC 8707 §2: a token requested with two ``resource``
+    parameters names both)."""
 
     def verify(self, token: str):
         from mcp_ref.oauth.resource import AccessInfo
@@ -45,7 +48,7 @@ class Tokens:
         user = token.removesuffix("-token")
         if not token.endswith("-token") or user not in ("alice", "bob"):
             return None
-        return AccessInfo("shared-sessions-client", user, (), audience=(RESOURCE,))
+        return AccessInfo("shared-sessions-client", user, (), audience=(RESOURCE, SSE_RESOURCE))
 
 
 class Worker:
