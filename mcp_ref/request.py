@@ -57,11 +57,6 @@ DEFAULT: Final = Default.DEFAULT
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
-#: Seconds a caller past its deadline still waits for an answer that came in time and is being
-#: settled (behind the callbacks queued before it, with ``on_progress``): then it times out all the
-#: same, so ``result()`` is bounded whatever the callbacks do.
-SETTLING_GRACE = 1.0
-
 
 class Channel(Protocol):
     """What a request needs of its session (:class:`~mcp_ref.session.Session` is one): to
@@ -243,9 +238,9 @@ class PendingRequest(Future):
     #: Given the result of an answer that comes after the session gave up on this request
     #: (``Session.send_request``'s ``late_answer``), or None.
     late_answer: Callable[[dict[str, Any]], None] | None = None
-    #: True when the answer settles it on the reader thread even with ``on_progress`` (it was sent
-    #: from the callback thread, where its progress callbacks wait behind its caller).
-    at_once = False
+    #: The answer held for the callback queue that is to settle the request with it, after the
+    #: callbacks queued there before it: (that queue, result, error), or None (see :meth:`hold`).
+    _held: Any = None
 
     def __init__(
         self,
@@ -298,6 +293,14 @@ class PendingRequest(Future):
         """Settle with ``error`` if there is one, else with ``result`` (the reader's one call)."""
         return self.set_result(result) if error is None else self.set_exception(error)
 
+    def hold(self, settler, result, error) -> None:
+        """The answer came, and ``settler`` (the session's callback queue) is to settle the request
+        with it after the callbacks queued there before it (its progress reports).  A caller who
+        waits on that queue's thread would wait behind itself: :meth:`result` settles it at once."""
+        with self._condition:
+            self._held = (settler, result, error)
+            self._condition.notify_all()  # wakes such a caller
+
     def result(self, timeout: float | None = None) -> dict:
         """Wait for the answer: the ``result`` dict, or raise.
 
@@ -307,27 +310,33 @@ class PendingRequest(Future):
         :class:`ConnectionClosed` / :class:`RequestCancelled`.  An answer that is
         itself a TimeoutError is the request's outcome, raised as it is.
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
+
+        An answer that came before the caller gave up is the caller's, whenever it is settled: one
+        held for the callbacks queued before it (:meth:`hold`) is waited for past the deadline
+        (those are the caller's own callbacks), and settled at once on the thread that runs them.
         """
-        settling = None  # past the deadline, until when an answer that came is waited for
         try:
             while True:
-                wait = settling or self.first_deadline
-                try:
-                    return super().result(
-                        None if wait is None else max(wait - time.monotonic(), 0.0)
-                    )
-                except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
-                    # the outcome itself is a TimeoutError (or came just now): it is ours
-                    if self.done():
-                        return super().result(0)
+                with self._condition:  # reentrant: no hold() comes between this look and the wait
+                    held = self._held
+                    if held and held[0].thread is threading.current_thread():
+                        break  # waited for on the thread that would settle it, behind this wait
+                    wait = self.first_deadline  # cleared once the answer came (below)
+                    try:
+                        return super().result(
+                            None if wait is None else max(wait - time.monotonic(), 0.0)
+                        )
+                    except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
+                        # the outcome itself is a TimeoutError (or came just now): it is ours
+                        if self.done():
+                            return super().result(0)
                 now = time.monotonic()
                 hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
-                if not hard_expired and self.deadline is not None and now < self.deadline:
-                    continue  # progress moved the deadline while we waited
-                if settling is None and not self._give_up("timeout"):
-                    # The answer won the race: it is being settled, with progress after the callbacks
-                    # queued before it; a slow one delays it by SETTLING_GRACE at most.
-                    settling = now + SETTLING_GRACE
+                if not hard_expired and (self.deadline is None or now < self.deadline):
+                    continue  # progress moved the deadline, or the answer came, while we waited
+                if not self._give_up("timeout"):
+                    # The answer won the race: it is ours; it is settled, or held (see hold).
+                    self.deadline = self.hard_deadline = None
                     continue
                 limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
                 self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
@@ -337,6 +346,10 @@ class PendingRequest(Future):
             if not self.done() and self._give_up("interrupted"):
                 self.set_exception(RequestCancelled(f"{self.method}: its wait was interrupted"))
             raise
+        # Settled here, then (outside the lock: a done callback may wait for another thread); its
+        # progress reports, queued on this thread, come after the caller returns.
+        self.settle(*held[1:])
+        return super().result(0)
 
     def _give_up(self, reason: str | None) -> bool:
         """Stop waiting for the answer: take the request out of its session's table and tell the

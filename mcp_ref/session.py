@@ -458,10 +458,6 @@ class Session:
                 self._progress[request_id] = pending
                 if progress_outlives_answer:  # its token lasts until end_progress
                     self._lasting.add(request_id)
-                # Sent from the callback thread, its answer cannot wait there behind its own
-                # caller (a re-entrant callback cannot stall): it settles at once (_receive_answer).
-                queue = self._callbacks
-                pending.at_once = queue is not None and queue.thread is threading.current_thread()
         try:
             if before_write is not None:
                 before_write(request_id)
@@ -975,13 +971,13 @@ class Session:
             else (None, McpError.from_error(answer.error))
         )
         # With progress: after the progress callbacks queued, so a caller sees every report before
-        # its result; a caller on the callback thread itself sees them after (send_request).
-        if (
-            pending.on_progress is None
-            or pending.at_once
-            or not self.call_soon(pending.settle, result, error, keep=True)
+        # its result; a caller waiting on the callback thread itself settles it there (hold).
+        if pending.on_progress is None or not self.call_soon(
+            pending.settle, result, error, keep=True
         ):
             pending.settle(result, error)
+        else:
+            pending.hold(self._callbacks, result, error)
 
 
 _ID_IN_USE = {
