@@ -108,14 +108,18 @@ def _has_a_uri(relative: str) -> bool:
     return True
 
 
-#: RFC 3986 §2.2 sub-delims: kept as they are in a file's URI, as unreserved characters are.
-_SUB_DELIMS = "!$&'()*+,;="
+#: The characters of a name kept as they are in a file's URI, as unreserved characters are: RFC 3986
+#: §3.3 ``pchar = unreserved / pct-encoded / sub-delims / ":" / "@"`` (sub-delims, §2.2, and the two
+#: gen-delims a segment may hold).  So a name holding only pchars is written as the advertised
+#: template's RFC 6570 ``{+path}`` expansion writes it (``1:2`` and ``me@host`` as they are).
+_PCHARS = "!$&'()*+,;=:@"
 
 
 class _FileUriTemplate(UriTemplate):
     """A file root's ``prefix{+path}``, whose path is written one segment at a time: every
-    character of a name but unreserved ones and sub-delims is percent-encoded (``a#b.txt`` is
-    ``a%23b.txt``, ``[x]`` ``%5Bx%5D``, ``50%`` ``50%25``), the ``/`` between names kept.  RFC 3986
+    character of a name but unreserved ones, sub-delims, ``:`` and ``@`` (:data:`_PCHARS`) is
+    percent-encoded (``a#b.txt`` is ``a%23b.txt``, ``[x]`` ``%5Bx%5D``, ``50%`` ``50%25``), the
+    ``/`` between names kept.  RFC 3986
     §3.3: a segment holds pchars, and a raw ``#`` or ``?`` would end the path (§3.4, §3.5: what
     follows is a query or a fragment, not part of the resource); 2025-11-25 server/resources:
     "Custom URI schemes MUST be in accordance with RFC3986".  :meth:`match_canonical` checks a
@@ -128,7 +132,7 @@ class _FileUriTemplate(UriTemplate):
         path = values.get("path")
         if path is None:
             return super().expand(**values)
-        encoded = "/".join(quote(name, safe=_SUB_DELIMS) for name in str(path).split("/"))
+        encoded = "/".join(quote(name, safe=_PCHARS) for name in str(path).split("/"))
         return super().expand(path=encoded)  # ``{+path}`` keeps each %XX triplet as it is
 
 
@@ -509,8 +513,8 @@ def file_root(
     ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
     ``follow_links``; a file over ``max_file_size`` answers
     -32602 with its size and the limit.  Files are listed under their
-    canonical URI, each name percent-encoded but for unreserved characters and
-    sub-delims (``a%20b.txt`` for ``a b.txt``, ``a%23b.txt`` for ``a#b.txt``:
+    canonical URI, each name percent-encoded but for unreserved characters,
+    sub-delims, ``:`` and ``@`` (``a%20b.txt`` for ``a b.txt``, ``a%23b.txt`` for ``a#b.txt``:
     :class:`_FileUriTemplate`); a file whose name is not
     UTF-8 has none (:func:`_has_a_uri`): it is left out of the listing and no
     URI reads it.
@@ -564,8 +568,8 @@ class FileRootExtension(Extension):
     that directory (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
 
     URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``),
-    each name in the path percent-encoded but for unreserved characters and sub-delims
-    (``a#b.txt`` is ``a%23b.txt``; the raw spelling is not found).
+    each name in the path percent-encoded but for unreserved characters, sub-delims, ``:`` and
+    ``@`` (``a#b.txt`` is ``a%23b.txt``; the raw spelling is not found).
     Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
     paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
     path through a symbolic link inside the root unless ``follow_links`` (a second name for a

@@ -460,9 +460,10 @@ def test_text_stays_text_unless_its_escaped_form_would_outgrow_base64_of_the_lim
 
 def test_each_name_in_a_file_uri_is_percent_encoded_and_the_raw_spelling_is_not_found(tmp_path):
     """RFC 3986 §3.3-3.5: a raw ``#`` or ``?`` ends a URI's path (and ``[ ]`` are not pchars), so a
-    file root writes each name's characters but unreserved ones and sub-delims percent-encoded,
-    the ``/`` between names kept: the listed URI's path is the whole file path, each listed URI
-    reads its file, and the raw spelling (``a#b.txt``: the file ``a`` with a fragment) is not found.
+    file root writes each name's characters but pchars (unreserved ones, sub-delims, ``:`` and
+    ``@``) percent-encoded, the ``/`` between names kept: the listed URI's path is the whole file
+    path, each listed URI reads its file, and the raw spelling (``a#b.txt``: the file ``a`` with a
+    fragment) is not found, nor is a percent-encoded pchar (``%40`` for ``@``: one spelling).
     """
     from urllib.parse import unquote, urlsplit
 
@@ -482,7 +483,7 @@ def test_each_name_in_a_file_uri_is_percent_encoded_and_the_raw_spelling_is_not_
             "[x].txt": "files:///r/%5Bx%5D.txt",
             "a": "files:///r/a",
             "a#b.txt": "files:///r/a%23b.txt",
-            "at@b:c.txt": "files:///r/at%40b%3Ac.txt",
+            "at@b:c.txt": "files:///r/at@b:c.txt",
             "pct%41.txt": "files:///r/pct%2541.txt",
             "q?x.txt": "files:///r/q%3Fx.txt",
             "semi;x=1": "files:///r/semi;x=1",
@@ -492,10 +493,39 @@ def test_each_name_in_a_file_uri_is_percent_encoded_and_the_raw_spelling_is_not_
             parts = urlsplit(uri)
             assert (unquote(parts.path), parts.query, parts.fragment) == ("/r/" + name, "", "")
             assert client.read_resource(uri).contents[0].text == f"content of {name}"
-        for raw in ("a#b.txt", "q?x.txt", "[x].txt", "sub#dir/c%20d.txt", "at@b:c.txt"):
+        for raw in ("a#b.txt", "q?x.txt", "[x].txt", "sub#dir/c%20d.txt", "at%40b%3Ac.txt"):
             with pytest.raises(McpError) as refused:
                 client.read_resource("files:///r/" + raw)
             assert refused.value.message == f"Resource not found: files:///r/{raw}"
+
+
+def test_a_uri_expanded_from_the_advertised_template_reads_a_name_with_a_colon_or_an_at_sign(
+    tmp_path,
+):
+    """RFC 3986 §3.3: ``pchar = unreserved / pct-encoded / sub-delims / ":" / "@"``, so the RFC 6570
+    ``{+path}`` expansion of the template a file root advertises keeps ``:`` and ``@`` as they are:
+    the file root lists such a name under that same URI, and a read of it finds the file (both
+    were percent-encoded, so the advertised template's URI read nothing)."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+    from mcp_ref.uri_template import UriTemplate
+
+    names = ["1:2.txt", "me@host", "at@c:d/d@e:f.txt", "plain.txt", "a b.txt", "e=q~t"]
+    (tmp_path / "at@c:d").mkdir()
+    for name in names:
+        (tmp_path / name).write_text(f"content of {name}", encoding="utf-8")
+    server = Server("files")
+    server.add_file_root(str(tmp_path), uri_prefix="files:///r/")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        [advertised] = client.list_resource_templates()
+        template = UriTemplate(advertised.uri_template)
+        listed = {resource.name: resource.uri for resource in client.list_resources()}
+        assert listed == {name: template.expand(path=name) for name in names}
+        assert listed["at@c:d/d@e:f.txt"] == "files:///r/at@c:d/d@e:f.txt"
+        for name in names:
+            read = client.read_resource(template.expand(path=name))
+            assert read.contents[0].text == f"content of {name}"
 
 
 def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
