@@ -26,7 +26,7 @@ from ..extension import Extension
 from ..server.resources import RegisteredResource, build_resource
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
 from ..types import BlobResourceContents, TextResourceContents
-from ..uri_template import UriTemplate
+from ..uri_template import UriTemplate, within_bound
 
 __all__ = [
     "FileRoot",
@@ -461,7 +461,9 @@ class FileListing:
     :meth:`FileRoot.files`'s order: called with ``after``, a URI it listed, it goes on from there,
     so a page of ``resources/list`` costs its own size (``resumes``: ``mcp_ref.server.listing``).
     A file is listed under the spelling a read must use (``a%20b.txt``), the one ``authorize``
-    judges; one whose name is not UTF-8, or that no URI would read, is left out."""
+    judges; one whose name is not UTF-8, or that no URI would read, is left out: so is one whose
+    URI is over ``MAX_URI_LENGTH`` (8,192 characters, ``mcp_ref.uri_template``), which no read or
+    subscription takes (a deep path of long or percent-encoded names)."""
 
     __slots__ = ("files", "template")
 
@@ -489,6 +491,8 @@ class FileListing:
             if not _has_a_uri(relative):
                 continue  # a name that is not UTF-8: no URI reads it, and the rest is still listed
             uri = self.template.expand(path=relative)
+            if not within_bound(uri):
+                continue  # too long for any read to take (``MAX_URI_LENGTH``): unreadable, not listed
             if self.template.match_canonical(uri) == {"path": relative}:  # else no URI reads it
                 yield {"uri": uri, "name": relative}
 

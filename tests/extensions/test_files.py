@@ -528,6 +528,31 @@ def test_a_uri_expanded_from_the_advertised_template_reads_a_name_with_a_colon_o
             assert read.contents[0].text == f"content of {name}"
 
 
+def test_a_file_whose_uri_is_over_the_uri_limit_is_not_listed(tmp_path):
+    """A read takes a URI of at most ``MAX_URI_LENGTH`` characters, so a file whose URI is longer
+    (here 15 directories of 200 ``#``, each ``%23`` in the URI) is left out of ``resources/list``,
+    as any file no URI reads is, and every listed URI reads its file."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+    from mcp_ref.extensions.files import _FileUriTemplate
+    from mcp_ref.uri_template import MAX_URI_LENGTH
+
+    far = "/".join(["#" * 200] * 15) + "/far.txt"
+    near = "#" * 200 + "/near.txt"
+    assert len(_FileUriTemplate("files:///r/{+path}").expand(path=far)) > MAX_URI_LENGTH
+    for name in (far, near, "top.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    server = Server("files")
+    server.add_file_root(str(tmp_path), uri_prefix="files:///r/")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        listed = {resource.name: resource.uri for resource in client.list_resources()}
+        assert sorted(listed) == [near, "top.txt"]
+        for name, uri in listed.items():
+            assert client.read_resource(uri).contents[0].text == name
+
+
 def test_a_removed_file_root_lists_none_of_its_files_and_one_added_again_lists_them_once(tree):
     """``remove_resource(template)`` forgets the files the template served, not only the template;
     the same root registered twice is listed once."""
