@@ -37,6 +37,7 @@ __all__ = [
     "is_text",
     "file_root",
     "DEFAULT_MAX_FILE_SIZE",
+    "MAX_LISTING_DEPTH",
 ]
 
 #: Room in a message for all but a file's content: the JSON-RPC envelope, the URI (at most 8,192
@@ -79,6 +80,11 @@ _FOLDING_FILE_SYSTEMS = sys.platform in ("darwin", "win32", "cygwin")
 _WALKS_BY_DIR_FD = (
     os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
 )
+#: The most names a path of a file root's listing holds (``a/b/c.txt`` holds 3): the listing opens no
+#: directory deeper than that (:meth:`FileRoot.files`), so its walk keeps at most that many directory
+#: listings at once, however deep a tree is made; the files below are left out of the listing, as
+#: those of a directory that cannot be read are, and are still read by their URI.
+MAX_LISTING_DEPTH = 128
 #: What ``open(..., O_NOFOLLOW)`` fails with on a link (ELOOP; EMLINK on FreeBSD; ENOTDIR for a link
 #: opened with O_DIRECTORY on some systems).
 _A_LINK = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
@@ -407,7 +413,8 @@ class FileRoot:
 
         Hidden (dot) files and directories are skipped (unless ``allow_hidden``), symlinked directories
         are not descended into, and symlinks are listed only with ``follow_links``, when they resolve
-        to a regular file inside the root (and not hidden, unless ``allow_hidden``).
+        to a regular file inside the root (and not hidden, unless ``allow_hidden``).  Directories that
+        cannot be read, and those deeper than :data:`MAX_LISTING_DEPTH` names, are skipped.
         """
         return list(self.files())
 
@@ -417,40 +424,53 @@ class FileRoot:
         (:meth:`resolve`, ``stat`` and all) only when it is reached.  So the first ``n`` files after
         a path cost ``n`` checks and a walk of the names on the way (directories wholly before
         ``after`` are not opened), and memory holds one listing per directory level."""
-        for relative in self._names(self._real, "", after):
+        for relative in self._names(after):
             try:
                 self._resolve(relative, False)  # names as the directory stores them
             except (OSError, TypeError):
                 continue
             yield relative
 
-    def _names(self, directory: str, prefix: str, after: str | None) -> Iterator[str]:
-        """The relative paths of the files under ``directory`` (``prefix``: its own relative path
-        and ``/``, or ``""``) that are not hidden, unchecked, sorted as whole strings (a directory
-        sorts as its name and ``/``: all its files sit together there), those after ``after``."""
-        entries = []
+    def _names(self, after: str | None) -> Iterator[str]:
+        """The relative paths of the files under the root that are not hidden, unchecked, sorted as
+        whole strings (a directory sorts as its name and ``/``: all its files sit together there),
+        those after ``after``.  The walk keeps a stack of the directories it is in, one iterator of
+        names each (no recursion: a tree of any depth is walked, however deep Python's stack), and
+        opens no directory whose path already holds :data:`MAX_LISTING_DEPTH` names."""
+        walking = [self._keys(self._real, "", after)]
+        while walking:
+            key = next(walking[-1], None)
+            if key is None:
+                walking.pop()  # that directory is done: back to its parent's next name
+            elif not key.endswith("/"):
+                yield key
+            elif key.count("/") < MAX_LISTING_DEPTH:  # else too deep: skipped, as if unreadable
+                inside = after is not None and after.startswith(key)
+                directory = os.path.join(self._real, *key[:-1].split("/"))
+                walking.append(self._keys(directory, key, after if inside else None))
+
+    def _keys(self, directory: str, prefix: str, after: str | None) -> Iterator[str]:
+        """The names in ``directory`` (``prefix``: its own relative path and ``/``, or ``""``) as
+        ``prefix + name``, a directory's with a ``/`` after, sorted, but for hidden ones and linked
+        directories; from ``after`` on: those after it, and the directory holding it."""
+        keys = []
         try:
             with os.scandir(directory) as listing:
                 for entry in listing:
                     if entry.name.startswith(".") and not self.allow_hidden:
                         continue
                     if not _is_directory(entry):
-                        entries.append((prefix + entry.name, False))
+                        keys.append(prefix + entry.name)
                     elif not entry.is_symlink():  # a linked directory is never descended
-                        entries.append((prefix + entry.name + "/", True))
+                        keys.append(prefix + entry.name + "/")
         except OSError:
             return  # unreadable, or gone since its parent was read: nothing listed from it
-        entries.sort()
-        for key, is_directory in entries:
-            inside = is_directory and after is not None and after.startswith(key)
+        keys.sort()
+        for key in keys:
+            inside = key.endswith("/") and after is not None and after.startswith(key)
             if after is not None and key <= after and not inside:
                 continue  # at or before ``after``, with everything under it
-            if is_directory:
-                yield from self._names(
-                    os.path.join(directory, key[len(prefix) : -1]), key, after if inside else None
-                )
-            else:
-                yield key
+            yield key
 
 
 # -- as resources of a server ------------------------------------------------------------

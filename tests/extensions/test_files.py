@@ -598,6 +598,51 @@ def test_files_after_a_path_are_the_tail_of_the_sorted_listing(tmp_path):
         assert list(root.files(after=missing)) == tail, missing
 
 
+@pytest.fixture
+def deep_tree(tmp_path):
+    """A directory 1,100 levels deep under ``tmp_path / "root"`` (``d/d/...``), made and removed one
+    level at a time (``Path.mkdir(parents=True)`` and ``shutil.rmtree`` recurse once per level, as
+    the listing did)."""
+    root = tmp_path / "root"
+    levels = [str(root)]
+    for _ in range(1_100):
+        levels.append(os.path.join(levels[-1], "d"))
+    for directory in levels:
+        os.mkdir(directory)
+    yield root
+    for directory in reversed(levels):
+        for entry in os.scandir(directory):
+            if not entry.is_dir(follow_symlinks=False):
+                os.unlink(entry.path)
+        os.rmdir(directory)
+
+
+def test_a_tree_of_any_depth_is_listed_down_to_the_depth_bound(deep_tree):
+    """The walk is a loop over a stack of directories, not a recursion: a tree deeper than Python's
+    stack (1,100 levels; it failed every ``resources/list`` with -32603) is listed, down to paths
+    of ``MAX_LISTING_DEPTH`` names; the files below are left out, as an unreadable directory's
+    are, the rest of the tree after them is listed, and a file below is still read by its URI."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+    from mcp_ref.extensions.files import MAX_LISTING_DEPTH
+
+    last = "/".join(["d"] * (MAX_LISTING_DEPTH - 1) + ["last.txt"])  # MAX_LISTING_DEPTH names
+    below = "/".join(["d"] * MAX_LISTING_DEPTH + ["below.txt"])
+    bottom = "/".join(["d"] * 1_100 + ["bottom.txt"])
+    for relative in ("a.txt", "d/b.txt", last, below, bottom, "e.txt"):
+        (deep_tree / relative).write_text(relative.rsplit("/", 1)[-1])
+    root = FileRoot(deep_tree)
+    expected = ["a.txt", "d/b.txt", last, "e.txt"]
+    assert root.list() == expected
+    assert list(root.files(after=last)) == ["e.txt"]
+    server = Server("files", page_size=2)
+    server.add_file_root(str(deep_tree), uri_prefix="files:///r/")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        assert [resource.name for resource in client.list_resources()] == expected
+        assert client.read_resource("files:///r/" + bottom).contents[0].text == "bottom.txt"
+
+
 def test_a_page_of_a_file_root_listing_checks_about_its_own_size(tmp_path, monkeypatch):
     """Each ``resources/list`` page of a file root resolves and stats about a page of files, and
     opens the directories on its way, not the whole tree (it resolved every file for every
