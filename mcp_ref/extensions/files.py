@@ -9,6 +9,7 @@ any second spelling of a file (``./a``, ``a//b``, ``a/``).
 from __future__ import annotations
 
 import base64
+import bisect
 import errno
 import json
 import mimetypes
@@ -16,7 +17,10 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -85,6 +89,23 @@ _WALKS_BY_DIR_FD = (
 #: listings at once, however deep a tree is made; the files below are left out of the listing, as
 #: those of a directory that cannot be read are, and are still read by their URI.
 MAX_LISTING_DEPTH = 128
+#: A directory of at least this many names (a "wide" one) has its sorted names kept between the
+#: pages of a listing (:meth:`FileRoot._sorted_keys`): a page that resumes inside it would otherwise
+#: read and sort it whole again (100,000 names: a quarter of a second a page).  A narrower one is
+#: cheap to read again and stays out, so it never pushes a wide one out of the cache.
+_CACHED_WIDTH = 512
+#: The most directories whose names a FileRoot keeps: when one more is kept, the least recently
+#: used is dropped.
+_CACHED_DIRECTORIES = 16
+#: How long kept names are used, in seconds, at most: what changes a directory's names changes its
+#: modification time, which each use compares (and device and inode), so this bounds how late a
+#: listing shows a change that leaves it as it was (a tool restoring a directory's time, a link
+#: whose target turned from a file into a directory).
+_CACHED_SECONDS = 30.0
+#: A directory modified this recently (in nanoseconds) is not kept: a file system stamps times at a
+#: coarser step than it makes changes (a clock tick; 2 s on FAT), so a name added in the same step
+#: as the listing was read would leave the time unchanged.
+_SETTLED_NS = 2_000_000_000
 #: What ``open(..., O_NOFOLLOW)`` fails with on a link (ELOOP; EMLINK on FreeBSD; ENOTDIR for a link
 #: opened with O_DIRECTORY on some systems).
 _A_LINK = {errno.ELOOP, errno.EMLINK, errno.ENOTDIR}
@@ -229,6 +250,8 @@ class FileRoot:
         "_real",
         "_prefix",
         "_exact_names",
+        "_listings",
+        "_listings_lock",
     )
 
     def __init__(
@@ -253,6 +276,11 @@ class FileRoot:
         self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
         #: Check each component against its directory's own listing (see :meth:`_check_names`).
         self._exact_names = _FOLDING_FILE_SYSTEMS
+        #: The sorted names of the wide directories read last, least recently used first (see
+        #: :meth:`_sorted_keys`): path -> ((device, inode, mtime_ns), time read, keys).
+        self._listings: OrderedDict[str, tuple[tuple[int, int, int], float, Sequence[str]]]
+        self._listings = OrderedDict()
+        self._listings_lock = threading.Lock()  # pages of one root are read on several threads
 
     def _check_names(self, relative: str, parts: list[str]) -> None:
         """On a file system that folds case or Unicode normalisation (macOS, Windows), every
@@ -423,7 +451,10 @@ class FileRoot:
         path, which need not exist): read lazily, one directory at a time, and each file checked
         (:meth:`resolve`, ``stat`` and all) only when it is reached.  So the first ``n`` files after
         a path cost ``n`` checks and a walk of the names on the way (directories wholly before
-        ``after`` are not opened), and memory holds one listing per directory level."""
+        ``after`` are not opened), and memory holds one listing per directory level.  The sorted
+        names of the last 16 wide directories read (of 512 names or more) are kept, up to 30 s,
+        while each directory's modification time stays the same: so the pages of one listing do not
+        each read and sort a directory of 100,000 names they resume inside (:meth:`_sorted_keys`)."""
         for relative in self._names(after):
             try:
                 self._resolve(relative, False)  # names as the directory stores them
@@ -453,6 +484,47 @@ class FileRoot:
         """The names in ``directory`` (``prefix``: its own relative path and ``/``, or ``""``) as
         ``prefix + name``, a directory's with a ``/`` after, sorted, but for hidden ones and linked
         directories; from ``after`` on: those after it, and the directory holding it."""
+        keys = self._sorted_keys(directory, prefix)
+        start = 0
+        if after is not None:
+            # the first key after ``after``, or the one before it: the directory holding ``after``
+            # (``a/`` for ``a/x``; no other key falls between the two, as a name holds no ``/``)
+            start = max(bisect.bisect_right(keys, after) - 1, 0)
+        for index in range(start, len(keys)):
+            key = keys[index]
+            inside = key.endswith("/") and after is not None and after.startswith(key)
+            if after is not None and key <= after and not inside:
+                continue  # at or before ``after``, with everything under it
+            yield key
+
+    def _sorted_keys(self, directory: str, prefix: str) -> Sequence[str]:
+        """:meth:`_keys`'s names of ``directory``, all of them; never changed once returned.  A wide
+        directory's (:data:`_CACHED_WIDTH` names or more) are kept for the next pages: reused while
+        the directory's device, inode and modification time are those seen before it was read, for
+        at most :data:`_CACHED_SECONDS`; at most :data:`_CACHED_DIRECTORIES` are kept, the least
+        recently used dropped first; one modified in the last :data:`_SETTLED_NS` is not kept."""
+        try:
+            info = os.stat(directory)
+        except OSError:
+            return []  # gone since its parent was read: nothing listed from it
+        version = (info.st_dev, info.st_ino, info.st_mtime_ns)
+        now = time.monotonic()
+        with self._listings_lock:
+            kept = self._listings.pop(directory, None)
+            if kept is not None and kept[0] == version and now - kept[1] < _CACHED_SECONDS:
+                self._listings[directory] = kept  # the most recently used now
+                return kept[2]
+        keys = self._read_keys(directory, prefix)
+        if len(keys) >= _CACHED_WIDTH and time.time_ns() - info.st_mtime_ns >= _SETTLED_NS:
+            with self._listings_lock:
+                self._listings[directory] = (version, now, keys)
+                self._listings.move_to_end(directory)  # kept by another thread meanwhile: moved
+                while len(self._listings) > _CACHED_DIRECTORIES:
+                    self._listings.popitem(last=False)  # the least recently used
+        return keys
+
+    def _read_keys(self, directory: str, prefix: str) -> Sequence[str]:
+        """:meth:`_sorted_keys`, read from the disk."""
         keys = []
         try:
             with os.scandir(directory) as listing:
@@ -464,13 +536,9 @@ class FileRoot:
                     elif not entry.is_symlink():  # a linked directory is never descended
                         keys.append(prefix + entry.name + "/")
         except OSError:
-            return  # unreadable, or gone since its parent was read: nothing listed from it
+            return []  # unreadable, or gone since its parent was read: nothing listed from it
         keys.sort()
-        for key in keys:
-            inside = key.endswith("/") and after is not None and after.startswith(key)
-            if after is not None and key <= after and not inside:
-                continue  # at or before ``after``, with everything under it
-            yield key
+        return keys
 
 
 # -- as resources of a server ------------------------------------------------------------

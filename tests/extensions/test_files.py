@@ -1,4 +1,5 @@
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -693,6 +694,89 @@ def test_a_page_of_a_file_root_listing_checks_about_its_own_size(tmp_path, monke
     assert len(costs) == 31
     assert max(resolves for resolves, _ in costs) <= 2 * 10 + 2, costs
     assert max(directories for _, directories in costs) <= 4, costs
+
+
+def _an_hour_ago(directory: Path) -> None:
+    """Stamp ``directory`` as last modified an hour ago: settled, as a directory a listing keeps
+    the names of must be (a file system's time stamps are coarser than its changes)."""
+    then = time.time_ns() - 3_600 * 10**9
+    os.utime(directory, ns=(then, then))
+
+
+def test_consecutive_pages_inside_a_wide_directory_read_it_once(tmp_path, monkeypatch):
+    """Pages of one listing that resume inside a wide directory (``_CACHED_WIDTH`` names or more)
+    use its sorted names read for the first page, while its modification time stays the same
+    (every page read and sorted the whole directory: a full listing was quadratic); a name added
+    changes that time, so the next page reads it again and lists the new file in its place."""
+    from conftest import WAIT
+
+    from mcp_ref import Client, Server
+    from mcp_ref.extensions.files import _CACHED_WIDTH
+
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    names = [f"f{n:04}.txt" for n in range(_CACHED_WIDTH + 88)]
+    for name in names:
+        (wide / name).write_text("x")
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "z.txt").write_text("x")
+    _an_hour_ago(wide)
+    opened: list[str] = []
+    scandir = os.scandir
+
+    def counting_scandir(path):
+        opened.append(os.path.basename(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    server = Server("files", page_size=50)
+    server.add_file_root(str(tmp_path), uri_prefix="files://")
+    with Client.in_memory(server, timeout=WAIT) as client:
+        listed, cursor = [], None
+        for _ in range(5):
+            page = client.list_resources_page(cursor)
+            listed += [resource.name for resource in page.items]
+            cursor = page.next_cursor
+        assert listed == ["a.txt", *(f"wide/{name}" for name in names[:249])]
+        assert opened.count("wide") == 1, opened
+        (wide / "f0260b.txt").write_text("x")  # the directory's modification time is now
+        while cursor is not None:
+            page = client.list_resources_page(cursor)
+            listed += [resource.name for resource in page.items]
+            cursor = page.next_cursor
+    names.insert(261, "f0260b.txt")
+    assert listed == ["a.txt", *(f"wide/{name}" for name in names), "z.txt"]
+    assert opened.count("wide") > 2  # read again: changed, and too recently to be kept
+
+
+def test_a_file_root_keeps_the_names_of_the_16_directories_used_last(tmp_path, monkeypatch):
+    """At most ``_CACHED_DIRECTORIES`` (16) directories' names are kept, the least recently used
+    dropped first when one more is read; a directory narrower than ``_CACHED_WIDTH`` names, or
+    modified in the last 2 s, is never kept."""
+    import mcp_ref.extensions.files as files
+
+    monkeypatch.setattr(files, "_CACHED_WIDTH", 2)
+    for d in range(20):
+        (tmp_path / f"d{d:02}").mkdir()
+        for name in ("x", "y"):
+            (tmp_path / f"d{d:02}" / name).write_text("x")
+        _an_hour_ago(tmp_path / f"d{d:02}")
+    (tmp_path / "d19" / "z").write_text("x")  # modified just now
+    (tmp_path / "d18" / "y").unlink()  # one name only, and modified just now
+    _an_hour_ago(tmp_path / "d18")
+    _an_hour_ago(tmp_path)
+    root = FileRoot(tmp_path)
+    real = str(root.root)
+
+    def kept() -> list[str]:
+        return [os.path.relpath(path, real) for path in root._listings]
+
+    assert len(root.list()) == 40
+    # read in order: the root, d00 ... d17 (d18 is narrow, d19 too new); the last 16 kept
+    assert kept() == [f"d{d:02}" for d in range(2, 18)]
+    assert list(root.files(after="d16/y")) == ["d17/x", "d17/y", "d18/x", "d19/x", "d19/y", "d19/z"]
+    # the root read again and kept (d02 out), then d16 (holding ``after``) and d17 used again
+    assert kept() == [*(f"d{d:02}" for d in range(3, 16)), ".", "d16", "d17"]
 
 
 def test_a_file_root_cursor_keeps_its_place_when_files_change(tmp_path):
