@@ -8,6 +8,8 @@ request of ours waits on (what giving up on it shuts down), and :class:`Inbox` h
 streams bring until the session's reader takes it.  (Why a server was not reached, in words:
 :mod:`mcp_ref.http.not_reached`.)
 :mod:`mcp_ref.http.client` (and its HTTP+SSE part, :mod:`~mcp_ref.http.legacy_client`) use them.
+The OAuth client's fetches use :func:`exchange_within` (an :class:`ExchangeDeadline` over one
+whole exchange) and :func:`read_within` (a body within it).
 """
 
 from __future__ import annotations
@@ -333,53 +335,149 @@ def stream_chunks(response, size: int = READ_SIZE):
         raise requests.exceptions.SSLError(exc) from None
 
 
+class ExchangeDeadline:
+    """The deadline over one whole HTTP exchange (:func:`exchange_within`): from before the request
+    is sent, over the connection being made (TLS included), the request, the answer's status line,
+    its header section and its body.  ``requests``' timeout bounds each read only, and http.client
+    takes 100 header lines of 64 KiB: a peer sending a byte within each read timeout would hold the
+    exchange for days.  A timer (one thread) shuts the sockets carrying the exchange down when the
+    deadline passes, waking the read wherever it waits; :attr:`expired` says so from then on.
+
+    The connections of :func:`~mcp_ref.http.framing.framing_adapter` tell it which sockets carry the
+    exchange (:meth:`carries`), and when one goes back to its pool (:meth:`released`): from then on
+    the timer never touches it, and one whose socket it shut down is closed instead of pooled (a
+    late shutdown never lands on the next request there)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        #: True once the deadline passed before the exchange ended (its sockets are shut down).
+        self.expired = False
+        self._carrying: dict[Any, Any] = {}  # connection -> its socket
+        self._lock = threading.Lock()  # a shutdown and a release or the end never cross
+        self._ended = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self.expired = True
+            for sock in self._carrying.values():
+                shut_down(sock)
+
+    def carries(self, connection: Any, sock: Any) -> None:
+        """``connection`` carries the exchange on ``sock`` (just connected, or taken from a pool):
+        shut down at the deadline, or at once when it has passed already."""
+        sock = shuttable(sock)
+        if sock is None:
+            return
+        with self._lock:
+            self._carrying[connection] = sock
+            if self.expired:
+                shut_down(sock)
+
+    def covers(self, connection: Any) -> bool:
+        """Whether ``connection`` carries this exchange (a response's body is read within it)."""
+        with self._lock:
+            return connection in self._carrying
+
+    def released(self, connection: Any) -> bool:
+        """``connection`` goes back to its pool: never touched from now on.  False when the
+        deadline shut its socket down: it must be closed, not pooled."""
+        with self._lock:
+            self._carrying.pop(connection, None)
+            return not self.expired
+
+    def passed(self) -> Exception:
+        """The error of an exchange past its deadline: ``requests.exceptions.ReadTimeout``."""
+        import requests
+
+        return requests.exceptions.ReadTimeout(f"the answer took over {self.seconds:g} s in all")
+
+    def end(self) -> None:
+        """The exchange is over: the timer never fires from now on."""
+        self._timer.cancel()
+        with self._lock:
+            self._ended = True
+            self._carrying.clear()
+
+
+#: The :class:`ExchangeDeadline` of the exchange this thread sends (:func:`exchange_within`).
+_exchange = threading.local()
+
+
+def exchange_deadline() -> ExchangeDeadline | None:
+    """The deadline of the HTTP exchange this thread sends, None outside :func:`exchange_within`."""
+    return getattr(_exchange, "deadline", None)
+
+
+@contextlib.contextmanager
+def exchange_within(seconds: float) -> Iterator[ExchangeDeadline]:
+    """The HTTP exchange this thread sends in the block (through a session of
+    :func:`~mcp_ref.http.framing.framing_adapter`) ends within ``seconds`` in all, from now:
+    connecting, the status line and headers (the adapter raises
+    ``requests.exceptions.ReadTimeout`` past it) and the body read in the block
+    (:func:`read_within`).  A session of another adapter bounds the body alone, in
+    :func:`read_within`; the status line and headers then only each read, by ``requests``."""
+    deadline = ExchangeDeadline(seconds)
+    outer = exchange_deadline()
+    _exchange.deadline = deadline
+    try:
+        yield deadline
+    finally:
+        _exchange.deadline = outer
+        deadline.end()
+
+
 def read_within(response, limit: int, seconds: float) -> bytes:
     """At most ``limit`` + 1 bytes of a streamed ``requests`` response's body (more tells the
     caller it is too large: the rest is left unread), read within ``seconds`` in all, however
     slowly the peer sends it; ``requests.exceptions.ReadTimeout`` past that.
 
-    ``requests``' own timeout bounds each read only: a body trickled a byte at a time, each within
-    it, would take as long as the peer likes.  A timer shuts the socket down at the deadline
-    (waking the read, wherever urllib3 or http.client loops inside it: a chunk-size line too);
-    the connection goes back to its pool only once the timer can no longer fire, so a late
-    shutdown never lands on the next request there.  Other failures as ``requests`` raises them
-    (:func:`stream_chunks`).  The caller closes the response."""
+    Within :func:`exchange_within`, on a connection that carries its exchange, that deadline is the
+    bound (counted from before the request was sent).  Otherwise a deadline over the body alone,
+    from now: ``requests``' own timeout bounds each read only, and a body trickled a byte at a time,
+    each within it, would take as long as the peer likes.  Either way the socket is shut down at
+    the deadline (waking the read, wherever urllib3 or http.client loops inside it: a chunk-size
+    line too), and the connection goes back to its pool only once the deadline can no longer touch
+    it.  Other failures as ``requests`` raises them (:func:`stream_chunks`).  The caller closes
+    the response."""
+    raw = response.raw
+    deadline = exchange_deadline()
+    if deadline is not None and deadline.covers(getattr(raw, "_connection", None)):
+        return _read_before(deadline, response, limit)
+    pool = getattr(raw, "_pool", None)
+    deadline = ExchangeDeadline(seconds)
+    deadline.carries(raw, _body_socket(response))
+    raw._pool = None  # urllib3 puts a connection whose body ended back through its response's pool
+    try:
+        body = _read_before(deadline, response, limit)
+    finally:
+        deadline.end()
+        raw._pool = pool
+    if deadline.expired:  # it passed as the read ended: the socket is shut down, never pooled
+        raw.close()
+    return body
+
+
+def _read_before(deadline: ExchangeDeadline, response, limit: int) -> bytes:
+    """:func:`read_within`'s read, until ``deadline`` (its sockets shut down when it passes)."""
     import requests
 
-    raw = response.raw
-    pool = getattr(raw, "_pool", None)
-    sock = _body_socket(response)
-    ended = threading.Lock()  # the timer's shutdown and the end of the read never cross
-    reading, expired = [True], []
-
-    def expire() -> None:
-        with ended:
-            if reading[0]:
-                expired.append(True)
-                if sock is not None:
-                    shut_down(sock)
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
     body = bytearray()
-    raw._pool = None  # urllib3 puts a connection whose body ended back through its response's pool
-    timer.start()
     try:
         for data in stream_chunks(response):
             body += data
-            if len(body) > limit or expired:
+            if len(body) > limit or deadline.expired:
                 break
     except requests.RequestException:
-        if not expired:
+        if not deadline.expired:
             raise
-    finally:
-        with ended:
-            reading[0] = False
-        timer.cancel()
-        raw._pool = pool
-    if expired:
-        raw.close()  # its socket is shut down: never back in the pool
-        raise requests.exceptions.ReadTimeout(f"the body took over {seconds:g} s")
+    if deadline.expired:
+        response.raw.close()  # its socket is shut down: never back in the pool
+        raise deadline.passed()
     return bytes(body[: limit + 1])
 
 

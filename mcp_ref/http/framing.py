@@ -9,7 +9,11 @@
 * :func:`framing_adapter`: ``requests``' ``HTTPAdapter`` whose connections, direct or through an
   HTTP, HTTPS or SOCKS proxy, read answers with it (urllib3, like ``http.client``, skips ``100``
   only: a ``103 Early Hints`` was taken for the answer).  Every HTTP request of the client goes
-  through it, and those of :class:`~mcp_ref.oauth.OAuth`'s own session.
+  through it, and those of :class:`~mcp_ref.oauth.OAuth`'s own session (:func:`framing_session`);
+* its connections tell an exchange sent within :func:`~mcp_ref.http.bounded_reads.exchange_within`
+  (the OAuth client's) which sockets carry it, so that its deadline covers connecting, the status
+  line and the headers, and the adapter fails the exchange once the deadline passed; a connection
+  whose socket the deadline shut down is closed, never put back in its pool.
 """
 
 from __future__ import annotations
@@ -73,13 +77,34 @@ def _adapter_class():
     import requests
     import urllib3
 
-    from .bounded_reads import watch
+    from .bounded_reads import exchange_deadline, watch
 
     class Watched:
         response_class = FinalResponse
         #: The request this connection carries, from its wait for the answer until the connection
         #: is back in the pool (:class:`~mcp_ref.http.bounded_reads.Underway`).
         underway = None
+        #: The deadline of the exchange it carries, until it is back in the pool
+        #: (:class:`~mcp_ref.http.bounded_reads.ExchangeDeadline`).
+        deadline = None
+
+        def _new_conn(self):
+            """urllib3's new socket (before any TLS handshake on it), under the exchange's deadline."""
+            sock = super()._new_conn()
+            self._under_deadline(sock)
+            return sock
+
+        def request(self, *args, **options):
+            """urllib3's; a connection from the pool is put under the exchange's deadline first."""
+            if self.sock is not None:
+                self._under_deadline(self.sock)
+            return super().request(*args, **options)
+
+        def _under_deadline(self, sock) -> None:
+            deadline = exchange_deadline()
+            if deadline is not None:
+                self.deadline = deadline
+                deadline.carries(self, sock)
 
         def getresponse(self, *args, **options):
             """urllib3's, the socket first watched: giving up on the request shuts it down."""
@@ -89,11 +114,18 @@ def _adapter_class():
     class Returned:
         def _put_conn(self, conn):
             """urllib3's, the connection's request released first: giving up on it no longer
-            touches the socket, which carries the next request from now on."""
+            touches the socket, which carries the next request from now on; and the exchange's
+            deadline no longer either: a connection whose socket it shut down is closed instead."""
             underway = getattr(conn, "underway", None)
             if underway is not None:
                 conn.underway = None
                 underway.released()
+            deadline = getattr(conn, "deadline", None)
+            if deadline is not None:
+                conn.deadline = None
+                if not deadline.released(conn):
+                    conn.close()
+                    conn = None  # (urllib3's own mark of a connection gone: a new one is made)
             return super()._put_conn(conn)
 
     def pools_like(plain_pool, tls_pool) -> dict:
@@ -125,7 +157,25 @@ def _adapter_class():
         return pools_like(socks.SOCKSHTTPConnectionPool, socks.SOCKSHTTPSConnectionPool)
 
     class FramingAdapter(requests.adapters.HTTPAdapter):
-        """requests' adapter, reading answers as :class:`FinalResponse` does (1xx skipped)."""
+        """requests' adapter, reading answers as :class:`FinalResponse` does (1xx skipped), and
+        keeping the deadline of an exchange sent within
+        :func:`~mcp_ref.http.bounded_reads.exchange_within` over its status line and headers."""
+
+        def send(self, request, *args, **options):
+            """requests'; ``requests.exceptions.ReadTimeout`` when the exchange's deadline passed
+            before the header section was read (an answer cut short by it is never taken)."""
+            try:
+                response = super().send(request, *args, **options)
+            except requests.RequestException:
+                deadline = exchange_deadline()
+                if deadline is not None and deadline.expired:
+                    raise deadline.passed() from None
+                raise
+            deadline = exchange_deadline()
+            if deadline is not None and deadline.expired:
+                response.close()
+                raise deadline.passed()
+            return response
 
         def init_poolmanager(self, *args, **options) -> None:
             """requests' pool manager, making pools of this module's connections."""
@@ -141,6 +191,18 @@ def _adapter_class():
             return manager
 
     return FramingAdapter
+
+
+def framing_session():
+    """A new ``requests.Session`` whose ``http://`` and ``https://`` requests go through a
+    :func:`framing_adapter`."""
+    import requests
+
+    http = requests.Session()
+    adapter = framing_adapter()
+    http.mount("http://", adapter)
+    http.mount("https://", adapter)
+    return http
 
 
 def framing_adapter(**options):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from dataclasses import KW_ONLY, dataclass
@@ -67,7 +68,9 @@ class IdJagExchange:
 
     ``client_id`` / ``client_secret`` authenticate this client to the identity provider (the
     secret with HTTP Basic; without one the id goes in the form).  Each call is one request,
-    bounded by ``timeout``, sent with ``http`` (a ``requests.Session``; None: ``requests`` itself).
+    bounded by ``timeout`` in all (status line and headers too, with a session of mcp_ref's
+    :func:`~mcp_ref.http.framing.framing_adapter`), sent with ``http`` (a ``requests.Session``;
+    None: one of mcp_ref's).
     Needs no JWT library: the ID-JAG is passed on as it comes.
     """
 
@@ -83,6 +86,8 @@ class IdJagExchange:
     def __call__(self, server, resource: str) -> str:
         import requests
 
+        from ..http.bounded_reads import exchange_within
+        from ..http.framing import framing_session
         from .discovery import MAX_TOKEN_RESPONSE_BYTES, bounded_json
 
         form = {
@@ -100,19 +105,22 @@ class IdJagExchange:
             auth = (self.client_id, self.client_secret)
         elif self.client_id:
             form["client_id"] = self.client_id
+        # the whole exchange within timeout, status line and headers too (exchange_within)
         try:
-            response = (self.http or requests).post(
-                self.token_endpoint,
-                data=form,
-                auth=auth,
-                timeout=self.timeout,
-                headers={"Accept": "application/json"},
-                allow_redirects=False,
-                stream=True,
-                hooks=redirects_unread(self.http),  # a redirect's body is never read
-            )
-            # read within the bound a token endpoint's answer has (a peer's body is never read whole)
-            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
+            with exchange_within(self.timeout), contextlib.ExitStack() as own:
+                http = self.http or own.enter_context(framing_session())
+                response = http.post(
+                    self.token_endpoint,
+                    data=form,
+                    auth=auth,
+                    timeout=self.timeout,
+                    headers={"Accept": "application/json"},
+                    allow_redirects=False,
+                    stream=True,
+                    hooks=redirects_unread(self.http),  # a redirect's body is never read
+                )
+                # read within the bound a token endpoint's answer has (never read whole)
+                answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
         except requests.RequestException as exc:
             raise TokenError(
                 f"cannot reach the identity provider {shown(self.token_endpoint)}: {type(exc).__name__}"

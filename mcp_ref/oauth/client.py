@@ -37,7 +37,7 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 import requests
 from requests.auth import AuthBase
 
-from ..http.bounded_reads import discard_body, sending_own_notice
+from ..http.bounded_reads import discard_body, exchange_within, sending_own_notice
 from ..http.not_reached import shown
 from ..http.origins import (
     LOCAL_HOSTS,
@@ -124,8 +124,10 @@ class OAuth(AuthBase):
     ``scopes_supported`` when the challenge names none.  ``store`` keeps registrations and tokens
     (:class:`~mcp_ref.oauth.store.MemoryStore` by default).  ``dpop=True`` binds tokens to a key
     (RFC 9449; needs the ``auth`` extra).  ``timeout`` bounds each request to the authorization
-    server and for metadata (each read, and the answer's body in all), ``login_timeout`` the
-    wait for the user.
+    server and for metadata in all (connecting, the answer's status line, headers and body,
+    however slowly a peer trickles them), ``login_timeout`` the wait for the user.  A session of
+    your own given as ``http`` keeps that bound over the headers only with mcp_ref's adapter
+    mounted (:func:`~mcp_ref.http.framing.framing_adapter`); else each read and the body in all.
     """
 
     def __init__(
@@ -401,14 +403,12 @@ class OAuth(AuthBase):
         """The session talking to the authorization servers (the one given as ``http``, else one
         of its own, never this object as its auth: no token goes to an AS).  Its own reads answers
         as the MCP transport does (:func:`~mcp_ref.http.framing.framing_adapter`: interim 1xx
-        answers skipped), and closes a redirect's answer with its body unread."""
+        answers skipped; each exchange within ``timeout`` in all, status line and headers too),
+        and closes a redirect's answer with its body unread."""
         if self._http is None:
-            from ..http.framing import framing_adapter
+            from ..http.framing import framing_session
 
-            http = requests.Session()
-            adapter = framing_adapter()
-            http.mount("http://", adapter)
-            http.mount("https://", adapter)
+            http = framing_session()
             http.hooks["response"].append(close_redirect_unread)
             self._http = http
         return self._http
@@ -789,18 +789,22 @@ class OAuth(AuthBase):
                 headers["DPoP"] = self.dpop.proof("POST", url)
             try:
                 http = self._session()
-                response = http.post(
-                    url,
-                    data=form,
-                    json=json_body,
-                    headers=headers,
-                    timeout=self.timeout,
-                    allow_redirects=False,
-                    stream=True,
-                    hooks=redirects_unread(http),  # a redirect's body unread (the caller's session)
-                )
-                # the answer within the bounds of a token answer, its body within timeout in all
-                answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
+                # the whole exchange within timeout, status line and headers too (exchange_within)
+                with exchange_within(self.timeout):
+                    response = http.post(
+                        url,
+                        data=form,
+                        json=json_body,
+                        headers=headers,
+                        timeout=self.timeout,
+                        allow_redirects=False,
+                        stream=True,
+                        hooks=redirects_unread(
+                            http
+                        ),  # a redirect's body unread (a caller's session)
+                    )
+                    # the answer within the bounds of a token answer
+                    answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES, self.timeout)
             except requests.RequestException as exc:
                 raise error(
                     f"cannot reach the {what} endpoint {shown(url)}: {type(exc).__name__}"

@@ -15,8 +15,9 @@
    MCP server's origin, and without metadata the default endpoints ``/authorize``, ``/token`` and
    ``/register`` apply (2025-03-26 basic/authorization §2.3.3 Fallbacks): :func:`legacy_authorization_server`.
 
-Every fetch is bounded: :data:`MAX_METADATA_BYTES`, and the caller's timeout on each read and on
-the body in all (however slowly a peer trickles it).
+Every fetch is bounded: :data:`MAX_METADATA_BYTES`, and the caller's timeout over the whole
+exchange, status line and headers included (however slowly a peer trickles them), through
+``OAuth``'s own session (:func:`fetch_json`).
 
 Every URL read from a peer (the challenge's ``resource_metadata``, the metadata's ``resource``,
 ``authorization_servers`` and endpoints) is checked by :func:`check_url` before it is fetched,
@@ -179,31 +180,36 @@ def fetch_json(
     http, url: str, *, timeout: float, headers: dict[str, str] | None = None
 ) -> tuple[int, object]:
     """GET ``url``: (status, the JSON body, or None for an error status).  Bounded by ``timeout``
-    (each read, and the body's in all: :func:`bounded_body`) and :data:`MAX_METADATA_BYTES`;
+    in all, connecting, status line, headers and body (:func:`~mcp_ref.http.bounded_reads.exchange_within`:
+    through a session of :func:`~mcp_ref.http.framing.framing_adapter`, as ``OAuth``'s own; with
+    another, each read and the body in all: :func:`bounded_body`) and :data:`MAX_METADATA_BYTES`;
     :class:`MetadataError` when it cannot be reached, or answers a redirect, a larger body or one
     that is not JSON."""
     import requests
 
+    from ..http.bounded_reads import exchange_within
+
     try:
-        response = http.get(
-            url,
-            headers={"Accept": "application/json", **(headers or {})},
-            timeout=timeout,
-            stream=True,
-            allow_redirects=False,
-            hooks=redirects_unread(http),  # a redirect's body is never read (not even whole)
-        )
-        with response:
-            if response.is_redirect:
-                # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
-                raise _NotHere(
-                    f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
-                    f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
-                    "is fetched from the URL the spec gives, redirects are not followed"
-                )
-            if not response.ok:
-                return response.status_code, None
-            body = bounded_body(response, MAX_METADATA_BYTES, timeout)
+        with exchange_within(timeout):
+            response = http.get(
+                url,
+                headers={"Accept": "application/json", **(headers or {})},
+                timeout=timeout,
+                stream=True,
+                allow_redirects=False,
+                hooks=redirects_unread(http),  # a redirect's body is never read (not even whole)
+            )
+            with response:
+                if response.is_redirect:
+                    # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
+                    raise _NotHere(
+                        f"{shown(url)} answered HTTP {response.status_code}, a redirect to "
+                        f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
+                        "is fetched from the URL the spec gives, redirects are not followed"
+                    )
+                if not response.ok:
+                    return response.status_code, None
+                body = bounded_body(response, MAX_METADATA_BYTES, timeout)
     except requests.RequestException as exc:
         raise MetadataError(f"cannot fetch {shown(url)}: {type(exc).__name__}") from None
     if len(body) > MAX_METADATA_BYTES:

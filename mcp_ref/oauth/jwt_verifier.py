@@ -34,7 +34,8 @@ The JWK Set is a dict given once (no fetching: tests, offline use) or a URL, fet
 
 - https only (RFC 8414 §2: the ``jwks_uri`` "MUST use the https scheme"), except http on a
   loopback address; no redirects; at most ``max_bytes`` bytes and ``max_keys`` keys; ``timeout``
-  bounds the connection, each read, and the whole download;
+  bounds the whole exchange, from connecting to the last byte (its status line and headers too,
+  however slowly they are trickled: :func:`~mcp_ref.http.bounded_reads.exchange_within`);
 - cached for the ``max-age`` of its ``Cache-Control`` held within ``[min_ttl, max_ttl]``
   (``no-store``/``no-cache``: ``min_ttl``; none: ``DEFAULT_TTL`` within the same bounds); one
   set at a time, replaced whole (that is the cache's bound);
@@ -129,8 +130,8 @@ class JwtVerifier:
     must carry, exactly.  ``audience``: this resource's canonical URI (or several), one of which
     the token's ``aud`` must name.  ``algorithms``: the ``alg`` values accepted (asymmetric only;
     anything else raises ValueError).  ``leeway``: seconds of clock skew allowed on ``exp``,
-    ``nbf`` and ``iat`` (0 to 300).  ``timeout``: seconds for the connection, each read, and the
-    whole download of one JWK Set fetch.  ``refetch_interval``, ``min_ttl``, ``max_ttl``,
+    ``nbf`` and ``iat`` (0 to 300).  ``timeout``: seconds for the whole of one JWK Set fetch
+    (connecting, status line, headers and body).  ``refetch_interval``, ``min_ttl``, ``max_ttl``,
     ``max_bytes``, ``max_keys``: the cache and fetch bounds of the module docstring.
     ``require_at_jwt``: refuse a token whose ``typ`` is not ``at+jwt`` (RFC 9068 §4).
     ``scope_claims`` and ``client_id_claims``: the claims read, first present wins.  ``clock``:
@@ -414,27 +415,32 @@ class JwtVerifier:
         """GET the JWK Set: (its keys, seconds to keep them).  Raises JwksError."""
         import requests
 
-        from ..http.bounded_reads import read_within
+        from ..http.bounded_reads import exchange_within, read_within
+        from ..http.framing import framing_session
 
+        # the whole exchange within timeout, however slowly the server trickles its status line,
+        # headers or body: a refetch holds every other token check waiting on a key (_refresh)
         try:  # (only a set with a URL is refreshed: _key_for)
-            with requests.get(
-                cast(str, self.jwks_url),
-                timeout=self.timeout,
-                allow_redirects=False,
-                stream=True,
-                hooks=redirects_unread(None),  # a redirect's body is never read
-                headers={
-                    "Accept": "application/jwk-set+json, application/json",
-                    "Accept-Encoding": "identity",
-                },
-            ) as answer:
+            with (
+                exchange_within(self.timeout),
+                framing_session() as http,
+                http.get(
+                    cast(str, self.jwks_url),
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    stream=True,
+                    hooks=redirects_unread(None),  # a redirect's body is never read
+                    headers={
+                        "Accept": "application/jwk-set+json, application/json",
+                        "Accept-Encoding": "identity",
+                    },
+                ) as answer,
+            ):
                 if answer.status_code != 200:
                     raise JwksError(f"the JWK Set answered HTTP {answer.status_code}")
                 length = answer.headers.get("Content-Length", "")
                 if length.isdigit() and int(length) > self.max_bytes:
                     raise JwksError(f"the JWK Set is over {self.max_bytes} bytes")
-                # the whole download within timeout, however slowly the server trickles it: a
-                # refetch holds every other token check waiting on a key (_refresh)
                 data = read_within(answer, self.max_bytes, self.timeout)
                 if len(data) > self.max_bytes:
                     raise JwksError(f"the JWK Set is over {self.max_bytes} bytes")

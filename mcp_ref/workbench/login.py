@@ -138,10 +138,11 @@ def describe(response, timeout: float = 30.0) -> str:
 
 
 def traced_http(stream=None):
-    """A ``requests.Session`` that prints each exchange, redacted (:func:`describe`), on ``stream``."""
-    import requests
+    """A ``requests.Session`` that prints each exchange, redacted (:func:`describe`), on ``stream``
+    (mcp_ref's adapter, :func:`~mcp_ref.http.framing.framing_session`: the OAuth client's bounds hold)."""
+    from ..http.framing import framing_session
 
-    session = requests.Session()
+    session = framing_session()
     out = stream or sys.stderr
 
     def show(response, timeout=None, **kwargs):

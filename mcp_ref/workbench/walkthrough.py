@@ -568,6 +568,7 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
 
     import requests
 
+    from ..http.framing import framing_session
     from ..oauth.browser import follow_redirect
     from ..oauth.client import OAuth
     from .login import redact_url, traced_http
@@ -609,7 +610,7 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
             f"a request without a token: {probe.status_code}, "
             f"WWW-Authenticate: {probe.headers.get('WWW-Authenticate')}",
         )
-        http = traced_http(sys.stderr) if trace is not None else requests.Session()
+        http = traced_http(sys.stderr) if trace is not None else framing_session()
 
         def narrate(response, **kwargs):
             steps.say(

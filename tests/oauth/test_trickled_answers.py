@@ -1,6 +1,7 @@
 """Answers trickled a byte at a time, each byte well within the read timeout: the OAuth client's
 metadata and token fetches, and a JWK Set download, each end at their ``timeout`` in all
-(:func:`mcp_ref.http.bounded_reads.read_within`), whatever framing the body has.
+(:func:`mcp_ref.http.bounded_reads.read_within`), whatever framing the body has, and so does a
+header section trickled (:func:`mcp_ref.http.bounded_reads.exchange_within`).
 
 The peer is a raw socket server on 127.0.0.1 (port 0), so that the body's framing (a
 Content-Length, or chunked with its chunk-size line itself trickled) is exactly what the test says.
@@ -18,6 +19,7 @@ import requests
 from conftest import WAIT
 
 from mcp_ref import Client, OAuth
+from mcp_ref.http.framing import framing_session
 from mcp_ref.http.wsgi_server import WsgiServer
 from mcp_ref.oauth.discovery import fetch_json
 from mcp_ref.oauth.errors import MetadataError, TokenError
@@ -57,6 +59,11 @@ class Peer:
             self.answers[path] = (head, body, True)
         else:
             self.answers[path] = (_head(len(body)), body, True)
+
+    def trickle_head(self, path: str) -> None:
+        """The status line at once, then a header field a byte at a time (never its end)."""
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: "
+        self.answers[path] = (head, b"a" * TRICKLED, True)
 
     def _accept(self) -> None:
         while not self.stop.is_set():
@@ -149,13 +156,15 @@ def ended_within(seconds: float, call):
     return outcome[0]
 
 
+@pytest.mark.parametrize("session", [requests.Session, framing_session], ids=["plain", "mcp_ref"])
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
-def test_trickled_metadata_ends_at_the_timeout_in_all(peer, chunked):
+def test_trickled_metadata_ends_at_the_timeout_in_all(peer, chunked, session):
     """``fetch_json(timeout=)`` bounds the whole body: each byte comes within the read timeout,
-    the document never within the bound (a chunk-size line trickled as well)."""
+    the document never within the bound (a chunk-size line trickled as well); through a session of
+    any adapter (mcp_ref's keeps the deadline of the whole exchange, another one the body's)."""
     peer.trickle("/.well-known/oauth-protected-resource", chunked=chunked)
     url = peer.url + "/.well-known/oauth-protected-resource"
-    with requests.Session() as http:
+    with session() as http:
         outcome = ended_within(WAIT, lambda: fetch_json(http, url, timeout=TIMEOUT))
         assert isinstance(outcome, MetadataError), outcome
         assert "ReadTimeout" in str(outcome)
@@ -174,9 +183,24 @@ def test_a_metadata_document_read_within_its_bound_keeps_the_connection(peer):
     assert len(peer.threads) == 2  # the listener's and one connection's
 
 
-def test_a_trickled_token_answer_ends_at_the_oauth_timeout(peer):
-    """The MCP server's 401 names resource metadata whose authorization server answers its
-    metadata at once and its token endpoint a byte at a time: ``OAuth(timeout=)`` ends it."""
+def test_a_trickled_header_section_ends_at_the_timeout_and_its_connection_is_not_reused(peer):
+    """A status line, then a header field a byte at a time: http.client takes 100 header lines of
+    64 KiB, each read within the read timeout, so only a deadline over the whole exchange ends
+    it.  ``fetch_json(timeout=)`` through mcp_ref's adapter fails then, its connection is closed
+    (never back in the pool), and the session serves on."""
+    peer.trickle_head("/.well-known/oauth-authorization-server")
+    url = peer.url + "/.well-known/oauth-authorization-server"
+    with framing_session() as http:
+        outcome = ended_within(WAIT, lambda: fetch_json(http, url, timeout=TIMEOUT))
+        assert isinstance(outcome, MetadataError), outcome
+        assert "ReadTimeout" in str(outcome)
+        pool = http.get_adapter(url).poolmanager.connection_from_url(url)
+        assert all(connection is None for connection in list(pool.pool.queue))
+        peer.json("/fine", {"resource": "x"})
+        assert fetch_json(http, peer.url + "/fine", timeout=WAIT) == (200, {"resource": "x"})
+
+
+def _authorization_server(peer) -> None:
     peer.json(
         "/.well-known/oauth-authorization-server",
         {
@@ -185,7 +209,34 @@ def test_a_trickled_token_answer_ends_at_the_oauth_timeout(peer):
             "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         },
     )
-    peer.trickle("/token")
+
+
+@pytest.mark.parametrize(
+    ("trickled", "error"),
+    [
+        ("/token", TokenError),
+        ("/.well-known/oauth-authorization-server", MetadataError),
+    ],
+    ids=["token", "metadata"],
+)
+@pytest.mark.parametrize("part", ["body", "head"])
+def test_a_trickled_authorization_server_ends_at_the_oauth_timeout(peer, trickled, error, part):
+    """The MCP server's 401 names resource metadata whose authorization server answers its
+    metadata or its token endpoint a byte at a time, the body or the header section:
+    ``OAuth(timeout=)`` ends it, through OAuth's own session."""
+    _authorization_server(peer)
+    if part == "body":
+        peer.trickle(trickled)
+    else:
+        peer.trickle_head(trickled)
+    outcome = _client_against(peer)
+    assert isinstance(outcome, error), outcome
+    assert "ReadTimeout" in str(outcome)
+
+
+def _client_against(peer):
+    """What ``Client.http`` with ``OAuth(timeout=TIMEOUT)`` ends with, at an MCP server whose 401
+    names ``peer`` as its authorization server (within WAIT)."""
 
     def mcp(environ, start_response):
         if environ["PATH_INFO"].startswith("/.well-known/oauth-protected-resource"):
@@ -201,22 +252,25 @@ def test_a_trickled_token_answer_ends_at_the_oauth_timeout(peer):
     mcp_url = httpd.url + "/mcp"
     try:
         auth = OAuth("id", "secret", grant="client_credentials", timeout=TIMEOUT)
-        outcome = ended_within(WAIT, lambda: Client.http(mcp_url, auth=auth, timeout=WAIT))
-        assert isinstance(outcome, TokenError), outcome
-        assert "ReadTimeout" in str(outcome)
+        return ended_within(WAIT, lambda: Client.http(mcp_url, auth=auth, timeout=WAIT))
     finally:
         httpd.shutdown()
         httpd.server_close()
         serving.join(WAIT)
 
 
-def test_a_trickled_jwk_set_is_given_up_at_the_timeout(peer, caplog):
-    """``JwtVerifier(timeout=)`` bounds the whole download: a JWK Set trickled a byte at a time
-    is given up then, and the token check answers (no key: refused) instead of waiting."""
+@pytest.mark.parametrize("part", ["body", "head"])
+def test_a_trickled_jwk_set_is_given_up_at_the_timeout(peer, caplog, part):
+    """``JwtVerifier(timeout=)`` bounds the whole download, its header section too: a JWK Set
+    trickled a byte at a time is given up then, and the token check answers (no key: refused)
+    instead of waiting."""
     pytest.importorskip("jwt")
     from mcp_ref.oauth.jwt_verifier import JwtVerifier
 
-    peer.trickle("/jwks")
+    if part == "body":
+        peer.trickle("/jwks")
+    else:
+        peer.trickle_head("/jwks")
     verifier = JwtVerifier(
         peer.url + "/jwks",
         issuer="https://issuer.example",
