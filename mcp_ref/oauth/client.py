@@ -523,7 +523,9 @@ class OAuth(AuthBase):
             # issuer), authenticated as the token request that got the tokens was (OAuth 2.1 §4.3,
             # RFC 6749 §6: "If the client type is confidential or the client was issued client
             # credentials ..., the client MUST authenticate with the authorization server").
-            client: dict | None = self._preregistered(server, tokens.get("client_auth_method"))
+            method = tokens.get("client_auth_method")
+            known = server if method else self._metadata_for_secret(server)
+            client: dict | None = self._preregistered(known, method)
         else:
             client = self.store.load(client_key(issuer))
         if client is None:
@@ -584,6 +586,21 @@ class OAuth(AuthBase):
                 else "none"
             )
         return _client_record(self.client_id, self.client_secret, method)
+
+    def _metadata_for_secret(self, server: ServerMetadata) -> ServerMetadata:
+        """Tokens kept by an earlier release say not how the client authenticated: a secret's
+        method is chosen as a login chooses it, from ``server``'s issuer's real metadata (RFC 8414
+        §2, ``token_endpoint_auth_methods_supported``); ``server`` itself when the method comes
+        from elsewhere, or no metadata is found (its default then: client_secret_basic)."""
+        if not self.client_secret or self.token_endpoint_auth_method or self.private_key:
+            return server
+        try:
+            return discover_authorization_server(
+                self._session(), server.issuer, timeout=self.timeout
+            )
+        except MetadataError as exc:
+            log.info("no metadata to choose how to authenticate a refresh (%s)", exc)
+            return server
 
     def _client_for(
         self, server: ServerMetadata, handler: AuthorizationHandler

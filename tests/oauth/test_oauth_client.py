@@ -188,6 +188,50 @@ def test_a_pre_registered_confidential_client_authenticates_its_refresh(deployme
     assert watched.hits("/authorize") == 1
 
 
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_tokens_stored_without_their_client_auth_method_refresh_as_the_metadata_allows(
+    deployment, method
+):
+    """Tokens an earlier release stored say not how the pre-registered confidential client
+    authenticated: the refresh authenticates as a login would, by the issuer's metadata
+    (RFC 8414 §2 ``token_endpoint_auth_methods_supported``; ``client_secret_post`` when it
+    advertises no Basic), and needs no new login in the browser (OAuth 2.1 §4.3, RFC 6749 §6)."""
+    mcp_url, watched, authorization = deployment
+    advertised = authorization.metadata
+
+    def metadata(issuer: str) -> dict:
+        document = advertised(issuer)
+        if method == "client_secret_post":
+            document["token_endpoint_auth_methods_supported"] = ["none", "client_secret_post"]
+        return document
+
+    authorization.metadata = metadata
+    registered = authorization.register(
+        {
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": method,
+        }
+    )
+    store = MemoryStore()
+    credentials = (registered["client_id"], registered["client_secret"])
+    with Client.http(
+        mcp_url, auth=OAuth(*credentials, authorize=follow_redirect, store=store), timeout=WAIT
+    ) as client:
+        client.list_tools()
+    (key,) = [key for key in store.keys() if key.startswith("tokens")]
+    record = store.load(key)
+    del record["client_auth_method"]  # as the earlier release stored it
+    record["expires_at"] = 0  # expired: refreshed before the next request
+    store.save(key, record)
+    with Client.http(
+        mcp_url, auth=OAuth(*credentials, authorize=follow_redirect, store=store), timeout=WAIT
+    ) as client:
+        assert client.call_tool("whoami", {}).content[0].text.startswith(registered["client_id"])
+    assert watched.hits("/authorize") == 1
+    assert store.load(key)["client_auth_method"] == method
+
+
 def test_a_revoked_token_gets_the_flow_again(deployment):
     """A 401 for a token the server no longer accepts: refresh, else authorize again, then retry once."""
     mcp_url, watched, authorization = deployment
