@@ -97,10 +97,18 @@ _CACHED_WIDTH = 512
 #: The most directories whose names a FileRoot keeps: when one more is kept, the least recently
 #: used is dropped.
 _CACHED_DIRECTORIES = 16
-#: How long kept names are used, in seconds, at most: what changes a directory's names changes its
-#: modification time, which each use compares (and device and inode), so this bounds how late a
-#: listing shows a change that leaves it as it was (a tool restoring a directory's time, a link
-#: whose target turned from a file into a directory).
+#: The most names a FileRoot keeps, over all the directories it keeps: a directory wider than this
+#: is never kept (each page resuming inside it reads it again), and to keep one more the least
+#: recently used are dropped until its names fit.  A name is kept as the directory holds it, without
+#: the directory's path (at most 255 bytes on most file systems), so what a root keeps is bounded
+#: however deep or wide its tree: about 20 MB at 100 bytes a name, where the count of directories
+#: alone let 16 directories of a million names hold some 3 GB until the server ended.
+_CACHED_NAMES = 200_000
+#: How long kept names are used and kept, in seconds, at most: every directory a listing reads first
+#: drops the names kept longer than this (a root no one lists holds them until its next listing).
+#: What changes a directory's names changes its modification time, which each use compares (and
+#: device and inode), so this bounds how late a listing shows a change that leaves it as it was (a
+#: tool restoring a directory's time, a link whose target turned from a file into a directory).
 _CACHED_SECONDS = 30.0
 #: A directory modified this recently (in nanoseconds) is not kept: a file system stamps times at a
 #: coarser step than it makes changes (a clock tick; 2 s on FAT), so a name added in the same step
@@ -250,6 +258,7 @@ class FileRoot:
         "_real",
         "_prefix",
         "_exact_names",
+        "clock",
         "_listings",
         "_listings_lock",
     )
@@ -276,8 +285,11 @@ class FileRoot:
         self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
         #: Check each component against its directory's own listing (see :meth:`_check_names`).
         self._exact_names = _FOLDING_FILE_SYSTEMS
+        #: The monotonic clock (seconds) that ages the names kept between pages (a test moves it).
+        self.clock = time.monotonic
         #: The sorted names of the wide directories read last, least recently used first (see
-        #: :meth:`_sorted_keys`): path -> ((device, inode, mtime_ns), time read, keys).
+        #: :meth:`_sorted_names`): path -> ((device, inode, mtime_ns), :attr:`clock` when read,
+        #: names).
         self._listings: OrderedDict[str, tuple[tuple[int, int, int], float, Sequence[str]]]
         self._listings = OrderedDict()
         self._listings_lock = threading.Lock()  # pages of one root are read on several threads
@@ -452,9 +464,10 @@ class FileRoot:
         (:meth:`resolve`, ``stat`` and all) only when it is reached.  So the first ``n`` files after
         a path cost ``n`` checks and a walk of the names on the way (directories wholly before
         ``after`` are not opened), and memory holds one listing per directory level.  The sorted
-        names of the last 16 wide directories read (of 512 names or more) are kept, up to 30 s,
-        while each directory's modification time stays the same: so the pages of one listing do not
-        each read and sort a directory of 100,000 names they resume inside (:meth:`_sorted_keys`)."""
+        names of the last 16 wide directories read (of 512 names or more; 200,000 names in all at
+        most) are kept, up to 30 s, while each directory's modification time stays the same: so the
+        pages of one listing do not each read and sort a directory of 100,000 names they resume
+        inside (:meth:`_sorted_names`)."""
         for relative in self._names(after):
             try:
                 self._resolve(relative, False)  # names as the directory stores them
@@ -484,61 +497,83 @@ class FileRoot:
         """The names in ``directory`` (``prefix``: its own relative path and ``/``, or ``""``) as
         ``prefix + name``, a directory's with a ``/`` after, sorted, but for hidden ones and linked
         directories; from ``after`` on: those after it, and the directory holding it."""
-        keys = self._sorted_keys(directory, prefix)
+        names = self._sorted_names(directory)
+        # ``after`` is in this directory (it starts with ``prefix``: see :meth:`_names`), so it
+        # compares with ``prefix + name`` as its rest does with ``name``
+        rest = None if after is None else after[len(prefix) :]
         start = 0
-        if after is not None:
-            # the first key after ``after``, or the one before it: the directory holding ``after``
-            # (``a/`` for ``a/x``; no other key falls between the two, as a name holds no ``/``)
-            start = max(bisect.bisect_right(keys, after) - 1, 0)
-        for index in range(start, len(keys)):
-            key = keys[index]
-            inside = key.endswith("/") and after is not None and after.startswith(key)
-            if after is not None and key <= after and not inside:
+        if rest is not None:
+            # the first name after ``rest``, or the one before it: the directory holding ``rest``
+            # (``a/`` for ``a/x``; no other name falls between the two, as a name holds no ``/``)
+            start = max(bisect.bisect_right(names, rest) - 1, 0)
+        for index in range(start, len(names)):
+            name = names[index]
+            inside = name.endswith("/") and rest is not None and rest.startswith(name)
+            if rest is not None and name <= rest and not inside:
                 continue  # at or before ``after``, with everything under it
-            yield key
+            yield prefix + name
 
-    def _sorted_keys(self, directory: str, prefix: str) -> Sequence[str]:
-        """:meth:`_keys`'s names of ``directory``, all of them; never changed once returned.  A wide
-        directory's (:data:`_CACHED_WIDTH` names or more) are kept for the next pages: reused while
-        the directory's device, inode and modification time are those seen before it was read, for
-        at most :data:`_CACHED_SECONDS`; at most :data:`_CACHED_DIRECTORIES` are kept, the least
-        recently used dropped first; one modified in the last :data:`_SETTLED_NS` is not kept."""
+    def _sorted_names(self, directory: str) -> Sequence[str]:
+        """The sorted names in ``directory`` (a directory's with a ``/`` after), but for hidden ones
+        and linked directories; never changed once returned.  A wide directory's
+        (:data:`_CACHED_WIDTH` names or more) are kept for the next pages: reused while the
+        directory's device, inode and modification time are those seen before it was read, for at
+        most :data:`_CACHED_SECONDS` (every call drops those kept longer); at most
+        :data:`_CACHED_DIRECTORIES` directories and :data:`_CACHED_NAMES` names are kept, the least
+        recently used dropped first, and a wider one is never kept; one modified in the last
+        :data:`_SETTLED_NS` is not kept."""
         try:
             info = os.stat(directory)
         except OSError:
             return []  # gone since its parent was read: nothing listed from it
         version = (info.st_dev, info.st_ino, info.st_mtime_ns)
-        now = time.monotonic()
+        now = self.clock()
         with self._listings_lock:
+            self._drop_expired(now)
             kept = self._listings.pop(directory, None)
-            if kept is not None and kept[0] == version and now - kept[1] < _CACHED_SECONDS:
+            if kept is not None and kept[0] == version:
                 self._listings[directory] = kept  # the most recently used now
                 return kept[2]
-        keys = self._read_keys(directory, prefix)
-        if len(keys) >= _CACHED_WIDTH and time.time_ns() - info.st_mtime_ns >= _SETTLED_NS:
+        names = self._read_names(directory)
+        settled = time.time_ns() - info.st_mtime_ns >= _SETTLED_NS
+        if _CACHED_WIDTH <= len(names) <= _CACHED_NAMES and settled:
             with self._listings_lock:
-                self._listings[directory] = (version, now, keys)
-                self._listings.move_to_end(directory)  # kept by another thread meanwhile: moved
-                while len(self._listings) > _CACHED_DIRECTORIES:
-                    self._listings.popitem(last=False)  # the least recently used
-        return keys
+                self._listings.pop(directory, None)  # kept by another thread meanwhile
+                self._drop_expired(self.clock())
+                held = sum(len(kept[2]) for kept in self._listings.values())
+                while (
+                    len(self._listings) >= _CACHED_DIRECTORIES or held + len(names) > _CACHED_NAMES
+                ):
+                    _, (_, _, dropped) = self._listings.popitem(last=False)  # least recently used
+                    held -= len(dropped)
+                self._listings[directory] = (version, now, names)
+        return names
 
-    def _read_keys(self, directory: str, prefix: str) -> Sequence[str]:
-        """:meth:`_sorted_keys`, read from the disk."""
-        keys = []
+    def _drop_expired(self, now: float) -> None:
+        """Drop the names kept :data:`_CACHED_SECONDS` or longer (``now``: :attr:`clock`'s time);
+        called with ``_listings_lock`` held."""
+        expired = [
+            path for path, kept in self._listings.items() if now - kept[1] >= _CACHED_SECONDS
+        ]
+        for path in expired:
+            del self._listings[path]
+
+    def _read_names(self, directory: str) -> Sequence[str]:
+        """:meth:`_sorted_names`, read from the disk."""
+        names = []
         try:
             with os.scandir(directory) as listing:
                 for entry in listing:
                     if entry.name.startswith(".") and not self.allow_hidden:
                         continue
                     if not _is_directory(entry):
-                        keys.append(prefix + entry.name)
+                        names.append(entry.name)
                     elif not entry.is_symlink():  # a linked directory is never descended
-                        keys.append(prefix + entry.name + "/")
+                        names.append(entry.name + "/")
         except OSError:
             return []  # unreadable, or gone since its parent was read: nothing listed from it
-        keys.sort()
-        return keys
+        names.sort()
+        return names
 
 
 # -- as resources of a server ------------------------------------------------------------

@@ -779,6 +779,65 @@ def test_a_file_root_keeps_the_names_of_the_16_directories_used_last(tmp_path, m
     assert kept() == [*(f"d{d:02}" for d in range(3, 16)), ".", "d16", "d17"]
 
 
+def _kept(root: FileRoot) -> list[str]:
+    """The directories whose names ``root`` keeps, relative to it, least recently used first."""
+    return [os.path.relpath(path, root.root) for path in root._listings]
+
+
+def test_kept_names_past_their_age_are_gone_after_the_next_listing(tmp_path, monkeypatch):
+    """Names kept ``_CACHED_SECONDS`` (30 s) or longer are dropped by the next listing that reads
+    any directory, not only when their own directory is read again: kept names were aged only when
+    used, so those of a directory no page came back to stayed until the server ended."""
+    import mcp_ref.extensions.files as files
+
+    monkeypatch.setattr(files, "_CACHED_WIDTH", 3)
+    for directory in ("a", "b"):
+        (tmp_path / directory).mkdir()
+        for name in ("x", "y", "z"):
+            (tmp_path / directory / name).write_text("x")
+        _an_hour_ago(tmp_path / directory)
+    root = FileRoot(tmp_path)  # its own two names are too few to be kept
+    now = [1000.0]
+    root.clock = lambda: now[0]
+    assert len(root.list()) == 6
+    assert _kept(root) == ["a", "b"]
+    now[0] += 20.0
+    assert list(root.files(after="b/")) == ["b/x", "b/y", "b/z"]  # b's kept names, 20 s old
+    assert _kept(root) == ["a", "b"]
+    now[0] += 11.0  # both were read 31 s ago: a listing that reads only b drops a too
+    assert list(root.files(after="b/")) == ["b/x", "b/y", "b/z"]
+    assert _kept(root) == ["b"]  # b read again, and kept from now
+    assert root._listings[os.path.join(root.root, "b")][1] == now[0]
+
+
+def test_a_file_root_keeps_at_most_cached_names_names_in_all(tmp_path, monkeypatch):
+    """At most ``_CACHED_NAMES`` names are kept, over every directory kept: a directory wider than
+    that is never kept, and the least recently used are dropped until one more fits (the count of
+    directories alone bounded the memory: 16 directories of a million names held some 3 GB)."""
+    import mcp_ref.extensions.files as files
+
+    monkeypatch.setattr(files, "_CACHED_WIDTH", 5)
+    monkeypatch.setattr(files, "_CACHED_NAMES", 12)
+    for directory, width in (("a", 5), ("b", 6), ("c", 5), ("w", 13)):
+        (tmp_path / directory).mkdir()
+        for n in range(width):
+            (tmp_path / directory / f"f{n:02}").write_text("x")
+        _an_hour_ago(tmp_path / directory)
+    root = FileRoot(tmp_path)  # its own four names are too few to be kept
+    expected = [
+        f"{d}/f{n:02}"
+        for d, width in (("a", 5), ("b", 6), ("c", 5), ("w", 13))
+        for n in range(width)
+    ]
+    assert root.list() == expected
+    # a (5) and b (6) kept; c (5) pushed a out (16 > 12); w (13) is wider than the bound
+    assert _kept(root) == ["b", "c"]
+    first_two = root.files(after="a/f02")  # read lazily: only a is read for them
+    assert [next(first_two), next(first_two)] == ["a/f03", "a/f04"]
+    assert _kept(root) == ["c", "a"]  # a read again: b (least recently used) dropped for it
+    assert sum(len(kept[2]) for kept in root._listings.values()) <= 12
+
+
 def test_a_file_root_cursor_keeps_its_place_when_files_change(tmp_path):
     """A cursor of a file root's listing is a place in its order (after the last file sent), not
     a count: files added or removed before it move no later file to another page, and nothing
