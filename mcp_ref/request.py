@@ -296,10 +296,16 @@ class PendingRequest(Future):
     def hold(self, settler, result, error) -> None:
         """The answer came, and ``settler`` (the session's callback queue) is to settle the request
         with it after the callbacks queued there before it (its progress reports).  A caller who
-        waits on that queue's thread would wait behind itself: :meth:`result` settles it at once."""
+        waits on that queue's thread would wait behind itself, and one past its deadline waits no
+        longer: :meth:`result` settles it at once (:meth:`settle_held`), as the session's end
+        does."""
         with self._condition:
             self._held = (settler, result, error)
             self._condition.notify_all()  # wakes such a caller
+
+    def settle_held(self) -> bool:
+        """Settle now with the answer :meth:`hold` holds; False if it was settled already."""
+        return self.settle(*self._held[1:])
 
     def result(self, timeout: float | None = None) -> dict:
         """Wait for the answer: the ``result`` dict, or raise.
@@ -311,16 +317,20 @@ class PendingRequest(Future):
         itself a TimeoutError is the request's outcome, raised as it is.
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
 
-        An answer that came before the caller gave up is the caller's, whenever it is settled: one
-        held for the callbacks queued before it (:meth:`hold`) is waited for past the deadline
-        (those are the caller's own callbacks), and settled at once on the thread that runs them.
+        An answer that came before the caller gave up is the caller's: one held for the callbacks
+        queued before it (:meth:`hold`) is settled at once on the thread that runs them, and at the
+        deadline elsewhere.  So progress reports come before the result within the timeout only:
+        those still queued at the deadline (behind any request's slow callback) come after it.
         """
+        # Past the deadline, with the answer come: it is settled here once held, not behind the
+        # callbacks (2025-11-25 basic/lifecycle §Timeouts: "stop waiting for a response").
+        overdue = False
         try:
             while True:
                 with self._condition:  # reentrant: no hold() comes between this look and the wait
                     held = self._held
-                    if held and held[0].thread is threading.current_thread():
-                        break  # waited for on the thread that would settle it, behind this wait
+                    if held and (overdue or held[0].thread is threading.current_thread()):
+                        break  # not to wait behind the callbacks (on their thread: behind itself)
                     wait = self.first_deadline  # cleared once the answer came (below)
                     try:
                         return super().result(
@@ -335,8 +345,9 @@ class PendingRequest(Future):
                 if not hard_expired and (self.deadline is None or now < self.deadline):
                     continue  # progress moved the deadline, or the answer came, while we waited
                 if not self._give_up("timeout"):
-                    # The answer won the race: it is ours; it is settled, or held (see hold).
+                    # The answer won the race: it is ours; settled, or held and then settled here.
                     self.deadline = self.hard_deadline = None
+                    overdue = True
                     continue
                 limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
                 self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
@@ -347,8 +358,8 @@ class PendingRequest(Future):
                 self.set_exception(RequestCancelled(f"{self.method}: its wait was interrupted"))
             raise
         # Settled here, then (outside the lock: a done callback may wait for another thread); its
-        # progress reports, queued on this thread, come after the caller returns.
-        self.settle(*held[1:])
+        # progress reports still queued come after the caller returns.
+        self.settle_held()
         return super().result(0)
 
     def _give_up(self, reason: str | None) -> bool:

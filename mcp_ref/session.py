@@ -15,7 +15,8 @@ Threads, and what each one does:
 Outgoing requests live in ``_pending``, a dict of ``Future``s (:class:`PendingRequest`) keyed by
 request id under ``_lock``; a
 request is registered *before* it is written, so an answer can never arrive for an id we do not know.
-``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
+``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`, and
+settles one whose answer is held for the callback thread (``_held``) with that answer.
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
 of a *dispatcher* (the server or client role), which provides
@@ -274,6 +275,8 @@ class Session:
         # requests whose progress outlives their answer (end_progress)
         self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
+        # answered requests whose answer is held for the callback thread (PendingRequest.hold)
+        self._held: set[PendingRequest] = set()
         # id -> the request's late_answer (or None), oldest first
         self._given_up: dict[jsonrpc.RequestId, Callable[[dict], None] | None] = {}
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
@@ -585,13 +588,16 @@ class Session:
                 )
 
     def _fail_pending(self, why: str) -> None:
-        if not (self._pending or self._progress):  # (none is added once closing or the input ended)
+        if not (self._pending or self._progress or self._held):  # none is added once closing
             return
         with self._lock:
             pending = list(self._pending.values())
+            held = list(self._held)
             self._pending.clear()
             self._progress.clear()
             self._lasting.clear()
+        for request in held:  # no caller waits past the end for the callbacks queued before it
+            request.settle_held()
         for request in pending:
             request.set_exception(
                 ConnectionClosed(f"{request.method}: {why} before an answer arrived")
@@ -971,13 +977,18 @@ class Session:
             else (None, McpError.from_error(answer.error))
         )
         # With progress: after the progress callbacks queued, so a caller sees every report before
-        # its result; a caller waiting on the callback thread itself settles it there (hold).
+        # its result; a caller waiting on the callback thread itself, or past its deadline, or
+        # the end of the connection settles it at once (hold).
         if pending.on_progress is None or not self.call_soon(
             pending.settle, result, error, keep=True
         ):
             pending.settle(result, error)
-        else:
-            pending.hold(self._callbacks, result, error)
+            return
+        pending.hold(self._callbacks, result, error)
+        self._held.add(pending)
+        pending.add_done_callback(self._held.discard)
+        if self._closing:  # close() may have looked at _held before the add
+            pending.settle_held()
 
 
 _ID_IN_USE = {

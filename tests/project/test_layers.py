@@ -236,8 +236,10 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # server that exits is named by its status (+39); PendingRequest.cancel gives up as a timeout does
 # (-17, with _give_up).  Whether a caller waits on the callback thread is decided where it waits,
 # and an answer that came in time is never thrown away behind slow callbacks (+64: the figure
-# was 30 above the measure, so it rises by 34).
-PLAIN_MAX_TOKENS = 31_486
+# was 30 above the measure, so it rises by 34).  An answer held behind the callback thread is
+# settled with it at the caller's deadline, and at close() or the end of input (+87: the session
+# keeps such requests in ``_held``).
+PLAIN_MAX_TOKENS = 31_573
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -300,7 +302,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 25_269), ("server-modern", 13, 25_269), ("client", 20, 19_895)],
+    [("server-handshake", 13, 25_356), ("server-modern", 13, 25_356), ("client", 20, 19_982)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
@@ -359,7 +361,7 @@ def test_a_plain_server_refusing_a_request_loads_no_more_server_modules(tmp_path
 
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
-    """Issue 33's measure of the protocol readable alone (now: 16 modules, 31,486 code tokens,
+    """Issue 33's measure of the protocol readable alone (now: 16 modules, 31,573 code tokens,
     12 extension mentions in 1 module)."""
     together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
     assert (

@@ -221,33 +221,75 @@ def test_a_call_with_progress_made_from_a_callback_gets_its_answer(connect, wire
 
 def test_an_answer_queued_behind_a_slow_callback_is_the_caller_s_past_its_timeout(connect, wire):
     """An answer with progress is settled on the callback thread, after the callbacks queued
-    before it.  One that came within the timeout is the caller's however long those callbacks
-    take: the call returns it once they have run (it was thrown away 1 s past the timeout, the
-    caller got RequestTimeout and the peer no cancellation).  The slow callback holds longer than
-    the timeout and those 1 s, or until the call returns."""
+    before it.  One that came within the timeout is the caller's, and it has it at its deadline
+    however long those callbacks take: the thread is the session's, shared by every request, so
+    another request's callback that blocks held the caller without bound (and before that the
+    answer was thrown away 1 s past the timeout, RequestTimeout).  The peer gets no cancellation.
+    The other request's callback blocks until the call returns (WAIT at most)."""
     client = connect()  # the demo server, over stdio
     busy, returned = threading.Event(), threading.Event()
-    timeout = 1.0
+    released_by_the_return = []
 
-    def slow(*_):
+    def blocking(*_):
         busy.set()
-        returned.wait(timeout + 1.5)
+        released_by_the_return.append(returned.wait(WAIT))
 
     def call():
         try:
             return client.call_tool(
-                "count_slowly", {"steps": 1, "delay": 0}, on_progress=slow, timeout=timeout
+                "count_slowly", {"steps": 1, "delay": 0}, on_progress=lambda *_: None, timeout=1.0
             )
         finally:
             returned.set()
 
-    first = client.start_tool_call("count_slowly", {"steps": 1, "delay": 0}, on_progress=slow)
+    first = client.start_tool_call("count_slowly", {"steps": 1, "delay": 0}, on_progress=blocking)
     assert busy.wait(WAIT)
     outcome = outcome_within(call)
     assert not isinstance(outcome, Exception), outcome
     assert outcome.content[0].text == "counted to 1"
     assert first.result().content[0].text == "counted to 1"
+    assert released_by_the_return == [True]  # it returned while the callback still blocked
     assert wire.sent("notifications/cancelled") == []
+
+
+@pytest.mark.parametrize("end", ["close()", "the server exits"])
+def test_the_end_of_the_session_gives_a_held_answer_to_its_caller(wire, end):
+    """An answer held behind a callback that blocks (another request's: the callback thread is
+    the session's) is settled with that answer when the session ends, by close() or at the end of
+    input: a caller with no timeout waited as long as the callback blocked, past close()."""
+    from conftest import DEMO
+
+    busy, release, answer_read = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking(*_):
+        busy.set()
+        release.wait(WAIT * 2)  # past the wait for the outcome below
+
+    def trace(direction, data):
+        wire(direction, data)
+        if direction == "<--" and b"counted to 2" in data:
+            answer_read.set()  # its answer: the next message read comes after it was routed
+
+    client = Client.stdio(DEMO, era="handshake", trace=trace, timeout=None)
+    try:
+        client.start_tool_call("count_slowly", {"steps": 1, "delay": 0}, on_progress=blocking)
+        assert busy.wait(WAIT)
+        call = client.start_tool_call(
+            "count_slowly", {"steps": 2, "delay": 0}, on_progress=lambda *_: None
+        )
+        assert answer_read.wait(WAIT)
+        client.ping()  # answered after the call's answer was read: that one is held now
+        assert not call.done()
+        if end == "close()":
+            client.close()
+        else:
+            client.session.transport.process.kill()
+        outcome = outcome_within(call.result)
+        assert not isinstance(outcome, Exception), outcome
+        assert outcome.content[0].text == "counted to 2"
+    finally:
+        release.set()
+        client.close()
 
 
 def test_a_call_sent_from_a_callback_and_waited_for_elsewhere_sees_its_progress_first(connect):
