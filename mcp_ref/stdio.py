@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import logging
 import os
 import select
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from typing import IO, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any, cast
 
 from .errors import ConnectionClosed, MessageTooLarge
-from .session import OutgoingRequests, Transport
+from .session import CLOSING_WRITES, OutgoingRequests, Transport
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,14 @@ class StreamTransport(Transport):
         write_bounded(self, line, message)
 
     def close(self) -> None:
-        """Close the writing side (the peer sees end of input)."""
+        """Close the writing side (the peer sees end of input).  POSIX, a stdio server's own
+        streams (:func:`server_streams`) before its input has ended (the server ends the
+        connection): :func:`mcp_ref.stdio_end.end_output` ends its output and its reader."""
+        source = getattr(self.reader, "raw", None)
+        if isinstance(source, ServerInput) and not source.ended:
+            from .stdio_end import end_output
+
+            end_output(self, source)
         with contextlib.suppress(OSError, ValueError):  # already closed, or the peer has gone
             self.writer.close()
 
@@ -391,13 +399,164 @@ def _carries(pid: int, token: bytes) -> bool:
         return False
 
 
-def server_streams() -> tuple[IO[bytes], IO[bytes]]:
-    """The real stdin/stdout of this process, with ``sys.stdout`` pointed at stderr.
+class ServerInput(io.FileIO):
+    """POSIX: a stdio server's stdin (descriptor 0), read once poll() finds input (or its end)
+    there or a byte on ``wake``: the server's ``close()`` writes one, so its reader thread, which
+    a read blocked on descriptor 0 would hold for ever, sees the end of its input
+    (2025-11-25 basic/lifecycle §Shutdown: "The server MAY initiate shutdown by closing its
+    output stream to the client and exiting")."""
+
+    #: True once a read returned the end of input (or was woken by ``close()``).
+    ended = False
+
+    def __init__(self) -> None:
+        super().__init__(0, closefd=False)
+        self.wake = os.pipe()
+        self.ready = select.poll()
+        self.ready.register(0, select.POLLIN)
+        self.ready.register(self.wake[0], select.POLLIN)
+        self.reading = threading.Lock()
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        """Read what descriptor 0 holds into ``buffer``: 0 bytes at its end, once woken, and
+        ever after (the wake pipe is not looked at again: it may be closed)."""
+        with self.reading:
+            woken = self.ended or self.wake[0] in dict(self.ready.poll())
+            count = 0 if woken else os.readv(0, [buffer])
+            self.ended = not count
+            return count
+
+
+class DroppingStderr(io.FileIO):
+    """POSIX: a stdio server's stderr (descriptor 2), whose writes never wait for a pipe or a
+    socket that is not read: a piece that poll() finds room for is written at once; the rest
+    (the pipe is full: its reader does not read it) goes to
+    :func:`mcp_ref.stdio_end.write_stderr`, which drops it and counts it (2025-11-25
+    basic/transports §stdio: the server MAY write to stderr and "Clients MAY capture, forward,
+    or ignore" it: one that ignores it must not stall the server).  Another process writing to
+    the same pipe between poll() and the write can still fill it."""
+
+    #: Bytes dropped since the last note said so (:func:`mcp_ref.stdio_end.write_stderr`).
+    dropped = 0
+
+    def __init__(self) -> None:
+        super().__init__(2, "w", closefd=False)
+        self.lock = threading.Lock()
+        self.room = select.poll()
+        self.room.register(2, select.POLLOUT)
+
+    def write(self, data) -> int:  # type: ignore[override]
+        """Write ``data`` (it all counts as written: what finds no room is dropped)."""
+        with self.lock:
+            if not self.dropped and len(data) <= select.PIPE_BUF and self.room.poll(0):
+                return os.write(2, data)
+        from .stdio_end import write_stderr
+
+        return write_stderr(self, data)
+
+
+@contextlib.contextmanager
+def server_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """This process's stdin and stdout for a stdio server, with ``sys.stdout`` pointed at stderr,
+    while the ``with`` block runs (:meth:`~mcp_ref.server.Server.run_stdio`).
 
     A stdio server must write nothing but protocol messages to stdout, so a
-    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.
+    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.  POSIX, while
+    ``sys.stdin`` and ``sys.stdout`` are the process's own (``sys.__stdin__`` on descriptor 0,
+    ``sys.__stdout__`` on 1): the messages go out on a copy of descriptor 1, and descriptor 1
+    itself becomes a pipe whose reader passes what it reads on to stderr through a
+    :class:`DroppingStderr` (:func:`_drain`; ``/dev/null`` when stderr is closed:
+    2025-11-25 basic/transports §stdio, "The server MUST NOT write anything to its stdout that is
+    not a valid MCP message"), so output written there by other means (a C library, a child
+    process) cannot reach the client, nor wait for it to read stderr; the input is a
+    :class:`ServerInput`, which ``close()`` can stop; while ``sys.stderr`` is the process's own
+    (on descriptor 2), it becomes a :class:`DroppingStderr`, and so do the logging handlers that
+    wrote to it.  At the end (returning or raising) descriptor 1 is a copy of the output again
+    (``/dev/null``'s once the server ended it), the reader is woken and the copy and the wake
+    pipe are closed once it has left its read (:data:`~mcp_ref.session.CLOSING_WRITES` at most),
+    and ``sys.stderr`` and those handlers are the former ones, unless what was written to them
+    was dropped and not said yet (the client does not read stderr): then they stay, so that
+    what the process still writes as it ends (a traceback) does not wait for ever.  Otherwise
+    (Windows; streams a caller put in their place): ``sys.stdin.buffer`` and
+    ``sys.stdout.buffer``, as they are.  Either way ``sys.stdout`` is ``sys.stderr`` afterwards.
     """
-    reader = sys.stdin.buffer
-    writer = sys.stdout.buffer
-    sys.stdout = sys.stderr
-    return reader, writer
+    sys.stdout.flush()  # what was printed before goes out first, as it always did
+    former = sys.stderr
+    own = _is_own(sys.stdin, sys.__stdin__, 0) and _is_own(sys.stdout, sys.__stdout__, 1)
+    reader, writer = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = former
+    if os.name != "posix" or not own:
+        yield reader, writer
+        return
+    import fcntl  # (POSIX only)
+
+    # Above 2 even when stderr is closed, and not inherited by child processes.
+    output = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    drain = None
+    try:
+        stderr = DroppingStderr()
+    except OSError:  # no stderr (descriptor 2 is closed)
+        from .stdio_end import point_at_null
+
+        point_at_null(1)
+    else:  # descriptor 1: a pipe that a thread passes on to stderr (_drain)
+        drained, pipe = os.pipe()
+        os.dup2(pipe, 1)
+        os.close(pipe)
+        drain = threading.Thread(target=_drain, args=(drained, stderr), daemon=True)
+        drain.start()
+    guard = None
+    if _is_own(former, sys.__stderr__, 2):  # (None when descriptor 2 is closed)
+        guard = io.TextIOWrapper(
+            stderr, "utf-8", "backslashreplace", line_buffering=True, write_through=True
+        )
+        _repoint(former, guard)
+    source = ServerInput()
+    writer = io.FileIO(output, "w", closefd=False)
+    try:
+        yield io.BufferedReader(source), writer
+    finally:
+        os.dup2(output, 1)
+        os.write(source.wake[1], b"x")  # a reader still waiting (run_stdio() raised) ends
+        if source.reading.acquire(timeout=CLOSING_WRITES):  # then it never reads again
+            source.ended = True
+            source.reading.release()
+            writer.close()
+            for descriptor in (output, *source.wake):
+                os.close(descriptor)
+        if drain is not None:  # descriptor 1's pipe has ended, unless a child process holds it
+            drain.join(CLOSING_WRITES)
+        if guard is not None:
+            if guard.buffer.dropped:  # stderr is not read: kept (its writes do not wait) to the end
+                from .stdio_end import say_dropped_at_exit
+
+                say_dropped_at_exit(guard.buffer)
+            else:
+                _repoint(guard, former)
+
+
+def _drain(drained: int, stderr: DroppingStderr) -> None:
+    """Read the pipe ``drained`` (a stdio server's descriptor 1) to its end, 64 KiB at a time,
+    writing it to ``stderr``, whose writes never wait for a reader that takes nothing: a child
+    process writing to its stdout is never held up by a client that ignores the server's stderr
+    (2025-11-25 basic/transports §stdio: "Clients MAY capture, forward, or ignore this
+    logging"), and holds no more than one read in memory."""
+    while chunk := os.read(drained, 65536):
+        with contextlib.suppress(OSError):  # (stderr's reader has gone: go on, dropping)
+            stderr.write(chunk)
+    os.close(drained)
+
+
+def _is_own(stream: Any, original: Any, descriptor: int) -> bool:
+    """True when ``stream`` is the process's ``original`` (``sys.__stdin__``...) on ``descriptor``."""
+    return original is not None and stream is original and original.fileno() == descriptor
+
+
+def _repoint(former: Any, stream: Any) -> None:
+    """``sys.stderr`` and ``sys.stdout`` become ``stream``, and so do the logging handlers that
+    wrote to ``former`` (``logging.basicConfig()`` before the server runs)."""
+    sys.stdout = sys.stderr = stream
+    for logger in [logging.root, *logging.root.manager.loggerDict.values()]:
+        for handler in getattr(logger, "handlers", ()):
+            if getattr(handler, "stream", None) is former:
+                handler.setStream(stream)

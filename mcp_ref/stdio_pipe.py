@@ -114,8 +114,8 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
     answer the end of input waits for) or the reader (a ping's answer) in a write.  A wait looks
     again every :data:`LOOK_AGAIN` seconds, so one that began while the session served notices.
     An answer not written by then is dropped; one cut off part way closes the stdout
-    (:func:`_close_output`): no half line is followed by anything, and the client sees the end of
-    its input."""
+    (:func:`mcp_ref.stdio_end.close_output`): no half line is followed by anything, and the
+    client sees the end of its input."""
     deadline = _own_deadline(transport, message)  # a request's timeout, while nothing is written
     ending: float | None = None  # the bound since this write saw the input end (or the close)
     lock = transport.write_lock
@@ -138,7 +138,9 @@ def write_bounded(transport: Any, line: bytes, message) -> None:
             ending = ending or _ending_bound(transport)
             if _passed(deadline) or _passed(ending):
                 if sent:  # half a line: the stream cannot go on
-                    _close_output(transport)
+                    from .stdio_end import close_output
+
+                    close_output(transport)
                 _give_up(message, "the peer is not reading its input")
     finally:
         lock.release()
@@ -182,24 +184,6 @@ def _input_ended(reader: Any) -> bool:
     except (OSError, ValueError):  # not a file, or closed
         return False
     return any(events & HUNG_UP for _, events in poller.poll(0))
-
-
-def _close_output(transport: Any) -> None:
-    """Close a stdio server's stdout after half a line (nothing may follow it).
-
-    The file object alone is not enough: ``sys.stdout.buffer`` does not own its descriptor
-    (``closefd=False``), which would stay open, and the client would never see the end of its
-    input.  ``/dev/null`` takes the descriptor's place (``dup2``), which closes the pipe and keeps
-    the number from being reused for another file while other threads may still poll it."""
-    descriptor = transport.writer.fileno()
-    transport.writer.close()  # every later write fails (ValueError)
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-    except OSError:  # no /dev/null (a bare chroot): the descriptor is closed outright
-        os.close(descriptor)
-        return
-    os.dup2(null, descriptor)
-    os.close(null)
 
 
 def _look_again(deadline: float | None, ending: float | None) -> float:

@@ -835,20 +835,24 @@ class Server:
         stdout carries only protocol messages.  On end of input, the requests
         already received have ``session.ENDING_GRACE`` (1 s) to be answered; then those still
         running are cancelled and those not started never run.  A handler still running is waited
-        for, and an answer it still gives is sent.  Then this returns and the lifespan is exited.
+        for, and an answer it still gives is sent.  Then the lifespan is exited, this process's
+        descriptors and ``sys.stderr`` are as they were (:func:`mcp_ref.stdio.server_streams`;
+        ``sys.stdout`` stays pointed at stderr; ``sys.stderr`` stays the one whose writes never
+        wait when some of it was dropped, unread) and this returns, or raises.  Streams put in place of
+        ``sys.stdin`` and ``sys.stdout`` (an in-process test) are served as they are.
         """
         from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
 
-        reader, writer = server_streams()
-        transport = StreamTransport(
-            reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE
-        )
-        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
-        try:  # connect entered the lifespan
-            while not connection.session.wait_closed(1.0):
-                pass
-        finally:
-            self.exit_lifespan()
+        with server_streams() as (reader, writer):  # restored when it ends
+            transport = StreamTransport(
+                reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE
+            )
+            connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
+            try:  # connect entered the lifespan
+                while not connection.session.wait_closed(1.0):
+                    pass
+            finally:
+                self.exit_lifespan()
 
     def wsgi_app(self, **options: Any) -> Any:
         """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``):

@@ -243,9 +243,16 @@ class _Trace:
     def __init__(self, stream=None):
         from .diagram import LookAlikes
 
-        self.stream = stream or sys.stderr
+        self._stream = stream
         self.look_alikes = LookAlikes()
         self.lock = threading.Lock()
+
+    @property
+    def stream(self):
+        """Where the trace goes: the stream given, else ``sys.stderr`` as it is when written to
+        (a stdio server's, whose writes never wait for a client that does not read it, once
+        ``run()`` has put it in place: :func:`mcp_ref.stdio.server_streams`)."""
+        return self._stream or sys.stderr
 
     def __call__(self, direction: str, data: bytes) -> None:
         from .diagram import shape

@@ -238,8 +238,23 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # and an answer that came in time is never thrown away behind slow callbacks (+64: the figure
 # was 30 above the measure, so it rises by 34).  An answer held behind the callback thread is
 # settled with it at the caller's deadline, and at close() or the end of input (+87: the session
-# keeps such requests in ``_held``).
-PLAIN_MAX_TOKENS = 31_573
+# keeps such requests in ``_held``).  A stdio server's own streams (+239, in stdio.py,
+# which both sides load): an input whose reader its close() can stop (a server that ends its
+# connection gives its client the end of input, and run_stdio() returns), its messages on a copy
+# of stdout with descriptor 1 pointed at stderr; what runs only at close is in stdio_end.py, off
+# the plain path.  Then a stdio server's stderr whose writes never wait for a pipe no one reads
+# (+212, in stdio.py; dropping and counting what finds no room is in stdio_end.py).  Then the
+# server's own streams only while they are the process's (a caller's sys.stdin and sys.stdout are
+# served as they are), descriptor 1 at /dev/null without a stderr, and all of it restored (the
+# descriptors closed, sys.stderr and the logging handlers put back) when run_stdio() returns
+# (+186, in stdio.py; waiting for room on stderr and saying what was dropped at exit are in
+# stdio_end.py).  Then a run_stdio() that raises closes its descriptors too: its reader is woken
+# and never reads again once it has left its read (+52, in stdio.py).  sys.stderr stays the
+# dropping one after a run whose stderr was dropped unread, so the exit never waits on it (+2).
+# Descriptor 1 is a pipe that a thread passes on to the dropping stderr, so a child process
+# writing to its stdout never waits for a client that ignores stderr (+108, in stdio.py: the
+# descriptor path runs on every plain POSIX server).
+PLAIN_MAX_TOKENS = 32_372
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -302,7 +317,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 25_356), ("server-modern", 13, 25_356), ("client", 20, 19_982)],
+    [("server-handshake", 13, 26_155), ("server-modern", 13, 26_155), ("client", 20, 20_777)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
@@ -361,7 +376,7 @@ def test_a_plain_server_refusing_a_request_loads_no_more_server_modules(tmp_path
 
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
-    """Issue 33's measure of the protocol readable alone (now: 16 modules, 31,573 code tokens,
+    """Issue 33's measure of the protocol readable alone (now: 16 modules, 32,372 code tokens,
     12 extension mentions in 1 module)."""
     together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
     assert (

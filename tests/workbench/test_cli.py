@@ -924,6 +924,22 @@ def test_a_message_the_client_sends_nested_too_deep_is_drawn_as_what_it_is():
     assert recorder.lines == ["    C->>S: tools/call x #1", "    C->>S: tools/call x #2"]
 
 
+def test_the_trace_writes_to_stderr_as_it_is_at_each_message(monkeypatch):
+    """``--trace`` with no stream of its own writes to ``sys.stderr`` as it is when a message
+    comes: ``mcp-ref --trace run`` begins the trace before the stdio server puts its own stderr
+    in place (one whose writes never wait for a client that does not read them)."""
+    import io
+
+    from mcp_ref.workbench.cli import _Trace
+
+    trace = _Trace()
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", later)
+    trace("-->", b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    trace.close()
+    assert later.getvalue() == '--> {"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
 def test_a_message_too_deep_for_the_trace_is_printed_as_text():
     """``--trace`` on a message nested as deep as Python's parser reads: printed, as text (the
     hook raised RecursionError; the session then dropped the message)."""
