@@ -503,7 +503,8 @@ def server_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         drained, pipe = os.pipe()
         os.dup2(pipe, 1)
         os.close(pipe)
-        drain = threading.Thread(target=_drain, args=(drained, stderr), daemon=True)
+        moved = [0]  # bytes the drain has passed on (or dropped)
+        drain = threading.Thread(target=_drain, args=(drained, stderr, moved), daemon=True)
         drain.start()
     guard = None
     if _is_own(former, sys.__stderr__, 2):  # (None when descriptor 2 is closed)
@@ -524,26 +525,31 @@ def server_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
             writer.close()
             for descriptor in (output, *source.wake):
                 os.close(descriptor)
-        if drain is not None:  # descriptor 1's pipe has ended, unless a child process holds it
-            drain.join(CLOSING_WRITES)
+        # descriptor 1's pipe has ended, unless a child process holds it: waited for while what
+        # it holds moves on (to a client reading stderr, however slowly, or dropped)
+        before = -1
+        while drain is not None and drain.is_alive() and moved[0] != before:
+            before = moved[0]
+            drain.join(2 * CLOSING_WRITES)
         if guard is not None:
             if guard.buffer.dropped:  # stderr is not read: kept (its writes do not wait) to the end
                 from .stdio_end import say_dropped_at_exit
 
-                say_dropped_at_exit(guard.buffer)
+                say_dropped_at_exit(guard)
             else:
                 _repoint(guard, former)
 
 
-def _drain(drained: int, stderr: DroppingStderr) -> None:
-    """Read the pipe ``drained`` (a stdio server's descriptor 1) to its end, 64 KiB at a time,
-    writing it to ``stderr``, whose writes never wait for a reader that takes nothing: a child
-    process writing to its stdout is never held up by a client that ignores the server's stderr
-    (2025-11-25 basic/transports §stdio: "Clients MAY capture, forward, or ignore this
-    logging"), and holds no more than one read in memory."""
-    while chunk := os.read(drained, 65536):
+def _drain(drained: int, stderr: DroppingStderr, moved: list[int]) -> None:
+    """Read the pipe ``drained`` (a stdio server's descriptor 1) to its end, a pipe's atomic
+    write at a time, writing it to ``stderr``, whose writes never wait for a reader that takes
+    nothing: a child process writing to its stdout is never held up by a client that ignores the
+    server's stderr (2025-11-25 basic/transports §stdio: "Clients MAY capture, forward, or ignore
+    this logging"); ``moved[0]`` counts the bytes passed on (or dropped)."""
+    while chunk := os.read(drained, select.PIPE_BUF):
         with contextlib.suppress(OSError):  # (stderr's reader has gone: go on, dropping)
             stderr.write(chunk)
+        moved[0] += len(chunk)
     os.close(drained)
 
 

@@ -35,6 +35,7 @@ import os
 import select
 import socket
 import stat
+import sys
 import termios
 import time
 from typing import Any
@@ -182,11 +183,17 @@ def _say_dropped(stream: Any) -> None:
     stream.dropped = 0
 
 
-def say_dropped_at_exit(stream: Any) -> None:
+def say_dropped_at_exit(guard: Any) -> None:
     """A stdio server's run ends with bytes of its stderr dropped and not said yet
-    (:func:`mcp_ref.stdio.server_streams`): the note is written now if there is room, else as the
-    process exits (``atexit``, after what it still writes, such as a traceback), once there is
-    room within :data:`STDERR_STALL` seconds."""
+    (:func:`mcp_ref.stdio.server_streams`; ``guard`` is the text stream over its
+    :class:`~mcp_ref.stdio.DroppingStderr`, kept as ``sys.stderr``): the note is written now if
+    there is room, else as the process exits (``atexit``, after what it still writes, such as a
+    traceback), once there is room within :data:`STDERR_STALL` seconds.  ``sys.__stderr__``
+    becomes ``guard`` too: the interpreter puts it back as ``sys.stderr`` as it shuts down, and
+    what is written then ("Exception ignored in ...") must not wait either."""
+    # (typeshed calls it final; the interpreter reads it as it shuts down)
+    sys.__stderr__ = guard  # type: ignore[misc]
+    stream = guard.buffer
     with stream.lock:
         if stream.room.poll(0):
             _say_dropped(stream)

@@ -253,8 +253,9 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # dropping one after a run whose stderr was dropped unread, so the exit never waits on it (+2).
 # Descriptor 1 is a pipe that a thread passes on to the dropping stderr, so a child process
 # writing to its stdout never waits for a client that ignores stderr (+108, in stdio.py: the
-# descriptor path runs on every plain POSIX server).
-PLAIN_MAX_TOKENS = 32_372
+# descriptor path runs on every plain POSIX server).  That thread is waited for at the end while
+# what it holds moves on, so a slow reader loses none of a child's output (+48).
+PLAIN_MAX_TOKENS = 32_420
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -317,7 +318,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 26_155), ("server-modern", 13, 26_155), ("client", 20, 20_777)],
+    [("server-handshake", 13, 26_203), ("server-modern", 13, 26_203), ("client", 20, 20_825)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
@@ -376,7 +377,7 @@ def test_a_plain_server_refusing_a_request_loads_no_more_server_modules(tmp_path
 
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
-    """Issue 33's measure of the protocol readable alone (now: 16 modules, 32,372 code tokens,
+    """Issue 33's measure of the protocol readable alone (now: 16 modules, 32,420 code tokens,
     12 extension mentions in 1 module)."""
     together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
     assert (

@@ -391,6 +391,70 @@ def test_a_client_that_reads_the_servers_stderr_slowly_but_steadily_loses_none_o
         server.stdout.close()
 
 
+def test_what_a_child_wrote_to_stdout_still_reaches_a_slow_reader_after_the_run():
+    """A tool's child process writes 48 KiB to its stdout (the server's descriptor 1, passed on to
+    stderr by a thread); the client reads stderr slowly but steadily (128 bytes a little more
+    often than every 0.1 s, through a one-page pipe) and closes stdin once answered: the run ends
+    with most of it still to pass on, and that is waited for while it moves.  It was given up a
+    second after the run, and lost with no word."""
+    read_end, write_end = os.pipe()
+    fcntl = pytest.importorskip("fcntl")
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
+    server = subprocess.Popen(
+        [*ENDING, "--stall", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end
+    )
+    os.close(write_end)
+    pace = threading.Event()  # never set: the reader's pause between two reads
+
+    def read_slowly() -> bytes:
+        chunks = []
+        while chunk := os.read(read_end, 1024):
+            chunks.append(chunk)
+            pace.wait(0.08)
+        return b"".join(chunks)
+
+    try:
+        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "child", size=48 * 1024))
+        server.stdin.flush()
+        logged = pump_with(read_slowly)
+        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
+        answer = json.loads(outcome_within(server.stdout.readline))
+        assert answer["result"]["content"][0]["text"] == "child done"
+        server.stdin.close()
+        assert ended(server) == 0
+        text = outcome_within(logged)
+        assert text.count(b"c") == 48 * 1024 and b"dropped" not in text
+    finally:
+        ended(server)
+        os.close(read_end)
+        server.stdout.close()
+
+
+def test_a_server_whose_stderr_is_ignored_exits_though_it_writes_as_the_interpreter_ends():
+    """The client never reads stderr, so some of it was dropped; as the interpreter shuts down it
+    puts ``sys.__stderr__`` back as ``sys.stderr``, and an object's ``__del__`` writes 5,000 bytes
+    there: that write does not wait either (``sys.__stderr__`` is the dropping stream too), and the
+    process exits.  It waited for ever on the full pipe."""
+    server = subprocess.Popen(
+        [*ENDING, "--last-words"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "log_lots", lines=100))
+        server.stdin.flush()
+        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
+        answer = json.loads(outcome_within(server.stdout.readline))
+        assert answer["result"]["content"][0]["text"] == "logged"
+        server.stdin.close()
+        assert ended(server) == 0
+    finally:
+        ended(server)
+        server.stdout.close()
+        server.stderr.close()
+
+
 def pump_with(read: Callable[[], bytes]) -> Callable[[], bytes]:
     """Run ``read`` on a thread: the function returned gives what it returned."""
     result: list[bytes] = []

@@ -21,7 +21,9 @@ When ``run_stdio()`` returns, the server writes ``ending: returned`` to its stde
 status 0.  With ``--quiet``, it writes ``returned`` to the descriptor named by ``NOTE_FD`` instead,
 and nothing more to its stderr.  With ``--loud``, it then writes 200 lines of about 1 KiB to
 ``sys.stderr`` before it exits.  With ``--stall SECONDS``, a stderr write waits that long for a
-reader that takes nothing before it drops (``mcp_ref.stdio_end.STDERR_STALL``).
+reader that takes nothing before it drops (``mcp_ref.stdio_end.STDERR_STALL``).  With
+``--last-words``, an object of ``__main__`` writes 5,000 bytes to ``sys.stderr`` as the interpreter
+shuts down (its ``__del__``).
 """
 
 import logging
@@ -83,8 +85,17 @@ def child(size: int) -> str:
     return "child done"
 
 
+class LastWords:
+    """Writes 5,000 bytes to ``sys.stderr`` when it is collected (as the interpreter shuts down)."""
+
+    def __del__(self) -> None:
+        sys.stderr.write("last words " + "w" * 5000 + "\n")
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
+    if "--last-words" in sys.argv:
+        last_words = LastWords()
     if "--stall" in sys.argv:
         import mcp_ref.stdio_end
 
