@@ -19,7 +19,7 @@ import threading
 
 import pytest
 import requests
-from conftest import WAIT
+from conftest import WAIT, outcome_within
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_http_client import tools_server
 
@@ -93,23 +93,6 @@ def serve_app():
         thread.join(WAIT)
 
 
-def ended_within(seconds: float, call):
-    """``call()``'s result or exception, which must come within ``seconds``."""
-    outcome: list = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except Exception as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    return outcome[0]
-
-
 # -- the MCP HTTP client: same-origin redirects are followed, their bodies unread ---------------
 
 
@@ -136,7 +119,7 @@ def test_a_same_origin_redirect_with_an_endless_body_is_followed_unread(serve, e
         with Client.http(srv.url + "/old", timeout=WAIT, **options) as client:
             return client.call_tool("echo", {"text": "moved"}).text
 
-    assert ended_within(WAIT, call) == "moved"
+    assert outcome_within(call, WAIT) == "moved"
     endless.assert_unread()
 
 
@@ -150,7 +133,7 @@ def test_fetch_json_closes_a_redirect_unread(serve_app, own_session):
     endless = EndlessRedirect("https://elsewhere.example/metadata", status=302)
     url = serve_app(endless) + "/.well-known/oauth-protected-resource"
     with OAuth()._session() if own_session else requests.Session() as http:
-        outcome = ended_within(WAIT, lambda: fetch_json(http, url, timeout=WAIT))
+        outcome = outcome_within(lambda: fetch_json(http, url, timeout=WAIT), WAIT)
     assert isinstance(outcome, MetadataError), outcome
     assert "redirects are not followed" in str(outcome)
     endless.assert_unread()
@@ -182,7 +165,7 @@ def test_the_token_endpoint_closes_a_redirect_unread(serve_app):
 
     base.append(serve_app(app))
     auth = OAuth("id", "secret", grant="client_credentials", timeout=WAIT)
-    outcome = ended_within(WAIT, lambda: Client.http(base[0] + "/mcp", auth=auth, timeout=WAIT))
+    outcome = outcome_within(lambda: Client.http(base[0] + "/mcp", auth=auth, timeout=WAIT), WAIT)
     assert isinstance(outcome, TokenError), outcome
     assert "a redirect, not followed" in str(outcome)
     endless.assert_unread()
@@ -240,7 +223,7 @@ def test_every_other_fetch_closes_a_redirect_unread(serve_app, fetch):
         pytest.importorskip("jwt")
     endless = EndlessRedirect("/elsewhere")
     url = serve_app(endless) + "/endpoint"
-    outcome = ended_within(WAIT, lambda: fetch(url))
+    outcome = outcome_within(lambda: fetch(url), WAIT)
     if fetch is _follow:
         assert outcome == "/elsewhere"
     else:

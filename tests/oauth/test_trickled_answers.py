@@ -16,7 +16,7 @@ import threading
 
 import pytest
 import requests
-from conftest import WAIT
+from conftest import WAIT, outcome_within
 
 from mcp_ref import Client, OAuth
 from mcp_ref.http.framing import framing_session
@@ -139,23 +139,6 @@ def peer():
     served.close()
 
 
-def ended_within(seconds: float, call):
-    """``call()``'s result or exception, which must come within ``seconds``."""
-    outcome: list = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except Exception as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    return outcome[0]
-
-
 @pytest.mark.parametrize("session", [requests.Session, framing_session], ids=["plain", "mcp_ref"])
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 def test_trickled_metadata_ends_at_the_timeout_in_all(peer, chunked, session):
@@ -165,7 +148,7 @@ def test_trickled_metadata_ends_at_the_timeout_in_all(peer, chunked, session):
     peer.trickle("/.well-known/oauth-protected-resource", chunked=chunked)
     url = peer.url + "/.well-known/oauth-protected-resource"
     with session() as http:
-        outcome = ended_within(WAIT, lambda: fetch_json(http, url, timeout=TIMEOUT))
+        outcome = outcome_within(lambda: fetch_json(http, url, timeout=TIMEOUT), WAIT)
         assert isinstance(outcome, MetadataError), outcome
         assert "ReadTimeout" in str(outcome)
         # the session serves on: the next fetch from that origin gets its own answer
@@ -191,7 +174,7 @@ def test_a_trickled_header_section_ends_at_the_timeout_and_its_connection_is_not
     peer.trickle_head("/.well-known/oauth-authorization-server")
     url = peer.url + "/.well-known/oauth-authorization-server"
     with framing_session() as http:
-        outcome = ended_within(WAIT, lambda: fetch_json(http, url, timeout=TIMEOUT))
+        outcome = outcome_within(lambda: fetch_json(http, url, timeout=TIMEOUT), WAIT)
         assert isinstance(outcome, MetadataError), outcome
         assert "ReadTimeout" in str(outcome)
         pool = http.get_adapter(url).poolmanager.connection_from_url(url)
@@ -252,7 +235,7 @@ def _client_against(peer):
     mcp_url = httpd.url + "/mcp"
     try:
         auth = OAuth("id", "secret", grant="client_credentials", timeout=TIMEOUT)
-        return ended_within(WAIT, lambda: Client.http(mcp_url, auth=auth, timeout=WAIT))
+        return outcome_within(lambda: Client.http(mcp_url, auth=auth, timeout=WAIT), WAIT)
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -280,5 +263,5 @@ def test_a_trickled_jwk_set_is_given_up_at_the_timeout(peer, caplog, part):
     # a token naming a key: the set is fetched for it (its signature is never reached)
     token = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIiwidHlwIjoiYXQrand0In0.eyJhIjoxfQ.c2ln"
     with caplog.at_level(logging.WARNING, "mcp_ref.oauth.jwt_verifier"):
-        assert ended_within(WAIT, lambda: verifier.verify(token)) is None
+        assert outcome_within(lambda: verifier.verify(token), WAIT) is None
     assert f"took over {TIMEOUT:g} s" in caplog.text

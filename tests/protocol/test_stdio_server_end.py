@@ -357,46 +357,26 @@ def test_a_client_that_reads_the_servers_stderr_slowly_but_steadily_loses_none_o
     every 2.6 s, so poll() finds no room for longer than the stall (2 s here, so that only a
     reader held up for 2 s on a busy machine could lose a page), yet the client reads all the
     while: every page arrives, and nothing is said dropped."""
-    read_end, write_end = os.pipe()
-    fcntl = pytest.importorskip("fcntl")
-    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
-    server = subprocess.Popen(
-        [*ENDING, "--stall", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=write_end
-    )
-    os.close(write_end)
-    pace = threading.Event()  # never set: the reader's pause between two reads
-
-    def read_slowly() -> bytes:
-        chunks = []
-        while chunk := os.read(read_end, 128):
-            chunks.append(chunk)
-            pace.wait(0.08)
-        return b"".join(chunks)
-
-    try:
-        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "write_pages", count=2))
-        server.stdin.flush()
-        logged = pump_with(read_slowly)
-        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
-        answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == "written"
-        server.stdin.close()
-        assert ended(server) == 0
-        text = outcome_within(logged)
-        assert all(f"page {number:04d} ".encode() in text for number in range(2))
-        assert b"dropped" not in text
-    finally:
-        ended(server)
-        os.close(read_end)
-        server.stdout.close()
+    text = read_slowly_while(call(1, "write_pages", count=2), "written", chunk=128)
+    assert all(f"page {number:04d} ".encode() in text for number in range(2))
+    assert b"dropped" not in text
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ (Linux)")
 def test_what_a_child_wrote_to_stdout_still_reaches_a_slow_reader_after_the_run():
     """A tool's child process writes 48 KiB to its stdout (the server's descriptor 1, passed on to
-    stderr by a thread); the client reads stderr slowly but steadily (128 bytes a little more
+    stderr by a thread); the client reads stderr slowly but steadily (1,024 bytes a little more
     often than every 0.1 s, through a one-page pipe) and closes stdin once answered: the run ends
     with most of it still to pass on, and that is waited for while it moves.  It was given up a
     second after the run, and lost with no word."""
+    text = read_slowly_while(call(1, "child", size=48 * 1024), "child done", chunk=1024)
+    assert text.count(b"c") == 48 * 1024 and b"dropped" not in text
+
+
+def read_slowly_while(request: bytes, answered: str, *, chunk: int) -> bytes:
+    """Send ``request`` to a server whose stderr pipe holds one page and whose stall is 2 s,
+    reading its stderr ``chunk`` bytes a little more often than every 0.1 s; check its answer's
+    text is ``answered``, close its stdin, and give all it wrote to stderr once it exited."""
     read_end, write_end = os.pipe()
     fcntl = pytest.importorskip("fcntl")
     fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
@@ -408,22 +388,21 @@ def test_what_a_child_wrote_to_stdout_still_reaches_a_slow_reader_after_the_run(
 
     def read_slowly() -> bytes:
         chunks = []
-        while chunk := os.read(read_end, 1024):
-            chunks.append(chunk)
+        while piece := os.read(read_end, chunk):
+            chunks.append(piece)
             pace.wait(0.08)
         return b"".join(chunks)
 
     try:
-        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "child", size=48 * 1024))
+        server.stdin.write(INITIALIZE + INITIALIZED + request)
         server.stdin.flush()
         logged = pump_with(read_slowly)
         assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
         answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == "child done"
+        assert answer["result"]["content"][0]["text"] == answered
         server.stdin.close()
         assert ended(server) == 0
-        text = outcome_within(logged)
-        assert text.count(b"c") == 48 * 1024 and b"dropped" not in text
+        return outcome_within(logged)
     finally:
         ended(server)
         os.close(read_end)
