@@ -139,13 +139,10 @@ def test_an_expired_token_is_refreshed_without_the_user(deployment):
     assert len(grants) >= 2 and auth._tokens["refresh_token"] != first
 
 
-@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
-def test_a_pre_registered_confidential_client_authenticates_its_refresh(deployment, method):
-    """OAuth 2.1 §4.3 (RFC 6749 §6): a confidential client authenticates when it refreshes, as
-    the code exchange did: with the method the authorization server's metadata allowed then
-    (``client_secret_post`` when it advertises no Basic), not a new login in the browser."""
-    mcp_url, watched, authorization = deployment
-    authorization.token_lifetime = 1  # within the refresh margin from the start
+def confidential_client(authorization, method: str) -> dict:
+    """A client registered with the demo authorization server to authenticate by ``method``,
+    whose metadata then advertises no Basic for ``client_secret_post`` (RFC 8414 §2
+    ``token_endpoint_auth_methods_supported``): its registration."""
     advertised = authorization.metadata
 
     def metadata(issuer: str) -> dict:
@@ -155,13 +152,23 @@ def test_a_pre_registered_confidential_client_authenticates_its_refresh(deployme
         return document
 
     authorization.metadata = metadata
-    registered = authorization.register(
+    return authorization.register(
         {
             "redirect_uris": ["http://127.0.0.1/callback"],
             "grant_types": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_method": method,
         }
     )
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_a_pre_registered_confidential_client_authenticates_its_refresh(deployment, method):
+    """OAuth 2.1 §4.3 (RFC 6749 §6): a confidential client authenticates when it refreshes, as
+    the code exchange did: with the method the authorization server's metadata allowed then
+    (``client_secret_post`` when it advertises no Basic), not a new login in the browser."""
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = 1  # within the refresh margin from the start
+    registered = confidential_client(authorization, method)
     refreshes = []
     token_endpoint = watched.app
 
@@ -197,22 +204,7 @@ def test_tokens_stored_without_their_client_auth_method_refresh_as_the_metadata_
     (RFC 8414 §2 ``token_endpoint_auth_methods_supported``; ``client_secret_post`` when it
     advertises no Basic), and needs no new login in the browser (OAuth 2.1 §4.3, RFC 6749 §6)."""
     mcp_url, watched, authorization = deployment
-    advertised = authorization.metadata
-
-    def metadata(issuer: str) -> dict:
-        document = advertised(issuer)
-        if method == "client_secret_post":
-            document["token_endpoint_auth_methods_supported"] = ["none", "client_secret_post"]
-        return document
-
-    authorization.metadata = metadata
-    registered = authorization.register(
-        {
-            "redirect_uris": ["http://127.0.0.1/callback"],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_method": method,
-        }
-    )
+    registered = confidential_client(authorization, method)
     store = MemoryStore()
     credentials = (registered["client_id"], registered["client_secret"])
     with Client.http(

@@ -53,6 +53,19 @@ def call(request_id, name: str, **arguments) -> bytes:
     )
 
 
+def send(server: subprocess.Popen, request: bytes) -> None:
+    """Open the session with ``server`` (initialize, initialized) and send it ``request``."""
+    server.stdin.write(INITIALIZE + INITIALIZED + request)
+    server.stdin.flush()
+
+
+def answered(server: subprocess.Popen) -> str:
+    """The text of the answer ``server`` gives to ``send``'s request, after its initialize's."""
+    assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
+    answer = json.loads(outcome_within(server.stdout.readline))
+    return answer["result"]["content"][0]["text"]
+
+
 def ended(process: subprocess.Popen) -> int:
     """The exit status of ``process``, which must exit within WAIT (else it is killed)."""
     try:
@@ -188,13 +201,10 @@ def test_a_client_that_reads_the_servers_stderr_loses_none_of_it():
         stderr=subprocess.PIPE,
     )
     try:
-        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "write_pages", count=100))
-        server.stdin.flush()
+        send(server, call(1, "write_pages", count=100))
         wait_pipe_full(server.stderr.fileno())  # the burst waits for the client to read
         logged = pump(server.stderr)
-        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
-        answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == "written"
+        assert answered(server) == "written"
         server.stdin.close()
         assert ended(server) == 0
         text = outcome_within(logged)
@@ -373,10 +383,10 @@ def test_what_a_child_wrote_to_stdout_still_reaches_a_slow_reader_after_the_run(
     assert text.count(b"c") == 48 * 1024 and b"dropped" not in text
 
 
-def read_slowly_while(request: bytes, answered: str, *, chunk: int) -> bytes:
+def read_slowly_while(request: bytes, answer_text: str, *, chunk: int) -> bytes:
     """Send ``request`` to a server whose stderr pipe holds one page and whose stall is 2 s,
     reading its stderr ``chunk`` bytes a little more often than every 0.1 s; check its answer's
-    text is ``answered``, close its stdin, and give all it wrote to stderr once it exited."""
+    text is ``answer_text``, close its stdin, and give all it wrote to stderr once it exited."""
     read_end, write_end = os.pipe()
     fcntl = pytest.importorskip("fcntl")
     fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: one page
@@ -394,12 +404,9 @@ def read_slowly_while(request: bytes, answered: str, *, chunk: int) -> bytes:
         return b"".join(chunks)
 
     try:
-        server.stdin.write(INITIALIZE + INITIALIZED + request)
-        server.stdin.flush()
+        send(server, request)
         logged = pump_with(read_slowly)
-        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
-        answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == answered
+        assert answered(server) == answer_text
         server.stdin.close()
         assert ended(server) == 0
         return outcome_within(logged)
@@ -421,11 +428,8 @@ def test_a_server_whose_stderr_is_ignored_exits_though_it_writes_as_the_interpre
         stderr=subprocess.PIPE,
     )
     try:
-        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "log_lots", lines=100))
-        server.stdin.flush()
-        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
-        answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == "logged"
+        send(server, call(1, "log_lots", lines=100))
+        assert answered(server) == "logged"
         server.stdin.close()
         assert ended(server) == 0
     finally:
@@ -484,11 +488,8 @@ def test_a_child_process_writing_to_stdout_does_not_stall_a_server_whose_stderr_
         ENDING, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        server.stdin.write(INITIALIZE + INITIALIZED + call(1, "child", size=500_000))
-        server.stdin.flush()
-        assert json.loads(outcome_within(server.stdout.readline))["id"] == "init"
-        answer = json.loads(outcome_within(server.stdout.readline))
-        assert answer["result"]["content"][0]["text"] == "child done"
+        send(server, call(1, "child", size=500_000))
+        assert answered(server) == "child done"
         server.stdin.close()
         assert outcome_within(server.stdout.read) == b""  # nothing more: no stray output
         assert ended(server) == 0
