@@ -5,7 +5,7 @@ the handlers of one connection's incoming requests.  Their engine is
 :class:`mcp_ref.session.Session`, which re-exports the first three.
 
 The handlers run on :class:`HandlerPool`, a plain bounded
-:class:`concurrent.futures.ThreadPoolExecutor` (made with the first request a handler must run).
+:class:`concurrent.futures.ThreadPoolExecutor` (its threads made as requests need them).
 The session's reader thread only reads, parses and routes; each request it reads is submitted
 there, and one of at most ``max_workers`` threads runs its handler.  So a handler may ask the peer
 and wait: the reader reads the answer.  The requests submitted and not yet run are bounded by the
@@ -18,13 +18,13 @@ import enum
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import (
     Future,
     InvalidStateError,
     ThreadPoolExecutor,
     TimeoutError as FutureTimeout,
+    wait,
 )
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -400,22 +400,19 @@ def run_logged(callback: Callable, args: tuple) -> None:
 
 
 # -- the handlers of incoming requests -----------------------------------------------------
-#: A request to run: (request, context, batch), as the session's handler runner takes them.
-Job = tuple[Any, Any, Any]
 
 
 class HandlerPool:
-    """Runs ``run(request, context, batch)`` for each submitted job on a
+    """Runs the handlers of one connection's incoming requests on a
     :class:`~concurrent.futures.ThreadPoolExecutor` of at most ``max_workers`` threads named
     ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it.
 
-    Each job is one ``executor.submit``; the jobs waiting for a thread wait in the executor's queue
-    (bounded by the session's ``max_incoming``).  The only scheme of the pool's own is the hold of
-    ``initialize`` (:meth:`submit`)."""
+    Each request is one ``executor.submit``; the requests waiting for a thread wait in the
+    executor's queue (bounded by the session's ``max_incoming``).  The only scheme of the pool's
+    own is the wait for ``initialize`` (:meth:`submit`)."""
 
-    def __init__(self, name: str, max_workers: int, run: Callable[..., None]):
+    def __init__(self, name: str, max_workers: int):
         self.name = name
-        self.run = run
         #: Its threads (a handler on one must not wait for the connection's end: it waits for them).
         self.threads: set[threading.Thread] = set()
         self.executor = ThreadPoolExecutor(
@@ -423,71 +420,43 @@ class HandlerPool:
             thread_name_prefix=f"{name}-handler",
             initializer=lambda: self.threads.add(threading.current_thread()),
         )
-        self.lock = threading.Condition()  # drain() waits here for the held jobs, and every job
-        self.unfinished = 0  # jobs given to the executor and not ended (run, or skipped) yet
-        # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
-        self.held: deque[Job] | None = None
+        self.lock = threading.Lock()
+        self.jobs: set[Future] = set()  # submitted and not ended (run, or skipped) yet
+        self.initialize: Future | None = None  # the last ``initialize`` submitted
         self.stopped = False  # stop() was called: the jobs still queued end without running
 
-    def submit(self, job: Job) -> bool:
-        """Run ``job`` when a thread is free; False if no thread can take it (the pool is shut down).
+    def submit(self, run: Callable[..., None], request: Any, *args: Any) -> None:
+        """Call ``run(request, *args)`` when a thread is free; RuntimeError if the pool is shut down
+        (as :meth:`concurrent.futures.Executor.submit`).
 
-        basic/lifecycle: initialize "MUST be the first interaction": the requests read while its
-        handler runs wait until it has answered (notifications are still read and handled, and ping
-        answered on the reader thread)."""
+        basic/lifecycle: initialize "MUST be the first interaction": a request read while its
+        handler runs waits until it has answered (notifications are still read and handled, and
+        ping answered on the reader thread)."""
         with self.lock:
-            if self.held is None:
-                return self._start(job)
-            self.held.append(job)
-            return True
+            job = self.executor.submit(self._work, self.initialize, run, request, *args)
+            self.jobs.add(job)
+            job.add_done_callback(self.jobs.discard)
+            if request.method == "initialize":
+                self.initialize = job
 
-    def _start(self, job: Job) -> bool:
-        """Under ``lock``: give ``job`` to the executor; an ``initialize`` holds the jobs after it."""
+    def _work(self, initialize: Future | None, run: Callable[..., None], *args: Any) -> None:
         try:
-            self.executor.submit(self._work, job)
-        except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
-            return False
-        self.unfinished += 1
-        if job[0].method == "initialize":
-            self.held = deque()
-        return True
-
-    def _work(self, job: Job) -> None:
-        try:
+            if initialize is not None:
+                initialize.result()  # submitted first, it runs or has run: no deadlock
             if not self.stopped:  # a job queued when stop() came never runs
-                self.run(*job)
+                run(*args)
         except BaseException:  # a reply not sent, a handler's SystemExit: the pool goes on
             log.exception("%s: a handler could not finish", self.name)
-        if job[0].method == "initialize":
-            self._release()
-        with self.lock:
-            self.unfinished -= 1
-            if not self.unfinished:  # what drain() waits for
-                self.lock.notify_all()
-
-    def _release(self) -> None:
-        """An ``initialize`` has answered: the jobs it held start, up to the next ``initialize``."""
-        with self.lock:
-            held, self.held = self.held, None
-            while held and self.held is None:
-                self._start(held.popleft())
-            if self.held is not None:
-                self.held = held
-            self.lock.notify_all()
 
     def stop(self) -> None:
-        """close(): the held and queued jobs never run (the session cancels their contexts); the
-        running handlers finish, then the threads exit."""
-        with self.lock:
-            self.held = None
-            self.stopped = True
-            self.executor.shutdown(wait=False)
-            self.lock.notify_all()
+        """close(): the queued jobs never run (the session cancels their contexts); the running
+        handlers finish, then the threads exit."""
+        self.stopped = True
+        self.executor.shutdown(wait=False)
 
     def drain(self, grace: float) -> bool:
-        """At the end of input: the held and queued jobs still run, and every job may end, for
-        ``grace`` seconds; True when all ended in time (every thread then exits)."""
-        with self.lock:
-            ended = self.lock.wait_for(lambda: self.held is None and not self.unfinished, grace)
+        """At the end of input: the queued jobs still run, and every job may end, for ``grace``
+        seconds; True when all ended in time (every thread then exits)."""
+        ended = not wait(list(self.jobs), grace).not_done
         self.executor.shutdown(wait=ended)
         return ended

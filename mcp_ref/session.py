@@ -281,10 +281,10 @@ class Session:
         self._given_up: dict[jsonrpc.RequestId, Callable[[dict], None] | None] = {}
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
-        self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
-        if max_workers < 1 and executor is None:
-            raise ValueError("max_workers must be greater than 0")
-        self.max_workers = max_workers
+        # What runs the handlers: a shared pool (HTTP: every session's), or threads of our own (made
+        # as requests come; a ThreadPoolExecutor refuses max_workers below 1).
+        self._executor = executor or HandlerPool(name, max_workers)
+        self._pool = self._executor if isinstance(self._executor, HandlerPool) else None
         #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
         self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
 
@@ -292,8 +292,6 @@ class Session:
     #: The negotiated revision; set by the role once ``initialize`` completes.
     protocol_version: str | None = None
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
-    # our handler threads (HandlerPool), made for the first request to run
-    _pool: HandlerPool | None = None
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
     # the size of the message the reader handles now: a callback it queues is charged
@@ -749,7 +747,6 @@ class Session:
             return
         params = request.params or {}
         context = RequestContext(self, request.id, request.method, params)
-        pool = None  # our pool, when it runs the handler
         with self._lock:
             duplicate = request.id in self._incoming
             busy = not duplicate and (
@@ -757,12 +754,6 @@ class Session:
             )
             if not duplicate and not busy:
                 self._incoming[request.id] = context
-                ours = not inline and self._executor is None  # on our HandlerPool
-                refused = ours and self.is_closed
-                if ours and not refused:
-                    if self._pool is None:  # the first request to run on our threads
-                        self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)
-                    pool = self._pool
         if duplicate or busy:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
             reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
@@ -778,24 +769,19 @@ class Session:
         if inline:
             self._run_handler(request, context, batch)
             return
-        if self._executor is not None:
-            try:
-                self._executor.submit(self._run_handler, request, context, batch)
-            except RuntimeError:  # the pool is shut down: the connection is closing
-                refused = True
-        elif pool is not None:
-            refused = not pool.submit((request, context, batch))
+        with contextlib.suppress(RuntimeError):  # the pool is shut down: the connection is closing
+            self._executor.submit(self._run_handler, request, context, batch)
+            return
         # JSON-RPC 2.0 §5: "When a rpc call is made, the Server MUST reply with a Response": so
         # its transport's waiter (an HTTP POST) is not left waiting for ever
-        if refused:
-            self._leave(request.id, context)
-            self._reply(
-                ErrorResponse(
-                    request.id,
-                    {"code": SERVER_BUSY, "message": "Server busy: the server is shutting down"},
-                ),
-                batch,
-            )
+        self._leave(request.id, context)
+        self._reply(
+            ErrorResponse(
+                request.id,
+                {"code": SERVER_BUSY, "message": "Server busy: the server is shutting down"},
+            ),
+            batch,
+        )
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:

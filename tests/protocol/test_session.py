@@ -877,12 +877,12 @@ def test_jobs_a_stopped_pool_never_runs_are_not_waited_for():
         running.set()
         assert release.wait(WAIT)
 
-    pool = HandlerPool("test", 1, run)
+    pool = HandlerPool("test", 1)
     for request_id in range(4):  # one runs, three wait for the one thread
-        assert pool.submit((Request(request_id, "tools/call", {}), None, None))
+        pool.submit(run, Request(request_id, "tools/call", {}), None, None)
     assert running.wait(WAIT)
     pool.stop()
     release.set()
     assert pool.drain(WAIT)  # at once once the one running has ended
     assert ran == [0]
-    assert pool.unfinished == 0
+    assert all(job.done() for job in pool.jobs)
