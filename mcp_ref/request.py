@@ -256,7 +256,7 @@ class PendingRequest(Future):
         """``forget(id)`` takes the request out of its session's table (None if the answer won the
         race); ``send_cancel(id, reason, related=...)`` tells the peer it is cancelled."""
         super().__init__()
-        now = time.monotonic() if timeout is not None or max_total_timeout is not None else 0.0
+        now = time.monotonic()
         self._forget = forget
         self._send_cancel = send_cancel
         self.id = request_id
@@ -344,27 +344,29 @@ class PendingRequest(Future):
                 hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
                 if not hard_expired and (self.deadline is None or now < self.deadline):
                     continue  # progress moved the deadline, or the answer came, while we waited
-                if not self._give_up("timeout"):
+                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
+                expired = RequestTimeout(f"{self.method}: no answer within the {limit}")
+                if not self._give_up("timeout", expired):
                     # The answer won the race: it is ours; settled, or held and then settled here.
                     self.deadline = self.hard_deadline = None
                     overdue = True
-                    continue
-                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
-                self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
         except BaseException:
             # Ctrl-C (KeyboardInterrupt), or any exception raised in this thread as it waits (not
             # the request's outcome: it is not done): given up on, as at its timeout.
-            if not self.done() and self._give_up("interrupted"):
-                self.set_exception(RequestCancelled(f"{self.method}: its wait was interrupted"))
+            if not self.done():
+                self._give_up(
+                    "interrupted", RequestCancelled(f"{self.method}: its wait was interrupted")
+                )
             raise
         # Settled here, then (outside the lock: a done callback may wait for another thread); its
         # progress reports still queued come after the caller returns.
         self.settle_held()
         return super().result(0)
 
-    def _give_up(self, reason: str | None) -> bool:
-        """Stop waiting for the answer: take the request out of its session's table and tell the
-        peer it is cancelled; False when the answer came first (it is being settled)."""
+    def _give_up(self, reason: str | None, error: BaseException) -> bool:
+        """Stop waiting for the answer: take the request out of its session's table, tell the
+        peer it is cancelled and fail it with ``error``; False when the answer came first (it is
+        being settled)."""
         if self._forget(self.id) is None:
             return False
         if self.method not in ("initialize", "server/discover"):
@@ -372,6 +374,7 @@ class PendingRequest(Future):
             # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
             # for a handshake-era server, which never began any work for it.
             self._send_cancel(self.id, reason, related=self.related_request_id)
+        self.set_exception(error)
         return True
 
     def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
@@ -383,12 +386,10 @@ class PendingRequest(Future):
         """
         if self.method == "initialize":
             raise ValueError("the initialize request must not be cancelled")
-        if not self._give_up(reason):
-            return False
-        self.set_exception(
-            RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else ""))
+        return self._give_up(
+            reason,
+            RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")),
         )
-        return True
 
 
 def run_logged(callback: Callable, args: tuple) -> None:
