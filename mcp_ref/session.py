@@ -279,6 +279,8 @@ class Session:
         self._held: set[PendingRequest] = set()
         # id -> the request's late_answer (or None), oldest first
         self._given_up: dict[jsonrpc.RequestId, Callable[[dict], None] | None] = {}
+        #: Set when the connection has ended and every handler has finished.
+        self.closed = threading.Event()
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
         # What runs the handlers: a shared pool (HTTP: every session's), or threads of our own (made
@@ -300,8 +302,6 @@ class Session:
     _closing = False  # close() called, or the connection is fully finished
     _close_began = 0.0  # when close() was called (time.monotonic())
     _input_ended = False  # the peer can no longer answer requests
-    _closed_event: threading.Event | None = None  # made when someone waits for the end
-    _ended = False
     #: False on a side that never writes a JSON-RPC response: a 2026-07-28 client (2026-07-28
     #: basic/transports/stdio §Sending Messages: "The client MUST NOT write JSON-RPC responses").
     #: The peer's requests and unreadable lines are then logged and dropped, never answered.
@@ -316,15 +316,6 @@ class Session:
                 target=self._read, name=f"{self.name}-reader", daemon=True
             )
             self._reader.start()
-
-    @property
-    def _busy(self) -> dict:
-        return {
-            "code": SERVER_BUSY,
-            "message": f"Server busy: {self.max_incoming} requests are already in progress "
-            "on this connection; retry when some have finished",
-            "data": {"maxIncoming": self.max_incoming},
-        }
 
     def close(self) -> None:
         """Close the connection; every pending request fails with ConnectionClosed. Idempotent."""
@@ -345,17 +336,20 @@ class Session:
         for request_id in pending_ids:
             self._send_cancel(request_id, "the connection is closing", while_closing=True)
         self._fail_pending("connection closed")
-        try:
-            self.transport.close()
-        except Exception:  # closing must not raise
-            log.debug("error while closing transport", exc_info=True)
+        self._close_transport()
         self._end_all_deferred()
         for context in list(self._incoming.values()):
             context.cancelled.set()
         self._end_callbacks(wait=False)
         # else the end of input sets it
         if self._reader is None or self._reader is threading.current_thread():
-            self._set_closed()
+            self.closed.set()
+
+    def _close_transport(self) -> None:
+        try:
+            self.transport.close()
+        except Exception:  # closing must not raise
+            log.debug("error while closing transport", exc_info=True)
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection has ended; False on timeout.  On one of the session's own
@@ -370,23 +364,6 @@ class Session:
         ):
             return self.closed.is_set()
         return self.closed.wait(timeout)
-
-    @property
-    def closed(self) -> threading.Event:
-        """Set when the connection has ended and every handler has finished."""
-        with EVENTS_LOCK:
-            if self._closed_event is None:
-                self._closed_event = threading.Event()
-                if self._ended:
-                    self._closed_event.set()
-            return self._closed_event
-
-    def _set_closed(self) -> None:
-        with EVENTS_LOCK:
-            self._ended = True
-            event = self._closed_event
-        if event is not None:
-            event.set()
 
     @property
     def is_closed(self) -> bool:
@@ -664,13 +641,10 @@ class Session:
 
             cancel_at_end_of_input(self._pool, list(self._incoming.values()))
         self._end_callbacks(wait=True)
-        try:
-            self.transport.close()
-        except Exception:
-            log.debug("error while closing transport", exc_info=True)
+        self._close_transport()
         with self._lock:
             self._closing = True
-        self._set_closed()
+        self.closed.set()
 
     def receive(self, data: bytes) -> None:
         """Handle one transport message (a message or a batch), on the reader thread."""
@@ -739,25 +713,30 @@ class Session:
             log.warning("%s: dropped a %s request: it is never answered", self.name, request.method)
             return
         # a handshake-era ping, answered here on the reader thread, never queued behind busy handlers
-        if answered_at_once(request.method, request.params):
-            with self._lock:
-                duplicate = request.id in self._incoming
-            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, {})
-            self._reply(reply, batch)
-            return
-        params = request.params or {}
-        context = RequestContext(self, request.id, request.method, params)
+        at_once = answered_at_once(request.method, request.params)
+        context = RequestContext(self, request.id, request.method, request.params or {})
         with self._lock:
             duplicate = request.id in self._incoming
-            busy = not duplicate and (
+            busy = not (duplicate or at_once) and (
                 len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming
             )
-            if not duplicate and not busy:
+            if not (duplicate or busy or at_once):
                 self._incoming[request.id] = context
-        if duplicate or busy:
+        if duplicate or busy or at_once:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
-            reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
-            if busy:
+            reply: Response | ErrorResponse = ErrorResponse(request.id, _ID_IN_USE)
+            if at_once and not duplicate:
+                reply = Response(request.id, {})
+            elif busy:
+                reply = ErrorResponse(
+                    request.id,
+                    {
+                        "code": SERVER_BUSY,
+                        "message": f"Server busy: {self.max_incoming} requests are already in progress "
+                        "on this connection; retry when some have finished",
+                        "data": {"maxIncoming": self.max_incoming},
+                    },
+                )
                 log.warning(
                     "%s: %d requests in progress; refused %s",
                     self.name,
