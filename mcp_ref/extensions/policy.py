@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import LimitExceeded
 from ..extension import Extension
 from ..server.principal import Principal
-from ..server.seams import LISTING_ACTIONS, LISTING_NAMES, Call
+from ..server.seams import LISTING_ACTIONS, LISTING_NAMES, Call, item_of
 from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
@@ -459,11 +459,6 @@ class Policy(Extension):
 
 #: At most one warning per caller per minute about its refusals (Policy._warn).
 _WARNINGS = RateLimit(1, 60.0)
-
-
-def item_of(server: Any, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
-    """``(action, name, entry, found)`` of the item a request addresses (``Server.item_of``)."""
-    return server.item_of(method, params)
 
 
 def entry_key(entry) -> str:

@@ -335,7 +335,7 @@ class Gate(Protocol):
 
 
 def item_of(server: Registry, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
-    """``Server.item_of``: ``(action, name, entry, found)`` of the item a request addresses, or None
+    """``(action, name, entry, found)`` of the item a request addresses, or None
     when it names none (``entry`` None: nothing by that name; ``found``: ``Server.find_resource``'s
     answer for a resource, else None)."""
     if not isinstance(params, dict):
@@ -363,7 +363,7 @@ def item_of(server: Registry, method: str, params: Any) -> tuple[str, str, Any, 
 def visible_item(
     server: Registry, principal: Principal, item: tuple, request: dict | None = None
 ) -> Any:
-    """``Server.visible_item``: the entry of an :func:`item_of` answer if ``principal`` may use it
+    """The entry of an :func:`item_of` answer if ``principal`` may use it
     (the server's gate), else None (asked whether or not the item exists)."""
     action, name, entry, found = item
     if action == "resources/read":

@@ -427,21 +427,6 @@ class Server:
         ``params``: the request being served (its verdicts are asked once)."""
         return self.gate.visible(principal, "tools/call", name, self.get_tool(name), params)
 
-    def item_of(self, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
-        """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
-        (``entry`` None: nothing by that name; ``found``: :meth:`find_resource`'s answer for a
-        resource, else None).  See :func:`mcp_ref.server.seams.item_of`."""
-        from .seams import item_of
-
-        return item_of(self, method, params)
-
-    def visible_item(self, principal: Principal, item: tuple, request: dict | None = None) -> Any:
-        """The entry of an :meth:`item_of` answer if ``principal`` may use it (the :attr:`gate`), else
-        None (asked whether or not the item exists)."""
-        from .seams import visible_item
-
-        return visible_item(self, principal, item, request)
-
     def _offers_choices(self) -> bool:
         """True when a prompt or template has a parameter of fixed choices (a ``Literal``): they
         are its completions even with no ``@server.completion`` (:mod:`mcp_ref.server.completion`)."""
