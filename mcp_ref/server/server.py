@@ -144,7 +144,10 @@ class Server:
         self.tool_call_hooks: list[ToolCallInterceptor] = []
         self._methods: dict[str | None, dict[str, Handler]] = {}  # version -> its methods
         self._context_attributes: dict[str, Callable[[Any], Any]] = {}
-        self.lifespan = lifespan  # made a mcp_ref.server.lifespan.Lifespan if given
+        if lifespan is not None:  # a server without one never loads mcp_ref.server.lifespan
+            from .lifespan import Lifespan
+
+            self.lifespan_state = Lifespan(self, lifespan)
         if shorthand or os.environ.get("MCP_REF_STATE"):  # shorthand.STATE_ENV
             # the state first: an extension's setup may ask for it
             self._shorthand_of().take(**shorthand)
@@ -667,19 +670,6 @@ class Server:
         return attribute
 
     # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
-
-    @property
-    def lifespan(self) -> Callable[[Any], Any] | None:
-        """``Server(lifespan=fn)``: ``fn(server)`` gives a (sync or async) context manager; None: none."""
-        return None if self.lifespan_state is None else self.lifespan_state.fn
-
-    @lifespan.setter
-    def lifespan(self, fn: Callable[[Any], Any] | None) -> None:
-        self.lifespan_state = None
-        if fn is not None:  # a server without one never loads mcp_ref.server.lifespan
-            from .lifespan import Lifespan
-
-            self.lifespan_state = Lifespan(self, fn)
 
     @property
     def lifespan_context(self) -> Any:
