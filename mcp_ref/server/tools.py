@@ -64,14 +64,16 @@ class RegisteredTool:
     plan: ArgumentPlan
     listing: dict[str, Any]
     output_schema: dict[str, Any] | None
+    #: The validators of ``inputSchema`` and of ``outputSchema`` (None without one), built at
+    #: registration: a schema in an unsupported dialect, or an invalid one, fails there.
+    input_validator: Any
+    output_validator: Any
     #: True when structured results are ``{"result": value}`` (a return type that is not an object)
     wrapped: bool = False
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple[str, ...] = ()
     #: What extensions read of it, by option name (``@server.tool(...)``'s options for them)
     options: dict[str, Any] = field(default_factory=dict)
-    _input_validator: Any = None
-    _output_validator: Any = None
 
     @cached_property
     def header_declarations(self) -> list[tuple[tuple[str, ...], str]]:
@@ -86,26 +88,13 @@ class RegisteredTool:
         """The argument names ``inputSchema`` declares (computed once)."""
         return frozenset(self.listing["inputSchema"].get("properties", {}))
 
-    def input_validator(self) -> Any:
-        """The validator of ``inputSchema`` (built on first use)."""
-        if self._input_validator is None:
-            self._input_validator = validator_for(self.listing["inputSchema"])
-        return self._input_validator
-
-    def output_validator(self) -> Any:
-        """The validator of ``outputSchema`` (built on first use)."""
-        if self._output_validator is None:
-            # called only when it has one
-            self._output_validator = validator_for(self.output_schema or {})
-        return self._output_validator
-
 
 def build_tool(
     func: Callable,
     given: dict[str, Any],
-    scopes: Iterable[str] = (),
-    headers: dict[str, str] | None = None,
-    options: dict[str, Any] | None = None,
+    scopes: Iterable[str],
+    headers: dict[str, str] | None,
+    options: dict[str, Any],
 ) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
     ``given``: its ``Tool`` fields as registered (``name``, ``title``, ``description``,
@@ -137,13 +126,21 @@ def build_tool(
         from ..http.headers import with_header_params
 
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
-    tool = RegisteredTool(
-        name, func, plan, listing, output_schema, wrapped, tuple(scopes), dict(options or {})
+    # a schema in an unsupported dialect, or an invalid one, fails here
+    input_validator = validator_for(listing["inputSchema"])
+    output_validator = None if output_schema is None else validator_for(output_schema)
+    return RegisteredTool(
+        name,
+        func,
+        plan,
+        listing,
+        output_schema,
+        input_validator,
+        output_validator,
+        wrapped,
+        tuple(scopes),
+        options,
     )
-    tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
-    if output_schema is not None:
-        tool.output_validator()
-    return tool
 
 
 def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
@@ -203,7 +200,7 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
     # a plain schema's compiled test first (Validator.is_valid): no call into jsonschema
-    problem = first_error(tool.input_validator(), arguments)
+    problem = first_error(tool.input_validator, arguments)
     if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
@@ -305,7 +302,7 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
             result["structuredContent"] = {"result": structured} if tool.wrapped else structured
     structured = result.get("structuredContent")
     if tool.output_schema is not None and not result.get("isError"):
-        problem = None if structured is None else first_error(tool.output_validator(), structured)
+        problem = None if structured is None else first_error(tool.output_validator, structured)
         if structured is None or problem:
             # 2025-11-25 server/tools §Output Schema: "Servers MUST provide structured results that conform to this schema."
             log.error(
