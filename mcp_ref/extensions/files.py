@@ -716,4 +716,4 @@ class FileRootExtension(Extension):
 
     def setup(self, host: Any) -> None:
         """Register the template and the files' listing on ``host`` (a ``Server``)."""
-        host.add_listed_resources(self.entry, self.list_files)
+        host.add_resource_entry(self.entry, self.list_files)

@@ -50,7 +50,7 @@ CACHE_SCOPES = ("public", "private")
 
 class ResourceTable:
     """A server's resources (by URI) and templates, and the functions listing the resources a file
-    root serves (``Server.add_listed_resources``).  The server holds one from its first resource,
+    root serves (``Server.add_resource_entry``).  The server holds one from its first resource,
     and its registry lock around every change."""
 
     def __init__(self) -> None:

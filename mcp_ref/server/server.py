@@ -370,11 +370,14 @@ class Server:
         }
         options = self._item_options(options)
         entry = build_resource(func, uri, given, scopes, (ttl_ms, cache_scope), options)
-        self._add_resource_entry(entry)
+        self.add_resource_entry(entry)
 
-    def _add_resource_entry(
+    def add_resource_entry(
         self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]] | None = None
     ) -> None:
+        """Register a resource or template made by :func:`~mcp_ref.server.resources.build_resource`,
+        and the function listing the resources a template serves, if any (their ``Resource`` dicts,
+        in ``resources/list`` after the registered resources: a file root)."""
         with self._registry_lock:
             table = self.resource_table
             if table is None:
@@ -391,13 +394,6 @@ class Server:
             if self.resource_table is not None:
                 self.resource_table.remove(uri)
         self._announce("resources", listeners)
-
-    def add_listed_resources(
-        self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]]
-    ) -> None:
-        """Register a resource template and the function listing the resources it serves (their
-        ``Resource`` dicts, in ``resources/list`` after the registered resources): a file root."""
-        self._add_resource_entry(entry, list_items)
 
     def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
         """The resource answering ``uri`` and the template variables it matched, or None.
