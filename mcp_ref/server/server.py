@@ -746,17 +746,15 @@ class Server:
                     self._changes = Changes(self, lambda: self._subscriptions)
         return self._changes
 
-    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
+    def _listeners(self, kind: str, name: str) -> tuple | None:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal):
-        :meth:`Changes.listeners <mcp_ref.state.changes.Changes.listeners>`.  Nobody during this
-        process's start (a worker's tools, at import): no relay is made."""
-        if not self._served:
-            return [], None, None
-        return self._changes_of().listeners(kind, name)
+        :meth:`Changes.listeners <mcp_ref.state.changes.Changes.listeners>`.  None during this
+        process's start (a worker's tools, at import): nobody is told, and no relay is made."""
+        return self._changes_of().listeners(kind, name) if self._served else None
 
-    def _announce(self, kind: str, listeners: tuple) -> None:
+    def _announce(self, kind: str, listeners: tuple | None) -> None:
         """``notifications/{kind}/list_changed`` to ``listeners`` (:meth:`_listeners`), or on the relay."""
-        if listeners[2] is not None:  # see _listeners
+        if listeners is not None:
             self._changes_of().announce(kind, listeners)
 
     def notify_resource_updated(self, uri: str) -> None:
