@@ -74,12 +74,18 @@ class ResourceTable:
             self.lists[uri] = list_items
         else:
             self.lists.pop(uri, None)
+        # a warning names the line registering it (above this: Server.add_resource_entry, add_resource)
         if entry.template is not None:
             kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]
             replaced = len(kept) < len(self.templates)
-            self.templates = [*kept, replacing(replaced, "resource template", uri, entry)]
+            self.templates = [
+                *kept,
+                replacing(replaced, "resource template", uri, entry, stacklevel=5),
+            ]
         else:
-            self.resources[uri] = replacing(uri in self.resources, "resource", uri, entry)
+            self.resources[uri] = replacing(
+                uri in self.resources, "resource", uri, entry, stacklevel=5
+            )
         return uri
 
     def remove(self, uri: str) -> None:

@@ -20,6 +20,7 @@ keyword arguments and members that build the project's own extensions, each hand
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
@@ -235,18 +236,13 @@ class Server:
         ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
-            self.add_tool(name)
-            return name
-
-        def register(func: _F) -> _F:  # the keywords are add_tool's (typed in the overload above)
-            self.add_tool(func, name=name, **keywords)
-            return func
-
-        return register
+            return self.add_tool(name)
+        # the keywords are add_tool's (typed in the overload above)
+        return functools.partial(self.add_tool, name=name, **keywords)
 
     def add_tool(
         self,
-        fn: Callable,
+        fn: _F,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -259,8 +255,8 @@ class Server:
         scopes: Iterable[str] = (),
         headers: dict[str, str] | None = None,
         **options: Any,
-    ) -> None:
-        """Register ``fn`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
+    ) -> _F:
+        """Register ``fn`` as a tool (see :meth:`tool`); announces ``tools/list_changed``.  Returns ``fn``."""
         given = {
             "name": name,
             "title": title,
@@ -275,6 +271,7 @@ class Server:
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
+        return fn
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; announces ``tools/list_changed``."""
@@ -318,30 +315,25 @@ class Server:
         ``options``: what extensions read of it: ``rate_limit``, at most this many reads per principal
         (of a template: of all its URIs together).
         """
-
-        def register(func: _F) -> _F:
-            self.add_resource(
-                func,
-                uri,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
-                size=size,
-                annotations=annotations,
-                icons=icons,
-                scopes=scopes,
-                ttl_ms=ttl_ms,
-                cache_scope=cache_scope,
-                **options,
-            )
-            return func
-
-        return register
+        return functools.partial(
+            self.add_resource,
+            uri=uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=size,
+            annotations=annotations,
+            icons=icons,
+            scopes=scopes,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
+            **options,
+        )
 
     def add_resource(
         self,
-        func: Callable,
+        func: _F,
         uri: str,
         *,
         name: str | None = None,
@@ -355,8 +347,8 @@ class Server:
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         **options: Any,
-    ) -> None:
-        """Register a resource or resource template (see :meth:`resource`)."""
+    ) -> _F:
+        """Register a resource or resource template (see :meth:`resource`); returns ``func``."""
         from .resources import build_resource
 
         given = {
@@ -371,6 +363,7 @@ class Server:
         options = self._item_options(options)
         entry = build_resource(func, uri, given, scopes, (ttl_ms, cache_scope), options)
         self.add_resource_entry(entry)
+        return func
 
     def add_resource_entry(
         self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]] | None = None
@@ -460,18 +453,13 @@ class Server:
         as for :meth:`tool`; a name registered twice warns (UserWarning) and the later one replaces it.
         """
         if callable(name):  # @server.prompt, without parentheses
-            self.add_prompt(name)
-            return name
-
-        def register(func: _F) -> _F:  # the keywords are add_prompt's (typed in the overload above)
-            self.add_prompt(func, name=name, **keywords)
-            return func
-
-        return register
+            return self.add_prompt(name)
+        # the keywords are add_prompt's (typed in the overload above)
+        return functools.partial(self.add_prompt, name=name, **keywords)
 
     def add_prompt(
         self,
-        func: Callable,
+        func: _F,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -479,8 +467,8 @@ class Server:
         icons: list | None = None,
         scopes: Iterable[str] = (),
         **options: Any,
-    ) -> None:
-        """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
+    ) -> _F:
+        """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``.  Returns ``func``."""
         from .prompts import build_prompt
 
         given = {"name": name, "title": title, "description": description, "icons": icons}
@@ -490,6 +478,7 @@ class Server:
                 prompt.name in self._prompts, "prompt", prompt.name, prompt
             )
         self._announce("prompts", self._listeners("prompts", prompt.name))
+        return func
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; announces ``prompts/list_changed``."""

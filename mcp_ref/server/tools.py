@@ -143,14 +143,15 @@ def build_tool(
     )
 
 
-def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
+def replacing(present: bool, kind: str, name: str, entry: Any, stacklevel: int = 3) -> Any:
     """``entry``, after a UserWarning when ``present``: a name registered twice (as the official SDK warns);
-    the later registration replaces the earlier one."""
+    the later registration replaces the earlier one.  ``stacklevel``: the caller's registering line's,
+    counted from here (``Server.add_tool`` calls this, its caller registers)."""
     if present:
         warnings.warn(
             f"{kind} {name!r} is registered already: this registration replaces it",
             UserWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
     return entry
 
@@ -166,7 +167,7 @@ def check_tool_name(name: str) -> None:
         warnings.warn(
             f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
             f"A-Z, a-z, 0-9, '_', '-' and '.'",
-            stacklevel=5,
+            stacklevel=4,  # the line registering the tool (here, build_tool, Server.add_tool)
         )
 
 
