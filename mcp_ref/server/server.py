@@ -127,12 +127,11 @@ class Server:
         self._page_size, self._secret = page_size, secret
         if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
             self._paginator = self.paginator
-        if (ttl_ms, cache_scope) == (0, "private"):
-            self.cache_hints: tuple = (ttl_ms, cache_scope)
-        else:
+        self.cache_hints: tuple = (ttl_ms, cache_scope)
+        if self.cache_hints != (0, "private"):  # checked (loaded) only when set
             from .resources import check_hints
 
-            self.cache_hints = check_hints(ttl_ms, cache_scope)
+            check_hints(ttl_ms, cache_scope)
         self._tools: dict[str, RegisteredTool] = {}
         self._prompts: dict[str, RegisteredPrompt] = {}
         # (function, its Context parameter)
