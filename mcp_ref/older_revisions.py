@@ -20,7 +20,7 @@ from .lifecycle import (
     at_least,
 )
 
-__all__ = ["strip_newer_fields", "content_for_revision"]
+__all__ = ["strip_newer_fields", "content_for_revision", "tool_result_for_revision"]
 
 # Fields of listed objects that first appeared in a revision; a server
 # strips them when it speaks an older one, so each message matches the
@@ -71,3 +71,15 @@ def content_for_revision(block: dict[str, Any], version: str | None) -> dict[str
         name = block.get("name") or block.get("uri")
         return {"type": "text", "text": f"Resource {name}: {block.get('uri')}"}
     return block
+
+
+def tool_result_for_revision(result: dict[str, Any], version: str | None) -> dict[str, Any]:
+    """``result`` (a ``CallToolResult``) as the negotiated revision can carry it: without
+    ``structuredContent`` before 2025-06-18, and its content blocks as :func:`content_for_revision`
+    makes them."""
+    if not at_least(version, STRUCTURED_OUTPUT):
+        result.pop("structuredContent", None)
+    result["content"] = [
+        content_for_revision(block, version) for block in result.get("content", [])
+    ]
+    return result

@@ -312,14 +312,11 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
                 problem,
             )
             return error_result(f"Tool {tool.name} produced invalid output")
-    if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
-        del result["structuredContent"]
-    if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
-        from ..older_revisions import content_for_revision  # loaded only for an older peer
+    # structured content and resource links came in the same revision (2025-06-18)
+    if not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
+        from ..older_revisions import tool_result_for_revision  # loaded only for an older peer
 
-        result["content"] = [
-            content_for_revision(block, version) for block in result.get("content", [])
-        ]
+        return tool_result_for_revision(result, version)
     return result
 
 
