@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from .context import Context
     from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
     from .logging import LOG_LEVELS
+    from .prompts import PromptError
+    from .resources import ResourceError
     from .server import Server
-    from .tools import PromptError, ResourceError, ToolError
+    from .tools import ToolError
 
 #: What this package exports, and the module of each (imported on first use: a server loads only
 #: the features it uses).
@@ -51,8 +53,8 @@ _EXPORTS = {
     "ServerConnection": "connection",
     "Context": "context",
     "ToolError": "tools",
-    "ResourceError": "tools",
-    "PromptError": "tools",
+    "ResourceError": "resources",
+    "PromptError": "prompts",
     "LOG_LEVELS": "logging",
     "Elicit": "input_required",
     "ElicitUrl": "input_required",

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from .seams import Caller
 
 
+class PromptError(ToolError):
+    """Raise in a prompt: ``prompts/get`` fails with -32603 and this message."""
+
+
 @dataclass
 class RegisteredPrompt:
     """A prompt as the server keeps it: the function, its ``Prompt`` listing, its required arguments."""

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from .seams import Caller
 
 
+class ResourceError(ToolError):
+    """Raise in a resource: ``resources/read`` fails with -32603 and this message."""
+
+
 @dataclass
 class RegisteredResource:
     """A resource (or, with ``template``, a resource template) as the server keeps it."""

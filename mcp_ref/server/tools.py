@@ -47,14 +47,6 @@ class ToolError(Exception):
     """
 
 
-class ResourceError(ToolError):
-    """Raise in a resource: ``resources/read`` fails with -32603 and this message (see :mod:`.resources`)."""
-
-
-class PromptError(ToolError):
-    """Raise in a prompt: ``prompts/get`` fails with -32603 and this message (see :mod:`.prompts`)."""
-
-
 @dataclass
 class RegisteredTool:
     """A tool as the server keeps it: the function, how to call it, and its ``Tool`` listing."""
