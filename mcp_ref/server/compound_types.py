@@ -2,23 +2,30 @@
 in tool, prompt and resource signatures.
 
 :mod:`mcp_ref.server.signatures` describes the JSON scalars itself (``int``, ``str``, ``float``,
-``bool``, ``None``); this module, loaded the first time a signature holds one of the kinds above,
-gives their JSON Schema and the converter that turns a valid JSON value into the Python value
-(an Enum member, a dataclass instance, a tuple, a set).  It imports nothing of the package: the analysis of the
-member types is passed in (``analyse``, signatures' own), as for :mod:`mcp_ref.server.rich_types`.
+``bool``, ``None``); this module, loaded the first time a signature holds anything else
+(:func:`compound`), gives their JSON Schema and the converter that turns a valid JSON value into
+the Python value (an Enum member, a dataclass instance, a tuple, a set), and sends ``Annotated``
+markers and the rich types (dates, UUIDs, pydantic models ...) on to
+:mod:`mcp_ref.server.constraints` and :mod:`mcp_ref.server.rich_types`.  It imports nothing of
+the package at its top: the analysis of the member types is passed in (``analyse``, signatures'
+own).
 """
 
 from __future__ import annotations
 
+import collections.abc as cabc
 import dataclasses
 import enum
 import json
 import math
+import types
 import typing
 from collections.abc import Callable, Collection, Mapping, Set
-from typing import Any, cast, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 __all__ = [
+    "OUTPUT",
+    "compound",
     "container",
     "enum_schema",
     "fixed_tuple",
@@ -34,6 +41,21 @@ _NONE = type(None)
 _TD_WRAPPERS = tuple(
     w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
 )
+_UNION_ORIGINS = (Union, types.UnionType)
+_TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
+_ARRAY_ORIGINS = (
+    list,
+    cabc.Sequence,
+    cabc.MutableSequence,
+    set,
+    frozenset,
+    cabc.Set,
+    cabc.MutableSet,
+)
+_MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
+#: In ``seen``: the schema describes what the server sends (a tool's output), not what it takes
+#: (:func:`mcp_ref.server.signatures.output_schema_for` puts it there)
+OUTPUT = "output"
 
 _JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "null": lambda v: v is None,
@@ -51,6 +73,62 @@ _LENIENT_TYPE_CHECKS = {
     **_JSON_TYPE_CHECKS,
     "integer": lambda v: _JSON_TYPE_CHECKS["integer"](v) or (type(v) is float and v.is_integer()),
 }
+
+
+def compound(
+    tp: Any,
+    seen: tuple,
+    analyse: _Analyse,
+    hints: Callable[[Any], dict],
+    add_default: Callable[[dict, Any], None],
+) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of annotation ``tp``, any kind but ``Any`` and the JSON scalars
+    (which ``analyse``, signatures' own, describes, and to which it sends the rest).
+
+    ``seen`` holds the structured types being expanded (recursion guard) and maybe
+    :data:`OUTPUT`; ``hints`` resolves a class's type hints, ``add_default`` puts a field's
+    default on its schema (both signatures' too).  TypeError for a type with no JSON form.
+    """
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is typing.Annotated:
+        # Annotated[T, "description"], or pydantic's Field(description=..., ge=...): the schema
+        # says what JSON Schema can (rich_types.constrained), the converter enforces all of it
+        # (constraints.enforced: TypeError here for what it cannot enforce)
+        schema, conv = analyse(args[0], seen)
+        text = next((m for m in args[1:] if isinstance(m, str)), None)
+        if text is not None:
+            schema = {**schema, "description": " ".join(text.split())}
+        if not all(isinstance(m, str) for m in args[1:]):
+            from .constraints import enforced
+            from .rich_types import constrained
+
+            schema = constrained(schema, args[1:])
+            conv = enforced(tp, args[1:], conv)
+        return schema, conv
+    if origin is not None and origin in _TD_WRAPPERS:
+        return analyse(args[0], seen)
+    if origin in _UNION_ORIGINS:
+        return union(args, seen, analyse)
+    if origin is Literal:
+        return literal(args)
+    if isinstance(tp, type) and origin is None:
+        if issubclass(tp, enum.Enum):
+            return enum_schema([m.value for m in tp]), tp
+        if dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
+            if tp in seen:
+                raise TypeError(f"recursive type {tp.__qualname__} is not supported")
+            return object_schema(tp, seen + (tp,), analyse, hints(tp), add_default)
+        origin = tp  # a bare container class such as ``list`` or ``dict``
+    if origin in _ARRAY_ORIGINS or origin is tuple or origin in _MAP_ORIGINS:
+        return container(origin, args, seen, analyse)
+    if isinstance(tp, typing.NewType):
+        return analyse(tp.__supertype__, seen)
+    if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
+        return analyse(tp.__value__, seen)
+    # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    from .rich_types import analyse as rich
+
+    return rich(tp, OUTPUT in seen)
 
 
 def _accepts(schema: dict, value: Any, other_keys: bool = False) -> bool:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections.abc as cabc
 import dataclasses
-import enum
 import functools
 import inspect
 import math
@@ -34,7 +33,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 __all__ = [
     "ArgumentPlan",
@@ -61,24 +60,12 @@ _SIMPLE = {
     _NONE: "null",
     None: "null",
 }
-_ARRAY_ORIGINS = (
-    list,
-    cabc.Sequence,
-    cabc.MutableSequence,
-    set,
-    frozenset,
-    cabc.Set,
-    cabc.MutableSet,
-)
 _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
-_TD_WRAPPERS = tuple(
-    w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
-)
 _UNION_ORIGINS = (Union, types.UnionType)
-_TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 _SCALARS = frozenset({str, int, float, bool, _NONE})
 _FLOAT_MAX = sys.float_info.max
 #: In ``seen``: the schema describes what the server sends (a tool's output), not what it takes
+#: (the word :data:`mcp_ref.server.compound_types.OUTPUT` looks for)
 _OUTPUT = "output"
 
 _Converter = Callable[[Any], Any]
@@ -164,6 +151,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
 
     ``converter`` is None when validated JSON already has the right Python
     shape. ``seen`` holds the structured types being expanded (recursion guard).
+    ``Any`` and the JSON scalars are described here; every other kind (Annotated, unions,
+    Literals, Enums, dataclasses, TypedDicts, containers, rich types) by
+    :func:`mcp_ref.server.compound_types.compound`, which comes back here for the types inside.
     """
     if tp is Any or tp is _EMPTY:
         return {}, None
@@ -174,59 +164,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     if simple:
         return {"type": simple}, _finite if tp is float else _whole if tp is int else None
 
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is typing.Annotated:
-        # Annotated[T, "description"], or pydantic's Field(description=..., ge=...): the schema
-        # says what JSON Schema can (rich_types.constrained), the converter enforces all of it
-        # (constraints.enforced: TypeError here for what it cannot enforce)
-        schema, conv = _analyse(args[0], seen)
-        text = next((m for m in args[1:] if isinstance(m, str)), None)
-        if text is not None:
-            schema = {**schema, "description": " ".join(text.split())}
-        if not all(isinstance(m, str) for m in args[1:]):
-            from .constraints import enforced
-            from .rich_types import constrained
+    from .compound_types import compound  # loaded by the first annotation that is not a scalar
 
-            schema = constrained(schema, args[1:])
-            conv = enforced(tp, args[1:], conv)
-        return schema, conv
-    if origin is not None and origin in _TD_WRAPPERS:
-        return _analyse(args[0], seen)
-    # compound_types: unions, Literals, Enums, dataclasses, containers (loaded for one)
-    if origin in _UNION_ORIGINS:
-        from .compound_types import union
-
-        return union(args, seen, _analyse)
-    if origin is Literal:
-        from .compound_types import literal
-
-        return literal(args)
-    if isinstance(tp, type) and origin is None:
-        if issubclass(tp, enum.Enum):
-            from .compound_types import enum_schema
-
-            return enum_schema([m.value for m in tp]), tp
-        if dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
-            if tp in seen:
-                raise TypeError(f"recursive type {tp.__qualname__} is not supported")
-            from .compound_types import object_schema
-
-            return object_schema(tp, seen + (tp,), _analyse, _hints(tp), _add_default)
-        origin = tp  # a bare container class such as ``list`` or ``dict``
-
-    if origin in _ARRAY_ORIGINS or origin is tuple or origin in _MAP_ORIGINS:
-        from .compound_types import container  # lists, tuples, sets, dicts
-
-        return container(origin, args, seen, _analyse)
-
-    if isinstance(tp, typing.NewType):
-        return _analyse(tp.__supertype__, seen)
-    if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
-        return _analyse(tp.__value__, seen)
-    # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
-    from .rich_types import analyse
-
-    return analyse(tp, _OUTPUT in seen)
+    return compound(tp, seen, _analyse, _hints, _add_default)
 
 
 def type_schema(tp: Any) -> dict:

@@ -57,7 +57,7 @@ except ImportError:  # Python 3.10, which the package supports (setup.cfg python
     NotRequired = None
 
 #: The tests of ``Movie``, a TypedDict with a NotRequired key.  mcp_ref recognises the wrappers of
-#: ``typing`` (signatures._TD_WRAPPERS), not the backport in typing_extensions, so Python 3.10 skips them.
+#: ``typing`` (compound_types._TD_WRAPPERS), not the backport in typing_extensions, so Python 3.10 skips them.
 needs_not_required = pytest.mark.skipif(
     NotRequired is None, reason="typing.NotRequired is new in Python 3.11"
 )
