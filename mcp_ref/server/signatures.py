@@ -257,23 +257,13 @@ def _function_hints(func: Callable) -> dict[str, Any]:
     return _hints(target)
 
 
-def _strip(tp: Any) -> Any:
-    """Remove Annotated and Optional wrappers around a single type."""
-    while True:
-        origin = get_origin(tp)
-        if origin is typing.Annotated:
-            tp = get_args(tp)[0]
-        elif origin in _UNION_ORIGINS:
-            rest = [a for a in get_args(tp) if a is not _NONE]
-            if len(rest) != 1:
-                return tp
-            tp = rest[0]
-        else:
-            return tp
-
-
 def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
-    tp = _strip(tp)
+    """True when ``tp`` is (a subclass of) one of ``skip_types``, maybe under Annotated or in an
+    Optional."""
+    tp = _strip_annotated(tp)
+    if get_origin(tp) in _UNION_ORIGINS:
+        rest = [a for a in get_args(tp) if a is not _NONE]
+        return len(rest) == 1 and _is_context(rest[0], skip_types)
     base = get_origin(tp) or tp
     return isinstance(base, type) and issubclass(base, skip_types)
 
@@ -426,9 +416,8 @@ def _holds_content(tp: Any) -> bool:
 
 
 def _strip_annotated(tp: Any) -> Any:
-    while get_origin(tp) is typing.Annotated:
-        tp = get_args(tp)[0]
-    return tp
+    """``T`` of ``Annotated[T, ...]`` (nested Annotated are flattened into one), else ``tp``."""
+    return get_args(tp)[0] if get_origin(tp) is typing.Annotated else tp
 
 
 # ---------------------------------------------------------------------------
