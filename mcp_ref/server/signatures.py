@@ -139,13 +139,6 @@ def _hints(obj: Any) -> dict[str, Any]:
         raise TypeError(f"cannot resolve type hints of {name}: {exc}") from exc
 
 
-def _object(props: dict, required: list) -> dict:
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    return schema
-
-
 def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     """Return ``(schema, converter)`` for annotation ``tp``.
 
@@ -323,11 +316,11 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     for p in sig.parameters.values():
         if p.name in bound:
             continue
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
-        if p.kind is p.POSITIONAL_ONLY:
-            raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
-        hint, default = hints.get(p.name, Any), p.default
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            # "variadic positional", "variadic keyword", "positional-only"
+            raise TypeError(f"{name}: {p.kind.description} parameter {p.name!r} is not supported")
+        hint = hints.get(p.name, Any)
+        default = p.default
         # pydantic's ``x: int = Field(3, description=...)``
         if type(default).__name__ == "FieldInfo":
             from .rich_types import field_default
@@ -355,10 +348,13 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         props[p.name] = schema
         if conv is not None:
             converters.append((p.name, conv))
+    arguments: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        arguments["required"] = required
     return ArgumentPlan(
         name=name,
         description=summary,
-        schema=_object(props, required),
+        schema=arguments,
         context_param=context_param,
         converters=tuple(converters),
         defaults=tuple(defaults),
