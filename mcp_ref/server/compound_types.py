@@ -20,7 +20,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping, Set
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from typing import Any, Literal, Union, cast, get_args, get_origin
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "fixed_tuple",
     "literal",
     "object_schema",
+    "output_schema",
     "refuse_unknown_keys",
     "union",
 ]
@@ -129,6 +130,50 @@ def compound(
     from .rich_types import analyse as rich
 
     return rich(tp, OUTPUT in seen)
+
+
+def output_schema(ret: Any, owner: str, analyse: _Analyse) -> tuple[dict | None, bool]:
+    """``(schema, wrapped)`` of a return annotation ``ret`` that is not a JSON scalar, by the rules
+    of :func:`mcp_ref.server.signatures.output_schema_for`: ``(None, False)`` when no structured
+    output is promised, ``(schema, False)`` for an object, the output schema itself, and
+    ``(schema, True)`` for another JSON value, which the output schema wraps as ``result``."""
+    base = _strip_annotated(ret)
+    if base in (str, _NONE, None, list, tuple, Sequence) or _holds_content(base):
+        return None, False  # a bare list or tuple may hold content blocks: no schema is promised
+    try:
+        schema = analyse(ret, (OUTPUT,))[0]
+    except (TypeError, ValueError) as exc:
+        if "unsupported type annotation" not in str(exc):
+            # JSON all the same (a dict with int keys ...), but no schema to promise
+            return None, False
+        raise TypeError(
+            f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
+        ) from None
+    # a dataclass, TypedDict, pydantic model
+    if isinstance(base, type) and schema.get("type") == "object":
+        return schema, False
+    if (get_origin(base) or base) in _MAP_ORIGINS:
+        args = get_args(base)
+        if not args or args[0] is str:
+            return schema, False
+    if not schema or (schema.get("type") == "string" and "format" not in schema):
+        # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        return None, False
+    return schema, True
+
+
+def _holds_content(tp: Any) -> bool:
+    """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult) or bytes."""
+    from ..types import WireModel
+
+    if isinstance(tp, type) and issubclass(tp, (WireModel, bytes, bytearray)):
+        return True
+    return any(_holds_content(_strip_annotated(arg)) for arg in get_args(tp))
+
+
+def _strip_annotated(tp: Any) -> Any:
+    """``T`` of ``Annotated[T, ...]`` (nested Annotated are flattened into one), else ``tp``."""
+    return get_args(tp)[0] if get_origin(tp) is typing.Annotated else tp
 
 
 def _accepts(schema: dict, value: Any, other_keys: bool = False) -> bool:

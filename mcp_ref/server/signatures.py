@@ -24,7 +24,6 @@ jsonschema at all.
 
 from __future__ import annotations
 
-import collections.abc as cabc
 import dataclasses
 import functools
 import inspect
@@ -60,7 +59,6 @@ _SIMPLE = {
     _NONE: "null",
     None: "null",
 }
-_MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
 _UNION_ORIGINS = (Union, types.UnionType)
 _SCALARS = frozenset({str, int, float, bool, _NONE})
 _FLOAT_MAX = sys.float_info.max
@@ -253,11 +251,13 @@ def _function_hints(func: Callable) -> dict[str, Any]:
 def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
     """True when ``tp`` is (a subclass of) one of ``skip_types``, maybe under Annotated or in an
     Optional."""
-    tp = _strip_annotated(tp)
-    if get_origin(tp) in _UNION_ORIGINS:
+    origin = get_origin(tp)
+    if origin is typing.Annotated:
+        return _is_context(get_args(tp)[0], skip_types)
+    if origin in _UNION_ORIGINS:
         rest = [a for a in get_args(tp) if a is not _NONE]
         return len(rest) == 1 and _is_context(rest[0], skip_types)
-    base = get_origin(tp) or tp
+    base = origin or tp
     return isinstance(base, type) and issubclass(base, skip_types)
 
 
@@ -372,48 +372,21 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
     for ``str`` (its text content says it all), ``bytes``, ``None``, ``Any``, no annotation, a
     bare ``list`` or ``tuple`` (it may mix text and images), content blocks (``ImageContent``
     ...) and ``CallToolResult``.  A type with no JSON form is refused: TypeError naming ``owner`` and it.
+    The JSON scalars are decided here; any other annotation by
+    :func:`mcp_ref.server.compound_types.output_schema` (loaded for the first).
     """
     ret = _function_hints(func).get("return")
-    if ret is None or ret is Any:
-        return None, False
-    base = _strip_annotated(ret)
-    if base in (str, bytes, type(None), None, list, tuple, cabc.Sequence) or _holds_content(base):
-        return None, False  # a bare list or tuple may hold content blocks: no schema is promised
-    origin = get_origin(base) or base
-    try:
-        schema = _analyse(ret, (_OUTPUT,))[0]
-    except (TypeError, ValueError) as exc:
-        if "unsupported type annotation" not in str(exc):
-            # JSON all the same (a dict with int keys ...), but no schema to promise
-            return None, False
-        raise TypeError(
-            f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
-        ) from None
-    # a dataclass, TypedDict, pydantic model
-    if isinstance(base, type) and schema.get("type") == "object":
-        return schema, False
-    if origin in _MAP_ORIGINS:
-        args = get_args(base)
-        if not args or args[0] is str:
+    if ret in (None, Any, str, _NONE):
+        return None, False  # a str's text content says it all
+    if ret in (int, float, bool):
+        schema: dict | None = {"type": _SIMPLE[ret]}
+    else:
+        from .compound_types import output_schema  # any other annotation
+
+        schema, wrapped = output_schema(ret, owner, _analyse)
+        if not wrapped:
             return schema, False
-    if not schema or (schema.get("type") == "string" and "format" not in schema):
-        # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
-        return None, False
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
-
-
-def _holds_content(tp: Any) -> bool:
-    """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult) or bytes."""
-    from ..types import WireModel
-
-    if isinstance(tp, type) and issubclass(tp, (WireModel, bytes, bytearray)):
-        return True
-    return any(_holds_content(_strip_annotated(arg)) for arg in get_args(tp))
-
-
-def _strip_annotated(tp: Any) -> Any:
-    """``T`` of ``Annotated[T, ...]`` (nested Annotated are flattened into one), else ``tp``."""
-    return get_args(tp)[0] if get_origin(tp) is typing.Annotated else tp
 
 
 # ---------------------------------------------------------------------------
