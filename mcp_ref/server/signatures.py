@@ -60,7 +60,6 @@ _SIMPLE = {
     None: "null",
 }
 _UNION_ORIGINS = (Union, types.UnionType)
-_SCALARS = frozenset({str, int, float, bool, _NONE})
 _FLOAT_MAX = sys.float_info.max
 #: In ``seen``: the schema describes what the server sends (a tool's output), not what it takes
 #: (the word :data:`mcp_ref.server.compound_types.OUTPUT` looks for)
@@ -82,7 +81,7 @@ def to_jsonable(value: Any) -> Any:
     converted element-wise and anything else is returned unchanged.  A JSON scalar is returned at
     once; anything else loads :mod:`mcp_ref.jsonable`.
     """
-    if type(value) in _SCALARS:
+    if type(value) in _SIMPLE:  # a JSON scalar
         return value
     from ..jsonable import to_jsonable as converted
 
@@ -242,10 +241,9 @@ class ArgumentPlan:
 def _function_hints(func: Callable) -> dict[str, Any]:
     if isinstance(func, functools.partial):  # a partial's hints are its function's
         func = func.func
-    target = func
-    if not (inspect.isroutine(func) or isinstance(func, type)) and callable(func):
-        target = getattr(type(func), "__call__", func)  # noqa: B004 - the class's __call__, for its hints
-    return _hints(target)
+    if callable(func) and not (inspect.isroutine(func) or isinstance(func, type)):
+        func = type(func).__call__  # a callable object: its class's __call__ has the hints
+    return _hints(func)
 
 
 def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
@@ -451,23 +449,10 @@ _TYPE_TESTS: dict[str, tuple[type, ...]] = {
     "array": (list,),
     "object": (dict,),
 }
-#: Keywords that never make an instance invalid (annotations; ``format`` too, which jsonschema
-#: does not assert without a format checker, and none is given here).
-_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "$comment",
-        "format",
-    }
-)
-#: What the meta-schemas allow as each annotation's value (``default``: anything).
-_ANNOTATION_TYPES: dict[str, type | tuple[type, ...]] = {
+#: The annotations, keywords that never make an instance invalid (``format`` too, which jsonschema
+#: does not assert without a format checker, and none is given here), each with what the
+#: meta-schemas allow as its value; and ``default``, which may be anything.
+_ANNOTATION_TYPES: dict[str, type] = {
     "title": str,
     "description": str,
     "examples": list,
@@ -477,6 +462,7 @@ _ANNOTATION_TYPES: dict[str, type | tuple[type, ...]] = {
     "$comment": str,
     "format": str,
 }
+_ANNOTATIONS = frozenset({*_ANNOTATION_TYPES, "default"})
 _OBJECT_KEYWORDS = (
     frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
 )
