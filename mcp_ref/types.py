@@ -52,11 +52,6 @@ def wire_keys(cls: type) -> tuple[tuple[str, str], ...]:
     return keys
 
 
-def raw_field() -> Any:
-    """The ``raw`` field of a payload dataclass: the received JSON, out of ``repr`` and ``==``."""
-    return field(default=None, repr=False, compare=False)
-
-
 @dataclass(kw_only=True)
 class WireModel:
     """Base of every payload class (each a dataclass): the camelCase mapping, and ``raw``, the
@@ -69,13 +64,14 @@ class WireModel:
 
     _nested: ClassVar[dict[str, Callable[[Any], Any]]] = {}
     _constant: ClassVar[dict[str, Any]] = {}  # wire keys with a fixed value, e.g. {"type": "text"}
-    raw: dict[str, Any] | None = raw_field()
+    #: the received JSON, out of ``repr`` and ``==``
+    raw: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class setting ``type = "text"`` (a ClassVar, no field) sends ``{"type": "text"}``."""
         super().__init_subclass__(**kwargs)
         block_type = cls.__dict__.get("type")
-        if isinstance(block_type, str) and "_constant" not in cls.__dict__:
+        if isinstance(block_type, str):
             cls._constant = {"type": block_type}
 
     @classmethod
@@ -109,7 +105,7 @@ class WireModel:
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object for the wire (``None`` fields omitted; extra keys of ``.raw`` kept)."""
-        out = dict(self.raw) if self.raw else {}
+        out = dict(self.raw or {})
         out.update(self._constant)
         for name, wire in wire_keys(type(self)):
             value = getattr(self, name)
