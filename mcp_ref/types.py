@@ -32,7 +32,7 @@ def _camel(name: str) -> str:
     if name == "meta":
         return "_meta"
     head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+    return head + "".join(part.capitalize() for part in rest)  # field names are lower case
 
 
 #: Each payload class's ``(field name, wire key)`` pairs, made on first use by :func:`wire_keys`.

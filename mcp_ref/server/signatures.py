@@ -90,15 +90,13 @@ def to_jsonable(value: Any) -> Any:
 
 def _is_json(value: Any) -> bool:
     """True when ``value`` is made only of JSON types (finite floats only)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, list):
         return all(_is_json(v) for v in value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return False
+    return value is None or isinstance(value, (bool, int, str))
 
 
 def _finite(number: Any) -> Any:
@@ -185,10 +183,9 @@ def schema_and_converter(tp: Any) -> tuple[dict, Callable[[Any], Any]]:
 def describe(doc: str | None) -> tuple[str | None, dict[str, str]]:
     """``(summary, {parameter: description})`` of a docstring (:func:`~mcp_ref.server.docstrings.
     parse_docstring`); a one-line docstring is its own summary, without loading the parser."""
-    if doc and "\n" not in doc.strip():
-        line = doc.strip()
-        if not line.endswith(":") and not line.startswith(":"):
-            return " ".join(line.split()) or None, {}
+    line = (doc or "").strip()
+    if line and "\n" not in line and not line.startswith(":") and not line.endswith(":"):
+        return " ".join(line.split()), {}
     from .docstrings import parse_docstring
 
     return parse_docstring(doc)
