@@ -464,16 +464,15 @@ _OBJECT_KEYWORDS = (
     frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
 )
 #: The dialects in which ``type``, ``properties``, ``required`` and ``additionalProperties`` mean
-#: the same (draft 3's ``required`` does not).
-_QUICK_DIALECTS = frozenset(
-    {
-        "https://json-schema.org/draft/2020-12/schema",
-        "https://json-schema.org/draft/2019-09/schema",
-        "http://json-schema.org/draft-07/schema#",
-        "http://json-schema.org/draft-07/schema",
-        "http://json-schema.org/draft-06/schema#",
-        "http://json-schema.org/draft-06/schema",
-    }
+#: the same (draft 3's ``required`` does not), 2020-12 first.  A tuple: a ``$schema`` that is not a
+#: string (an array ...) is simply none of them, and goes to jsonschema.
+_QUICK_DIALECTS = (
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema#",
+    "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-06/schema#",
+    "http://json-schema.org/draft-06/schema",
 )
 
 
@@ -492,9 +491,8 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         or schema.get("type") != "object"
         or not schema.keys() <= _OBJECT_KEYWORDS
         or not _annotations_allowed(schema)
+        or schema.get("$schema", _QUICK_DIALECTS[0]) not in _QUICK_DIALECTS  # none: 2020-12
     ):
-        return None
-    if "$schema" in schema and schema["$schema"] not in _QUICK_DIALECTS:
         return None
     properties = schema.get("properties", {})
     required = schema.get("required", [])
@@ -503,16 +501,17 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         not isinstance(properties, dict)
         or not isinstance(required, list)
         or not isinstance(additional, bool)
+        or not _distinct_names(required)
     ):
-        return None
-    if not _distinct_names(required):
         return None
     # the exact classes (a frozenset) a property's value may have; None: any value
     tests: dict[str, Any] = {}
     for name, sub in properties.items():
-        if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
-            return None
-        if not _annotations_allowed(sub):
+        if (
+            not isinstance(sub, dict)
+            or not sub.keys() <= _ANNOTATIONS | {"type"}
+            or not _annotations_allowed(sub)
+        ):
             return None
         if "type" not in sub:
             tests[name] = None
