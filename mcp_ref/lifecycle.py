@@ -115,7 +115,7 @@ def server_choose_version(requested: object) -> str:
     Otherwise, the server MUST respond with another protocol version it
     supports. This SHOULD be the latest version supported by the server."
     """
-    if isinstance(requested, str) and requested in SUPPORTED_VERSIONS:
+    if requested in SUPPORTED_VERSIONS:  # a tuple: anything but one of its strings is not in it
         return requested
     return LATEST_VERSION
 
@@ -124,7 +124,7 @@ def client_accept_version(chosen: object, pinned: str | None = None) -> str:
     """The client's half: "If the client does not support the version in the
     server's response, it SHOULD disconnect." — raise, and the caller closes.  A client
     ``pinned`` to one revision (``Client(protocol_version=)``) supports that one alone."""
-    if isinstance(chosen, str) and chosen in SUPPORTED_VERSIONS and pinned in (None, chosen):
+    if chosen in SUPPORTED_VERSIONS and pinned in (None, chosen):
         return chosen
     speaks = (
         f"the client is pinned to {pinned} (protocol_version)"
