@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 _NONE = type(None)
-_EMPTY = inspect.Parameter.empty
 _SIMPLE = {
     int: "integer",
     float: "number",
@@ -143,7 +142,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     Literals, Enums, dataclasses, TypedDicts, containers, rich types) by
     :func:`mcp_ref.server.compound_types.compound`, which comes back here for the types inside.
     """
-    if tp is Any or tp is _EMPTY:
+    if tp is Any:
         return {}, None
     try:
         simple = _SIMPLE.get(tp)
