@@ -159,7 +159,9 @@ class ClientConnection:
         self._lock = threading.Lock()
         self._streams: Streams | None = None
         self._cache: ResultCache | None = None
-        #: The tools listed, for their ``x-mcp-header`` parameters: 2026-07-28 over HTTP only.
+        #: The tools listed, for their ``x-mcp-header`` parameters: 2026-07-28 over HTTP only
+        #: (a tools page holds only the tools whose declarations are valid; a call refused with
+        #: -32020 lists them again).
         self.known_tools: KnownTools | None = None
         #: ``tools/list_changed`` received and sessions begun so far: what was learnt from a listing made before is stale.
         self.tools_changed = 0
@@ -304,19 +306,6 @@ class ClientConnection:
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
-
-    # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
-
-    def usable_tools(self, tools: list) -> list:
-        """The listed tools a caller may use: all of them, but in the modern era over HTTP only those
-        whose ``x-mcp-header`` declarations are valid (:meth:`mcp_ref.client.tool_headers.KnownTools.usable`)."""
-        return tools if self.known_tools is None else self.known_tools.usable(tools)
-
-    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
-        """After -32020 for a ``tools/call``: list the tools again, True when the tool's header
-        parameters are now other than the call sent (so a retry can succeed; never off HTTP, where
-        no header is sent): :meth:`mcp_ref.client.tool_headers.KnownTools.learn`."""
-        return self.known_tools is not None and self.known_tools.learn(method, params)
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -548,7 +537,11 @@ class ModernCall(Call):
                 self._reissues += 1
             except HeaderMismatchError:
                 self._check_cancelled()
-                if self._headers_retried or not connection.learn_tool_headers(self.method, params):
+                # list the tools again (:meth:`~mcp_ref.client.tool_headers.KnownTools.learn`):
+                # retried when the tool's header parameters are now other than the call sent
+                # (never off HTTP, where no header is sent)
+                known = connection.known_tools
+                if self._headers_retried or known is None or not known.learn(self.method, params):
                     raise
                 self._headers_retried = True
             else:

@@ -19,6 +19,7 @@ from ..feature_types import Root
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from .cache import ResultCache
+from .tool_headers import KnownTools
 
 
 class ClientSettings(Protocol):
@@ -65,6 +66,8 @@ class Connection(Protocol):
     metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]]
     #: ``tools/list_changed`` received and sessions begun so far.
     tools_changed: int
+    #: The tools listed, for their ``x-mcp-header`` parameters (2026-07-28 over HTTP; else None).
+    known_tools: KnownTools | None
 
     @property
     def protocol_version(self) -> str | None:
@@ -92,12 +95,6 @@ class Connection(Protocol):
 
     def require_capability(self, capability: str, method: str) -> None:
         """CapabilityError unless the server declared ``capability``."""
-
-    def usable_tools(self, tools: list) -> list:
-        """The listed tools a caller may use (their header declarations checked over HTTP)."""
-
-    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
-        """List the tools to learn a call's header parameters; True when there are some."""
 
 
 class InputCall(Protocol):

@@ -40,7 +40,7 @@ LISTED: dict[str, tuple[str, Any]] = {
 def page(connection: Connection, method: str, cursor: str | None = None) -> Page:
     """One page of the listing ``method``, its items built as the listing's type (the capability it
     needs is the method's first word: ``resources`` for ``resources/templates/list``).  A tools
-    page holds the tools a caller may use (:meth:`~mcp_ref.client.connection.ClientConnection.usable_tools`).
+    page holds the tools a caller may use (over 2026-07-28 HTTP: :meth:`~mcp_ref.client.tool_headers.KnownTools.usable`).
     An error answer to a page asked for with a cursor drops the listing's cached pages, so that
     its first page is asked for again (see :func:`every_item`)."""
     key, item = LISTED[method]
@@ -57,8 +57,8 @@ def page(connection: Connection, method: str, cursor: str | None = None) -> Page
     listed = built(
         lambda raw: Page.listing(raw, key, item), method, result, connection.protocol_version
     )
-    if method == "tools/list":
-        listed.items = connection.usable_tools(listed.items)
+    if method == "tools/list" and connection.known_tools is not None:
+        listed.items = connection.known_tools.usable(listed.items)
     return listed
 
 

@@ -103,7 +103,7 @@ class KnownTools:
                 raise invalid_result(
                     "tools/list", result, connection.protocol_version, exc
                 ) from None
-            connection.usable_tools(page.items)
+            self.usable(page.items)
             return result
 
         for _ in follow_cursors(

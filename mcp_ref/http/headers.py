@@ -258,7 +258,7 @@ def modern_request_headers(
         schema = input_schema(body["name"])
     try:
         headers.update(request_headers(method, body, schema))
-    except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
+    except InvalidHeaderDeclaration:  # never remembered (KnownTools.usable leaves such tools out)
         headers.update(request_headers(method, body))
     return headers
 
