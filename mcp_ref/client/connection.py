@@ -400,7 +400,8 @@ class Call:
         options: dict,
         declares: tuple[str, ...] = (),
     ):
-        self._connection = connection
+        #: The connection the call travels on.
+        self.connection = connection
         self.method = method
         self._params = params
         self._options = options
@@ -415,11 +416,6 @@ class Call:
     def id(self):
         """The JSON-RPC id of the request on the wire now."""
         return self.pending.id
-
-    @property
-    def connection(self) -> Connection:
-        """The connection the call travels on."""
-        return self._connection
 
     def done(self) -> bool:
         """True once the call has settled."""
@@ -519,7 +515,7 @@ class ModernCall(Call):
                 self._settled = True
 
     def _drive_rounds(self) -> dict:
-        connection = self._connection
+        connection = self.connection
         params = self._params
         while True:
             try:
@@ -570,7 +566,7 @@ class ModernCall(Call):
     def _resend(self, params: dict | None) -> None:
         self._check_cancelled()
         # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-        self.pending = self._connection.send_request(
+        self.pending = self.connection.send_request(
             self.method, params, declares=self.declares, **self._options
         )
         # cancel() came meanwhile, perhaps seeing the previous request only
@@ -580,7 +576,7 @@ class ModernCall(Call):
     @property
     def max_input_rounds(self) -> int:
         """Rounds of input requests the client answers for this call (``Client(max_input_rounds=)``)."""
-        return self._connection.client.max_input_rounds
+        return self.connection.client.max_input_rounds
 
     @contextmanager
     def input_handler(self, context: RequestContext) -> Iterator[None]:

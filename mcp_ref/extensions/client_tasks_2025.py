@@ -262,7 +262,7 @@ class LegacyTaskCall(Call):
         except BaseException:  # an error, a timeout, a cancellation: no task
             task = None
         if task is None:
-            self._connection.session.end_progress(self.pending)
+            self.connection.session.end_progress(self.pending)
 
     def done(self) -> bool:
         """True once the call has settled: its result fetched, or the ``tools/call`` answered with no task."""
@@ -296,7 +296,7 @@ class LegacyTaskCall(Call):
             )
             follow = self._follow
         # the task's progress is no longer wanted: its token ends here, result() or not
-        self._connection.session.end_progress(self.pending)
+        self.connection.session.end_progress(self.pending)
         if follow is not None:
             follow.cancel(reason)  # wake a follower waiting on tasks/result or tasks/get
         return True
@@ -311,7 +311,7 @@ class LegacyTaskCall(Call):
             return answer if task is None else self._follow_task(task)
         finally:
             self._finished = True
-            self._connection.session.end_progress(self.pending)
+            self.connection.session.end_progress(self.pending)
 
     def _follow_task(self, task: dict) -> dict:
         task_id = self.task_id = task["taskId"]
@@ -323,7 +323,7 @@ class LegacyTaskCall(Call):
                 raise RequestCancelled(f"tools/call: task {task_id} was cancelled")
             if status == "input_required" and previous != status:
                 rounds += 1  # one more time the task waits for input: bounded as input_required rounds are
-                limit = self._connection.client.max_input_rounds
+                limit = self.connection.client.max_input_rounds
                 if rounds > limit:
                     self._abandon(task_id)
                     raise LimitExceeded(
@@ -356,7 +356,7 @@ class LegacyTaskCall(Call):
         """One request of the follower's: the call's timeout, cut to what is left before ``deadline``."""
         timeout = self._options.get("timeout", DEFAULT)
         if timeout is DEFAULT:
-            timeout = self._connection.session.default_timeout
+            timeout = self.connection.session.default_timeout
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -366,7 +366,7 @@ class LegacyTaskCall(Call):
         with self._lock:
             if self._stop.is_set():
                 raise RequestCancelled(f"tools/call: cancelled (task {task_id})")
-            self._follow = pending = self._connection.send_request(
+            self._follow = pending = self.connection.send_request(
                 method, {"taskId": task_id}, timeout=timeout
             )
         try:
@@ -392,7 +392,7 @@ class LegacyTaskCall(Call):
         cancelled).  False when the server answers -32602: "already in a terminal status" (§Task
         Cancellation), the task had finished."""
         try:
-            self._connection.request("tasks/cancel", {"taskId": task_id}, **self.request_options())
+            self.connection.request("tasks/cancel", {"taskId": task_id}, **self.request_options())
         except InvalidParams:
             return False
         except (McpError, ConnectionError, TimeoutError):
