@@ -215,8 +215,8 @@ class ClientConnection:
         self,
         era: str,
         pinned: str | None,
-        timeout: float | None | Default = DEFAULT,
-        probe_timeout: float = PROBE_TIMEOUT,
+        timeout: float | None | Default,
+        probe_timeout: float,
     ) -> None:
         """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
 
@@ -693,17 +693,15 @@ def probe(
             if bounded is not None:
                 raise LegacyServer(None) from None
             raise
+        # Not a DiscoverResult: a server that answers any method it does not know with
+        # something; "any other" answer than a modern one identifies a legacy server.
         try:
             result = DiscoverResult.from_wire(raw)
         except TypeError:
-            result = None
-        if (
-            result is None
-            or not isinstance(result.supported_versions, list)
-            or not isinstance(result.capabilities, dict)
+            raise LegacyServer(None) from None
+        if not isinstance(result.supported_versions, list) or not isinstance(
+            result.capabilities, dict
         ):
-            # Not a DiscoverResult: a server that answers any method it does not know with
-            # something; "any other" answer than a modern one identifies a legacy server.
             raise LegacyServer(None)
         # a modern server's answer: InvalidResult if it does not have the shape (its capabilities)
         built(DiscoverResult.from_wire, "server/discover", raw, version)
