@@ -19,7 +19,6 @@ from ..feature_types import Root
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from .cache import ResultCache
-from .tool_headers import KnownTools
 
 
 class ClientSettings(Protocol):
@@ -55,6 +54,16 @@ class ClientSettings(Protocol):
         """The capabilities the client declares at ``version``."""
 
 
+class ToolHeaders(Protocol):
+    """What the listings and a refused call use of :class:`~mcp_ref.client.tool_headers.KnownTools`."""
+
+    def usable(self, tools: list) -> list:
+        """The listed tools whose ``x-mcp-header`` declarations are valid (remembered)."""
+
+    def learn(self, method: str, params: dict | None) -> bool:
+        """List the tools again after -32020; True when the call's header parameters changed."""
+
+
 class Connection(Protocol):
     """What the modules under the connection use of a :class:`~mcp_ref.client.connection.ClientConnection`."""
 
@@ -66,12 +75,14 @@ class Connection(Protocol):
     metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]]
     #: ``tools/list_changed`` received and sessions begun so far.
     tools_changed: int
-    #: The tools listed, for their ``x-mcp-header`` parameters (2026-07-28 over HTTP; else None).
-    known_tools: KnownTools | None
 
     @property
     def protocol_version(self) -> str | None:
         """The revision in use."""
+
+    @property
+    def known_tools(self) -> ToolHeaders | None:
+        """The tools listed, for their ``x-mcp-header`` parameters (2026-07-28 over HTTP; else None)."""
 
     @property
     def cache(self) -> ResultCache:
