@@ -31,8 +31,6 @@ from typing import IO, Any, cast
 from .errors import ConnectionClosed, MessageTooLarge
 from .session import CLOSING_WRITES, OutgoingRequests, Transport
 
-log = logging.getLogger(__name__)
-
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 #: Linux: a server starts with this variable first in its environment, holding its own token after
 #: those of the clients above it; every descendant inherits it (:mod:`.process_tree` finds them).
@@ -40,6 +38,12 @@ ENV_MARKER = "MCP_REF_STDIO_TREE"
 MAX_ENVIRON = 64 * 1024  # the bytes of a process's environment searched for the token
 #: Seconds the reader waits, at the end of a server's output, for the server's exit status.
 EXIT_WAIT = 1.0
+#: Where a server's stderr goes, by ``SubprocessTransport(stderr=)`` (a callable: ``PIPE`` too).
+STDERR_TARGETS: dict[str, int | None] = {
+    "inherit": None,
+    "discard": subprocess.DEVNULL,
+    "capture": subprocess.PIPE,
+}
 
 
 class StreamTransport(Transport):
@@ -85,19 +89,15 @@ class StreamTransport(Transport):
             if not line:
                 return None
             if len(line) > limit and not line.endswith(b"\n"):
-                self._discard_rest_of_line()
+                rest = line
+                while rest and not rest.endswith(b"\n"):  # the rest of the line, discarded
+                    rest = self.reader.readline(65536)
                 too_large = MessageTooLarge(f"message larger than the limit of {limit} bytes")
                 too_large.head = line  # its first bytes, in which the session looks for its id
                 raise too_large
             line = line.rstrip(b"\r\n")
             if line.strip():
                 return line
-
-    def _discard_rest_of_line(self) -> None:
-        while True:
-            chunk = self.reader.readline(65536)
-            if not chunk or chunk.endswith(b"\n"):
-                return
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline, and flush (``related`` does not matter here).
@@ -157,28 +157,18 @@ class SubprocessTransport(StreamTransport):
         self.command = list(command)
         self.shutdown_timeout = shutdown_timeout
         self.stderr_lines: collections.deque[str] = collections.deque(maxlen=1000)
-        stderr_target = (
-            {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
-            if isinstance(stderr, str)
-            else subprocess.PIPE
-        )
-        if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
+        if not callable(stderr) and stderr not in STDERR_TARGETS:
             raise ValueError(
                 f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}"
             )
-        full_env = None if env is None else {**os.environ, **env}  # env adds to ours
+        stderr_target = subprocess.PIPE if callable(stderr) else STDERR_TARGETS[stderr]
+        full_env = {**os.environ, **(env or {})}  # env adds to ours
         self._token: bytes | None = None
         if os.path.isdir("/proc/self"):  # Linux: the token its descendants inherit (ENV_MARKER)
             token = f"{os.getpid()}.{os.urandom(8).hex()}"
-            rest = {**os.environ, **(env or {})}
-            above = rest.pop(ENV_MARKER, "")
-            full_env = {ENV_MARKER: f"{above}:{token}" if above else token, **rest}
+            above = full_env.pop(ENV_MARKER, "")
+            full_env = {ENV_MARKER: f"{above}:{token}" if above else token, **full_env}
             self._token = token.encode()
-        options: dict = {}
-        if os.name == "posix":
-            options["start_new_session"] = True  # its own session and process group
-        else:
-            options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
         self.process = subprocess.Popen(
             self.command,
             stdin=subprocess.PIPE,
@@ -186,7 +176,9 @@ class SubprocessTransport(StreamTransport):
             stderr=stderr_target,
             env=full_env,
             cwd=cwd,
-            **options,
+            # its own process group: POSIX, in its own session (Windows ignores start_new_session)
+            start_new_session=True,
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
         # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
         super().__init__(
@@ -194,6 +186,16 @@ class SubprocessTransport(StreamTransport):
             cast(IO[bytes], self.process.stdin),
             max_message_size=max_message_size,
         )
+        # Its start time: no process started before it can be its descendant (nor carry its token).
+        self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
+        self._close_lock = threading.Lock()
+        self._stderr_thread: threading.Thread | None = None
+        if self.process.stderr is not None:  # (stderr_target is PIPE)
+            # Loaded only when the server's stderr is read here ("capture" or a callable).
+            from .stdio_stderr import start_reading
+
+            sink = stderr if callable(stderr) else self.stderr_lines
+            self._stderr_thread = start_reading(self.process.stderr, sink)
         # POSIX: writing to its stdin never blocks (write); Windows, where poll() cannot wait on a
         # pipe: a write to a server that does not read blocks until it reads or the pipe breaks.
         #: The server's stdin (POSIX, non-blocking); None on Windows.
@@ -201,23 +203,14 @@ class SubprocessTransport(StreamTransport):
         if os.name == "posix":
             self.fd = self.writer.fileno()
             os.set_blocking(self.fd, False)
-        # Its start time: no process started before it can be its descendant (nor carry its token).
-        self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
-        #: True once close() has begun.
-        self.closing = False
-        self._reading = False
-        self._close_lock = threading.Lock()
-        self._stderr_thread: threading.Thread | None = None
-        if stderr_target is subprocess.PIPE and self.process.stderr is not None:
-            # Loaded only when the server's stderr is read here ("capture" or a callable).
-            from .stdio_stderr import start_reading
-
-            sink = stderr if callable(stderr) else self._keep_stderr_line
-            self._stderr_thread = start_reading(self.process.stderr, sink)
-        # POSIX: one thread waits for the server's exit (the reader alone would not see it while a
-        # process the server started holds its stdout open); it lives as long as the server process.
-        if self.fd is not None:
+            # One thread waits for the server's exit (the reader alone would not see it while a
+            # process the server started holds its stdout open); it lives as long as the server.
             threading.Thread(target=self._watch, name="mcp-stdio-exit", daemon=True).start()
+
+    #: True once close() has begun.
+    closing = False
+    #: True once a reader thread has read the server's stdout (release).
+    _reading = False
 
     #: The server's exit status once it exited by itself (not closed by us), with its stdout still
     #: held open by a process it left behind: the end of input then fails naming it, unless 0 (read).
@@ -263,16 +256,11 @@ class SubprocessTransport(StreamTransport):
             self.exited = status
             self.close()
 
-    def _keep_stderr_line(self, line: str) -> None:
-        self.stderr_lines.append(line)
-        log.debug("server stderr: %s", line)
-
     def release(self) -> None:
-        """Close the output pipes when no reader thread ever took them (the server has exited)."""
+        """Close the server's stdout when no reader thread ever took it (the server has exited).
+        (Its stderr, when read here, is closed by the thread that reads it, at its end.)"""
         if not self._reading and self.process.poll() is not None:
             self.reader.close()
-        if self._stderr_thread is None and self.process.stderr is not None:
-            self.process.stderr.close()
 
     def read(self) -> bytes | None:
         """The next message from the server's stdout; at its end the pipe is closed (None)."""
@@ -318,12 +306,16 @@ class SubprocessTransport(StreamTransport):
                 if not _wait(self.process, self.shutdown_timeout):
                     self.process.kill()
                     self.process.wait()
-            return
-        if not exited or tree is not None or _group_may_live(self.process.pid):
+        elif not exited or tree is not None or _group_may_live(self.process.pid):
             from .process_tree import end_server  # it did not go by itself, or left processes
 
             end_server(self.process, tree, self.shutdown_timeout)
-        self._finish_stderr()
+        # Let the pump read what the server wrote before it exited, so that after close()
+        # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
+        # outside the group may still hold the pipe open.
+        thread = self._stderr_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self.shutdown_timeout)
 
     def _descendants(self):
         """Linux: the server's descendants (a :class:`~.process_tree.ProcessTree`), or None when
@@ -343,14 +335,6 @@ class SubprocessTransport(StreamTransport):
         from .process_tree import ProcessTree
 
         return ProcessTree(server, carriers)
-
-    def _finish_stderr(self) -> None:
-        # Let the pump read what the server wrote before it exited, so that after close()
-        # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
-        # outside the group may still hold the pipe open.
-        thread = self._stderr_thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(self.shutdown_timeout)
 
     @property
     def returncode(self) -> int | None:

@@ -8,6 +8,8 @@ line is bounded, so a server's stderr costs bounded memory.
 
 from __future__ import annotations
 
+import collections
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -22,12 +24,22 @@ MAX_STDERR_LINE = 16 * 1024
 TRUNCATED = " [... line truncated]"
 
 
-def start_reading(stream: IO[bytes], sink: Callable[[str], None]) -> threading.Thread:
+def start_reading(
+    stream: IO[bytes], sink: Callable[[str], None] | collections.deque[str]
+) -> threading.Thread:
     """Start the thread that hands each line of ``stream`` to ``sink`` (decoded, newline removed,
-    cut at :data:`MAX_STDERR_LINE`) until its end, then closes it."""
+    cut at :data:`MAX_STDERR_LINE`) until its end, then closes it.  ``sink``: a callback, or the
+    ``stderr_lines`` of ``stderr="capture"``, each line appended to it and logged at DEBUG."""
+    if isinstance(sink, collections.deque):
+        sink = functools.partial(_keep, sink)
     thread = threading.Thread(target=_read, args=(stream, sink), name="mcp-stderr", daemon=True)
     thread.start()
     return thread
+
+
+def _keep(lines: collections.deque[str], line: str) -> None:
+    lines.append(line)
+    log.debug("server stderr: %s", line)
 
 
 def _read(stream: IO[bytes], sink: Callable[[str], None]) -> None:
