@@ -13,7 +13,6 @@ Two kinds of failure reach a caller:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -183,19 +182,11 @@ class LimitExceeded(McpError):
 
     ``data`` is ``{"limit": "100/60s", "retryAfter": 0.6}`` for a rate limit (retry after that many
     seconds; over HTTP the status is 429 with a ``Retry-After`` header), or ``{"limit": 50}`` for a cap
-    that no waiting lifts (e.g. subscriptions per caller).
+    that no waiting lifts (e.g. subscriptions per caller).  A rate limit's is made by
+    :meth:`mcp_ref.extensions.ratelimit.RateLimit.refusal`.
     """
 
     code = LIMIT_EXCEEDED
-
-    @classmethod
-    def rate(cls, what: str, limit, retry_after: float) -> LimitExceeded:
-        """The error for a request over the rate limit ``limit`` (a RateLimit) on ``what``."""
-        wait = max(0.001, math.ceil(retry_after * 1000 - 1e-6) / 1000)  # whole ms, rounded up
-        return cls(
-            f"Rate limit exceeded: {what} allows {limit.count} per {limit.seconds:g} s; retry in {wait:g} s",
-            data={"limit": str(limit), "retryAfter": wait},
-        )
 
     @property
     def retry_after(self) -> float | None:
@@ -285,9 +276,9 @@ class UnsupportedProtocolVersionError(McpError):
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-#: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``; and the
-#: legacy codes mcp_ref sent before for ServerBusy and LimitExceeded (see SERVER_BUSY), still
-#: received from older peers.
+#: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``.  (The codes
+#: mcp_ref sent before for ServerBusy and LimitExceeded, -32000 and -32005, are plain McpErrors when
+#: received: see SERVER_BUSY.)
 _BY_CODE = {cls.code: cls for cls in McpError.__subclasses__()}
 
 

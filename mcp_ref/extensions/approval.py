@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..client.callbacks import call_handler
-from ..errors import LimitExceeded, RequestCancelled, RequestRefused
+from ..errors import RequestCancelled, RequestRefused
 from ..extension import Extension
 from .ratelimit import RateLimit, RateLimiter
 
@@ -134,7 +134,7 @@ class ServerRequestLimit(Extension):
                     call.method,
                     self.limit,
                 )
-                raise LimitExceeded.rate("server requests to this client", self.limit, wait)
+                raise self.limit.refusal("server requests to this client", wait)
         return proceed()
 
 

@@ -441,13 +441,13 @@ class Policy(Extension):
         limit = limits[refused][1]
         if limits[refused][0][1] is None:
             self._warn(principal, f"rate limit {limit}: refused {method}")
-            raise LimitExceeded.rate("this server", limit, wait)
+            raise limit.refusal("this server", wait)
         kind = cast(str, action).split("/")[0][:-1]  # tool, resource or prompt
         # The log names the kind of item only: a resource's URI may carry a caller's values (a
         # customer's number, a token in its query), and the log names no argument or URI (see
         # spec_notes/policy.md, Bounds and failures).  The client is told which of its items.
         self._warn(principal, f"rate limit {limit} on a {kind}: refused {method}")
-        raise LimitExceeded.rate(f"{kind} {entry_key(entry)}", limit, wait)
+        raise limit.refusal(f"{kind} {entry_key(entry)}", wait)
 
     def _warn(self, principal: Principal, message: str) -> None:
         """Log a refusal: a warning at most once a minute per caller (:attr:`~Principal.limit_id`),

@@ -24,11 +24,13 @@ and filling the table with new keys would hand it its burst back.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
+from ..errors import LimitExceeded
 from ..state.stores import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets, take_each
 
 _UNITS = {
@@ -98,6 +100,15 @@ class RateLimit:
 
     def __str__(self) -> str:
         return f"{self.count}/{self.seconds:g}s"
+
+    def refusal(self, what: str, retry_after: float) -> LimitExceeded:
+        """The error for a request on ``what`` over this limit, to be retried in ``retry_after``
+        seconds (``data.retryAfter``: whole milliseconds, rounded up)."""
+        wait = max(0.001, math.ceil(retry_after * 1000 - 1e-6) / 1000)
+        return LimitExceeded(
+            f"Rate limit exceeded: {what} allows {self.count} per {self.seconds:g} s; retry in {wait:g} s",
+            data={"limit": str(self), "retryAfter": wait},
+        )
 
 
 class RateLimiter:

@@ -101,7 +101,8 @@ def test_a_limit_holds_under_concurrent_takers():
 
 
 def test_the_error_says_when_to_retry():
-    error = LimitExceeded.rate("tool x", RateLimit(5, 60), 12.000000000000002)
+    error = RateLimit(5, 60).refusal("tool x", 12.000000000000002)
+    assert isinstance(error, LimitExceeded)
     assert error.code == -31005 and error.retry_after == 12.0
     assert error.to_error()["data"] == {"limit": "5/60s", "retryAfter": 12.0}
     assert "retry in 12 s" in error.message
