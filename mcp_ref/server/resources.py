@@ -78,18 +78,15 @@ class ResourceTable:
             self.lists[uri] = list_items
         else:
             self.lists.pop(uri, None)
-        # a warning names the line registering it (above this: Server.add_resource_entry, add_resource)
         if entry.template is not None:
             kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]
             replaced = len(kept) < len(self.templates)
             self.templates = [
                 *kept,
-                replacing(replaced, "resource template", uri, entry, stacklevel=5),
+                replacing(replaced, "resource template", uri, entry),
             ]
         else:
-            self.resources[uri] = replacing(
-                uri in self.resources, "resource", uri, entry, stacklevel=5
-            )
+            self.resources[uri] = replacing(uri in self.resources, "resource", uri, entry)
         return uri
 
     def remove(self, uri: str) -> None:

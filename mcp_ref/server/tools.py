@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -135,15 +137,30 @@ def build_tool(
     )
 
 
-def replacing(present: bool, kind: str, name: str, entry: Any, stacklevel: int = 3) -> Any:
+#: mcp_ref's own directory: a frame whose file is under it is not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _registering_stacklevel() -> int:
+    """The ``stacklevel`` that makes its caller's ``warnings.warn`` name the first line outside
+    mcp_ref: the user's registering line, whichever way it registered (``@server.tool``,
+    ``@server.tool(...)``, ``server.add_tool(f)``, or an extension registering for it)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
     """``entry``, after a UserWarning when ``present``: a name registered twice (as the official SDK warns);
-    the later registration replaces the earlier one.  ``stacklevel``: the caller's registering line's,
-    counted from here (``Server.add_tool`` calls this, its caller registers)."""
+    the later registration replaces the earlier one.  The warning names the user's registering line."""
     if present:
         warnings.warn(
             f"{kind} {name!r} is registered already: this registration replaces it",
             UserWarning,
-            stacklevel=stacklevel,
+            stacklevel=_registering_stacklevel(),
         )
     return entry
 
@@ -159,7 +176,7 @@ def check_tool_name(name: str) -> None:
         warnings.warn(
             f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
             f"A-Z, a-z, 0-9, '_', '-' and '.'",
-            stacklevel=4,  # the line registering the tool (here, build_tool, Server.add_tool)
+            stacklevel=_registering_stacklevel(),
         )
 
 

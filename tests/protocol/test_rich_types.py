@@ -508,6 +508,82 @@ def test_registering_a_name_twice_warns_and_the_later_one_wins():
         assert len(client.list_resource_templates()) == 1
 
 
+def _registrations(server):
+    """Each way of registering, as (what, how): each registers its name a second time."""
+
+    def bare_tool():
+        @server.tool
+        def echo(x: int) -> int:
+            return x
+
+    def called_tool():
+        @server.tool()
+        def echo(x: int) -> int:
+            return x
+
+    def bare_prompt():
+        @server.prompt
+        def hello() -> str:
+            return "hi"
+
+    def called_prompt():
+        @server.prompt(name="hello")
+        def other() -> str:
+            return "hi"
+
+    def resource():
+        @server.resource("r://x")
+        def read() -> str:
+            return "x"
+
+    def template():
+        @server.resource("r://{y}")
+        def read(y: str) -> str:
+            return y
+
+    return [
+        ("tool", bare_tool),
+        ("tool", called_tool),
+        ("tool", lambda: server.add_tool(lambda x: x, name="echo")),
+        ("prompt", bare_prompt),
+        ("prompt", called_prompt),
+        ("prompt", lambda: server.add_prompt(lambda: "hi", name="hello")),
+        ("resource", resource),
+        ("resource", lambda: server.add_resource(lambda: "x", "r://x")),
+        ("template", template),
+    ]
+
+
+def test_a_warning_about_a_name_registered_twice_names_the_registering_line_in_every_form():
+    server = Server("lines")
+    registrations = _registrations(server)
+    for _, register in registrations:
+        register()
+    for what, register in registrations:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            register()
+        assert [w.filename for w in caught] == [__file__], (what, [str(w) for w in caught])
+
+
+def test_a_warning_about_a_tool_name_off_the_spec_names_the_registering_line():
+    server = Server("names")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @server.tool
+        def bare(x: int) -> int:
+            return x
+
+        @server.tool(name="has space")
+        def spaced(x: int) -> int:
+            return x
+
+        server.add_tool(lambda: 1, name="also space")
+    assert len(caught) == 2, [str(w) for w in caught]
+    assert [w.filename for w in caught] == [__file__, __file__]
+
+
 # -- dates and times are RFC 3339: a datetime or a time carries its offset (issue 34, item 6) ------------
 
 #: A value the server holds, aware (as ``datetime.now(timezone.utc)`` gives).
