@@ -105,9 +105,6 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     return {"completion": completion}
 
 
-HANDLERS = {"completion/complete": complete}
-
-
 def _resource_entry(server: Any, uri: str) -> Any:
     """The resource registered at ``uri``, or the template whose string it is (as ``ref/resource``
     names one); None for neither."""

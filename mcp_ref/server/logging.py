@@ -47,9 +47,6 @@ def set_level(connection: Caller, context: RequestContext, params: dict) -> dict
     return {}
 
 
-HANDLERS = {"logging/setLevel": set_level}
-
-
 def log_message(level: str, data: Any, logger: str | None, threshold: str | None) -> dict | None:
     """The ``notifications/message`` params for one message, or None when ``level`` is below ``threshold``.
 

@@ -146,9 +146,6 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     return result
 
 
-HANDLERS = {"prompts/list": list_prompts, "prompts/get": get_prompt}
-
-
 def _coerce_arguments(prompt: RegisteredPrompt, arguments: dict) -> dict:
     """Prompt arguments arrive as strings (2025-11-25 server/prompts: ``arguments`` is an object of
     strings); each becomes the JSON value its parameter's schema describes, as a resource template's

@@ -287,15 +287,6 @@ def subscribable(connection: Caller, method: str) -> None:
         )
 
 
-HANDLERS = {
-    "resources/list": list_resources,
-    "resources/templates/list": list_templates,
-    "resources/read": read_resource,
-    "resources/subscribe": subscribe,
-    "resources/unsubscribe": unsubscribe,
-}
-
-
 def check_uri_length(uri: str) -> None:
     """-32602 unless ``uri`` has 1 to :data:`MAX_URI_LENGTH` characters: checked before the URI
     is matched against every template (a read's, a subscription's) or kept for as long as a
