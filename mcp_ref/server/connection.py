@@ -97,12 +97,12 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
 
 #: The handlers of the features, by method, as "module:function" (the same in both eras).
 _FEATURES = {
-    "tools/list": "tools:list_tools",
+    "tools/list": "listing:list_tools",
     "tools/call": "tools:call_tool",
-    "resources/list": "resources:list_resources",
-    "resources/templates/list": "resources:list_templates",
+    "resources/list": "listing:list_resources",
+    "resources/templates/list": "listing:list_templates",
     "resources/read": "resources:read_resource",
-    "prompts/list": "prompts:list_prompts",
+    "prompts/list": "listing:list_prompts",
     "prompts/get": "prompts:get_prompt",
     "completion/complete": "completion:complete",
 }

@@ -1,6 +1,7 @@
 """Listings, written once: ``tools/list``, ``resources/list``, ``resources/templates/list`` and
 ``prompts/list`` all answer one page of items, stripped to the negotiated revision, with
-``nextCursor`` when more follow (2025-11-25 server/utilities/pagination).
+``nextCursor`` when more follow (2025-11-25 server/utilities/pagination).  Their four handlers are
+here, loaded with the first listing asked for.
 """
 
 from __future__ import annotations
@@ -54,6 +55,26 @@ def list_page(connection: Caller, context: RequestContext, params: dict, kind: s
     if next_cursor:
         result["nextCursor"] = next_cursor
     return result
+
+
+def list_tools(connection: Caller, context: RequestContext, params: dict) -> dict:
+    """``tools/list``: one page of tools."""
+    return list_page(connection, context, params, "tools")
+
+
+def list_resources(connection: Caller, context: RequestContext, params: dict) -> dict:
+    """``resources/list``: one page of resources (registered ones, then listed files)."""
+    return list_page(connection, context, params, "resources")
+
+
+def list_templates(connection: Caller, context: RequestContext, params: dict) -> dict:
+    """``resources/templates/list``: one page of resource templates."""
+    return list_page(connection, context, params, "templates")
+
+
+def list_prompts(connection: Caller, context: RequestContext, params: dict) -> dict:
+    """``prompts/list``: one page of prompts."""
+    return list_page(connection, context, params, "prompts")
 
 
 def _resources_page(server: Any, principal: Any, table: Any, cursor: str | None) -> tuple:

@@ -11,7 +11,6 @@ from ..errors import InternalError, InvalidParams
 from ..feature_types import GetPromptResult, PromptMessage
 from ..types import WireModel, drop_none, text_block
 from .context import Context, with_context
-from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, first_error, runs_in_thread, validator_for
 from .tools import ToolError
 
@@ -75,11 +74,6 @@ def build_prompt(
 
 
 # -- the handlers ---------------------------------------------------------------------------------
-
-
-def list_prompts(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``prompts/list``: one page of prompts."""
-    return list_page(connection, context, params, "prompts")
 
 
 def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dict:

@@ -15,7 +15,6 @@ from ..errors import InternalError, InvalidParams, InvalidRequest, MethodNotFoun
 from ..types import BlobResourceContents, TextResourceContents, drop_none
 from ..uri_template import MAX_URI_LENGTH, UriTemplate, within_bound
 from .context import Context, with_context
-from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
 from .tools import ToolError, replacing
 
@@ -175,16 +174,6 @@ def build_resource(
 
 
 # -- the handlers ---------------------------------------------------------------------------------
-
-
-def list_resources(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``resources/list``: one page of resources (registered ones, then listed files)."""
-    return list_page(connection, context, params, "resources")
-
-
-def list_templates(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``resources/templates/list``: one page of resource templates."""
-    return list_page(connection, context, params, "templates")
 
 
 def read_resource(connection: Caller, context: RequestContext, params: dict) -> dict:

@@ -183,13 +183,6 @@ def check_tool_name(name: str) -> None:
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_tools(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``tools/list``: one page of tools."""
-    from .listing import list_page
-
-    return list_page(connection, context, params, "tools")
-
-
 def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``tools/call``: validate the arguments, run the tool, shape its result."""
     name = params.get("name")
