@@ -160,8 +160,11 @@ class Policy(Extension):
 
     def intercept_request(self, call: Call, proceed: Callable[[], Any]) -> Any:
         """Count the request against the rate limits (unless its HTTP step counted it already), then go on."""
-        if self.limits_requests and not call.caller.take_admitted(call.context.request_id):
-            self.admit(call.principal, call.method, call.params, self.server)
+        if self.limits_requests:
+            # counted before dispatch by the HTTP step (Admission), which noted it: taken, once
+            admitted = call.caller.admitted
+            if not (admitted and admitted.pop(call.context.request_id, False)):
+                self.admit(call.principal, call.method, call.params, self.server)
         return proceed()
 
     def http_middleware(self, app: Any) -> list[Any]:

@@ -23,7 +23,6 @@ import importlib
 import itertools
 import logging
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
@@ -46,7 +45,6 @@ log = logging.getLogger(__name__)
 
 #: Names connections without a better caller id (ServerConnection.peer).
 _SERIALS = itertools.count(1)
-_ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 
 class MethodTable(dict):
@@ -266,9 +264,6 @@ class ServerConnection:
         #: Its number: ``connection-<n>`` names its caller when nothing better does (numbered now:
         #: two first looks at :attr:`principal` agree).
         self.serial = next(_SERIALS)
-        #: Ids of requests an HTTP middleware step already admitted before dispatch (an extension's:
-        #: counted once, not again by its ``intercept_request``).  See :meth:`mark_admitted`.
-        self.admitted: dict = {}
 
     # Starting values, replaced on the instance when they change (a one-request HTTP connection
     # changes few of them).
@@ -288,6 +283,10 @@ class ServerConnection:
     #: Who the caller is beyond this session, when the transport knows (an HTTP session's
     #: ``http-client:<address>``): what its per-caller limits count against (``Principal.limit_id``).
     client: str | None = None
+    #: Ids of requests an HTTP middleware step already admitted (counted) before dispatch, so that an
+    #: extension's ``intercept_request`` does not count them again: noted by
+    #: :class:`mcp_ref.http.server.middleware.Admission`; None while it noted none.
+    admitted: dict[Any, bool] | None = None
     _principal: Principal | None = None
 
     @property
@@ -440,22 +439,6 @@ class ServerConnection:
             add_hints(server, method, params, result)
         return lifecycle.complete_result(result, server.server_info(modern.version))
 
-    def mark_admitted(self, request_id) -> None:
-        """An HTTP middleware step admitted (counted) this request before dispatch: :meth:`take_admitted`
-        tells the extension's ``intercept_request`` so, once.
-
-        An id normally leaves the table at once, when its request reaches the dispatcher; one the
-        session refused first (a duplicate id, a full connection) stays behind.  So the table keeps
-        at most the session's ``max_incoming`` ids, dropping the oldest past it (which would only
-        be counted once more, should a request with that id ever reach the dispatcher).
-        """
-        admitted = self.admitted
-        # concurrent POSTs of one session; the pop in _admit is atomic on its own
-        with _ADMITTED_LOCK:
-            admitted[request_id] = None
-            while len(admitted) > self.session.max_incoming:
-                admitted.pop(next(iter(admitted)), None)
-
     # -- for transports: what an HTTP server may ask of a connection -------------------------------
 
     @property
@@ -475,11 +458,6 @@ class ServerConnection:
             self.envelope_read = (message.id, envelope)
         self.session.dispatch(message, inline=inline)
 
-    def withdraw_admission(self, request_id) -> None:
-        """A request admitted by :meth:`mark_admitted` that will never reach the dispatcher (refused by
-        the transport): forget it."""
-        self.admitted.pop(request_id, None)
-
     def cancel_incoming(self, request_id) -> bool:
         """Cancel a request of the client's that no one can receive the answer of (see
         :meth:`Session.cancel_incoming`)."""
@@ -488,11 +466,6 @@ class ServerConnection:
     def close(self) -> None:
         """End the connection (see :meth:`Session.close`)."""
         self.session.close()
-
-    def take_admitted(self, request_id) -> bool:
-        """True (once) when :meth:`mark_admitted` noted this request: it was admitted (counted) before
-        dispatch, and is not counted again."""
-        return bool(self.admitted) and self.admitted.pop(request_id, False) is None
 
     def read_own_resource(self, context: RequestContext, uri: str) -> dict:
         """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``

@@ -120,6 +120,8 @@ class Caller(Protocol):
     #: The URIs this connection subscribed to (handshake era ``resources/subscribe``).
     subscriptions: set[str]
     auth: Any
+    #: Ids of requests counted before dispatch by an HTTP middleware step (``ServerConnection.admitted``).
+    admitted: dict[Any, bool] | None
 
     @property
     def principal(self) -> Principal: ...
@@ -154,8 +156,6 @@ class Caller(Protocol):
         related_request_id: Any = None,
         envelope: Any = None,
     ) -> bool: ...
-
-    def take_admitted(self, request_id: Any) -> bool: ...
 
     def read_own_resource(self, context: RequestContext, uri: str) -> dict: ...
 

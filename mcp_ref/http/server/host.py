@@ -31,6 +31,9 @@ class Connection(Protocol):
     subscriptions: set[str]
     #: Where the connection stands (``mcp_ref.lifecycle.Lifecycle``).
     lifecycle: Any
+    #: Ids of requests a middleware step admitted (counted) before dispatch (``middleware.Admission``
+    #: notes them); None while it noted none.
+    admitted: dict[Any, bool] | None
 
     @property
     def transport(self) -> Any:
@@ -54,12 +57,6 @@ class Connection(Protocol):
     def dispatch(self, message: Any, *, inline: bool = False, envelope: Any = None) -> None:
         """Hand an already-parsed message (or batch) to the connection; ``envelope``: its 2026-07-28
         envelope, already read by the transport (not read again)."""
-
-    def mark_admitted(self, request_id: Any) -> None:
-        """A middleware step admitted (counted) this request before dispatch: it is not counted again."""
-
-    def withdraw_admission(self, request_id: Any) -> None:
-        """A request admitted by :meth:`mark_admitted` that will never reach the dispatcher."""
 
     def cancel_incoming(self, request_id: Any) -> bool:
         """Cancel a request no one can receive the answer of."""

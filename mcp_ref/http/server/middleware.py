@@ -18,6 +18,7 @@ request before dispatch (the rate limits: 429 with ``Retry-After``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ... import lifecycle
 from ...errors import LimitExceeded
 from ...jsonrpc import Request
+from ...session import DEFAULT_MAX_INCOMING
 from .host import Connection
 from .status import refusal
 
@@ -89,9 +91,9 @@ class Admission(Middleware):
     """Admit a POSTed request before dispatch: ``admit(principal, method, params)`` counts it, or
     raises :class:`~mcp_ref.errors.LimitExceeded`, refused here with 429 Too Many Requests and
     ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-31005, ``data.retryAfter``).  The
-    connection notes it admitted, so the extension's ``intercept_request`` does not count it again.
-    A notification, an answer or a handshake-era ``ping`` (answered at once on the reader thread) is not
-    counted."""
+    connection notes it admitted (:func:`note_admitted`), so the extension's ``intercept_request``
+    does not count it again.  A notification, an answer or a handshake-era ``ping`` (answered at
+    once on the reader thread) is not counted."""
 
     def __init__(self, admit: Callable[[Any, str, Any], None]):
         self.admit = admit
@@ -106,4 +108,29 @@ class Admission(Middleware):
             self.admit(connection.principal, message.method, message.params)
         except LimitExceeded as exc:
             raise refusal(exc, message.id) from None
-        connection.mark_admitted(message.id)
+        note_admitted(connection, message.id)
+
+
+#: Held while an id is noted in a connection's ``admitted`` (concurrent POSTs of one session); the
+#: pops that take or withdraw one are atomic on their own.
+_ADMITTED_LOCK = threading.Lock()
+
+
+def note_admitted(connection: Connection, request_id: Any) -> None:
+    """Note in ``connection.admitted`` that its request ``request_id`` was admitted (counted) before
+    dispatch: the extension's ``intercept_request`` takes the note, once, and does not count it again.
+
+    An id normally leaves the table at once, when its request reaches the dispatcher (or when the
+    transport refuses it after all, withdrawing the note); one the session refused first (a
+    duplicate id, a full connection) stays behind.  So the table keeps at most the ``max_incoming``
+    ids of an HTTP connection's session (``DEFAULT_MAX_INCOMING``: the HTTP application sets no
+    other), dropping the oldest past it (which would only be counted once more, should a request
+    with that id ever reach the dispatcher).
+    """
+    with _ADMITTED_LOCK:
+        admitted = connection.admitted
+        if admitted is None:
+            admitted = connection.admitted = {}
+        admitted[request_id] = True
+        while len(admitted) > DEFAULT_MAX_INCOMING:
+            admitted.pop(next(iter(admitted)), None)

@@ -82,7 +82,9 @@ class StreamableHttp:
             stream = session.open_stream(request_ids, batch=batch)
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
             release()
-            connection.withdraw_admission(request_ids[0])
+            admitted = connection.admitted  # what Admission noted of it is void: forgotten
+            if admitted:
+                admitted.pop(request_ids[0], None)
             raise
         stream.refused = tuple(refused)  # answered in the batch's array
         session.notes.note(request_ids, environ)  # Context.http: per request, not per session
