@@ -148,23 +148,26 @@ class Headers:
 
     def __init__(self, fields: Iterable[tuple[str, str]] = ()):
         self._fields: list[tuple[str, str]] = list(fields)
-        self._first = {name.lower(): value for name, value in reversed(self._fields)}
+        # each name lower-cased, once, with its values in order: a lookup is one dict lookup
+        self._values: dict[str, list[str]] = {}
+        for name, value in self._fields:
+            self._values.setdefault(name.lower(), []).append(value)
 
     def add(self, name: str, value: str) -> None:
         self._fields.append((name, value))
-        self._first.setdefault(name.lower(), value)
+        self._values.setdefault(name.lower(), []).append(value)
 
     def get(self, name: str, default=None):
         """The first field called ``name`` (any case), or ``default``."""
-        return self._first.get(name.lower(), default)
+        values = self._values.get(name.lower())
+        return default if values is None else values[0]
 
     def get_all(self, name: str) -> list[str]:
         """Every value of the fields called ``name``."""
-        lowered = name.lower()
-        return [value for field, value in self._fields if field.lower() == lowered]
+        return list(self._values.get(name.lower(), ()))
 
     def __contains__(self, name: str) -> bool:
-        return name.lower() in self._first
+        return name.lower() in self._values
 
     def __getitem__(self, name: str):
         return self.get(name)
