@@ -133,8 +133,12 @@ class ClientCounts:
 
     def hold(self, client: str, cap: int | None) -> Callable[[], None] | None:
         """One more for ``client``, and its release (idempotent); None when it holds ``cap``."""
-        taken, release = self.hold_some(client, 1, cap)
-        return release if taken else None
+        with self._lock:  # hold_some's count of 1, without its arithmetic (every POST holds one)
+            held = self._held.get(client, 0)
+            if cap is not None and held >= cap:
+                return None
+            self._held[client] = held + 1
+        return once(functools.partial(self.give_back, client, 1))
 
     def hold_some(self, client: str, count: int, cap: int | None) -> tuple[int, Callable[[], None]]:
         """Up to ``count`` more for ``client``, as many as ``cap`` leaves room for: how many were
