@@ -100,11 +100,12 @@ class McpWsgiApp(HttpAppBase):
             self._check_host_and_origin(environ)
             path = environ.get("PATH_INFO") or "/"
             method = environ["REQUEST_METHOD"]
-            call = HttpCall(environ, path, method, start_response)
-            for middleware in self.middleware:
-                answer = middleware.on_request(call)
-                if answer is not None:
-                    return answer
+            if self.middleware:  # a plain server's chain is empty: no call to describe
+                call = HttpCall(environ, path, method, start_response)
+                for middleware in self.middleware:
+                    answer = middleware.on_request(call)
+                    if answer is not None:
+                        return answer
             if method == "POST" and self._serves_posts_at(path):
                 release = self.hold_request(environ)  # its caller now known: 429 past its share
             answer = self._route(environ, start_response, path, method)
