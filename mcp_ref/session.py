@@ -202,6 +202,9 @@ class Transport:
 
 
 DEFAULT_TIMEOUT = 60.0
+#: The ``closed`` event of every session that ended before anyone asked for its own: set, for good.
+ENDED = threading.Event()
+ENDED.set()
 #: Incoming requests one connection holds at once (running or waiting for a handler thread). Past it a
 #: request is answered at once with -31000 (:class:`~mcp_ref.errors.ServerBusy`), never queued without bound.
 DEFAULT_MAX_INCOMING = 1024
@@ -279,8 +282,6 @@ class Session:
         self._held: set[PendingRequest] = set()
         # id -> the request's late_answer (or None), oldest first
         self._given_up: dict[jsonrpc.RequestId, Callable[[dict], None] | None] = {}
-        #: Set when the connection has ended and every handler has finished.
-        self.closed = threading.Event()
         # its view of our requests (OutgoingRequests): deadlines, failures, holds
         transport.attach(self)
         # What runs the handlers: a shared pool (HTTP: every session's), or threads of our own (made
@@ -343,13 +344,20 @@ class Session:
         self._end_callbacks(wait=False)
         # else the end of input sets it
         if self._reader is None or self._reader is threading.current_thread():
-            self.closed.set()
+            vars(self).setdefault("_closed", ENDED).set()
 
     def _close_transport(self) -> None:
         try:
             self.transport.close()
         except Exception:  # closing must not raise
             log.debug("error while closing transport", exc_info=True)
+
+    @property
+    def closed(self) -> threading.Event:
+        """Set when the connection has ended and every handler has finished.  Made when first asked
+        for (a one-request HTTP connection never is); a connection that ended before that is given
+        :data:`ENDED`, set already.  One ``setdefault`` on each side, so the two cannot miss each other."""
+        return vars(self).setdefault("_closed", threading.Event())
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection has ended; False on timeout.  On one of the session's own
@@ -644,7 +652,7 @@ class Session:
         self._close_transport()
         with self._lock:
             self._closing = True
-        self.closed.set()
+        vars(self).setdefault("_closed", ENDED).set()
 
     def receive(self, data: bytes) -> None:
         """Handle one transport message (a message or a batch), on the reader thread."""
