@@ -185,10 +185,14 @@ class Policy(Extension):
             cast(float, self.resource_update_interval), send, lambda: self.clock()
         )
 
-    def admit_request(self, principal: Principal, method: str, params: Any) -> None:
-        """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
-        if self.limits_requests:
-            self.admit(principal, method, params, self.server)
+    def admit_request(self, principal: Principal, method: str, params: Any) -> bool:
+        """Count one request now (before dispatch), or raise :class:`LimitExceeded`; False when
+        there is nothing to count (no rate limit): :meth:`intercept_request` has nothing to skip,
+        so the HTTP step leaves no note for it."""
+        if not self.limits_requests:
+            return False
+        self.admit(principal, method, params, self.server)
+        return True
 
     @property
     def restricts(self) -> bool:

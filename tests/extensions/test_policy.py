@@ -837,6 +837,18 @@ def test_ping_is_not_counted_against_the_limit(transport, serve):
             )  # nothing left behind by the pre-count
 
 
+def test_a_policy_without_rate_limits_leaves_no_admission_notes(serve):
+    # authorize only: the HTTP step counts nothing, so it notes nothing that no one would take
+    from mcp_ref import Server
+
+    server = Server("gated", authorize=lambda principal, action, name: True)
+    server.tool(name="alpha")(lambda: "alpha")
+    with Client.http(serve(server).mcp, era="handshake", timeout=WAIT) as client:
+        assert [client.call_tool("alpha").text for _ in range(20)] == ["alpha"] * 20
+        connections = server.connections()
+        assert len(connections) == 1 and not connections[0].admitted
+
+
 def test_the_legacy_http_sse_transport_applies_the_same_policy(serve):
     served = serve(POLICY.build())
     with Client.http(served.sse, transport="sse", timeout=WAIT) as client:

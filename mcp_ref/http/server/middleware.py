@@ -88,14 +88,14 @@ class Middleware:
 
 
 class Admission(Middleware):
-    """Admit a POSTed request before dispatch: ``admit(principal, method, params)`` counts it, or
-    raises :class:`~mcp_ref.errors.LimitExceeded`, refused here with 429 Too Many Requests and
+    """Admit a POSTed request before dispatch: ``admit(principal, method, params)`` counts it
+    (True; False when it has nothing to count), or raises :class:`~mcp_ref.errors.LimitExceeded`, refused here with 429 Too Many Requests and
     ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-31005, ``data.retryAfter``).  The
-    connection notes it admitted (:func:`note_admitted`), so the extension's ``intercept_request``
+    connection notes one it counted (:func:`note_admitted`), so the extension's ``intercept_request``
     does not count it again.  A notification, an answer or a handshake-era ``ping`` (answered at
     once on the reader thread) is not counted."""
 
-    def __init__(self, admit: Callable[[Any, str, Any], None]):
+    def __init__(self, admit: Callable[[Any, str, Any], bool]):
         self.admit = admit
 
     def on_admit(self, environ: dict, connection: Connection, message: Any) -> None:
@@ -105,10 +105,11 @@ class Admission(Middleware):
         if message.method == "ping" and not lifecycle.is_modern(message.params):
             return
         try:
-            self.admit(connection.principal, message.method, message.params)
+            counted = self.admit(connection.principal, message.method, message.params)
         except LimitExceeded as exc:
             raise refusal(exc, message.id) from None
-        note_admitted(connection, message.id)
+        if counted:  # noted only when counted: nothing takes the note of a request that was not
+            note_admitted(connection, message.id)
 
 
 #: Held while an id is noted in a connection's ``admitted`` (concurrent POSTs of one session); the
