@@ -50,7 +50,7 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extensions.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
-    if ref_type not in _REFS:
+    if not isinstance(ref_type, str) or ref_type not in _REFS:  # (a list is no key: -32602)
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
     field, action, what = _REFS[ref_type]
     key = ref.get(field)

@@ -132,6 +132,28 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
     assert caught.value.code == -32602
 
 
+def test_a_reference_type_that_is_not_a_string_is_invalid_params(raw_peer):
+    """2025-11-25 server/utilities/completion §Error Handling: invalid params are -32602 (a
+    ``ref.type`` that was a list or an object was an internal error: it was looked up as a key),
+    and the connection goes on."""
+    version = "2025-11-25"
+    peer = raw_peer([sys.executable, str(SCRIPT)])
+    assert peer.initialize(version)["result"]["protocolVersion"] == version
+    argument = {"name": "city", "value": "b"}
+    for number, ref_type in enumerate((["ref/resource"], {"type": "ref/resource"}, 7, None)):
+        params = {"ref": {"type": ref_type, "uri": CITIES}, "argument": argument}
+        peer.send_json(
+            {"jsonrpc": "2.0", "id": number, "method": "completion/complete", "params": params}
+        )
+        reply = peer.recv()
+        assert reply["error"]["code"] == -32602, reply
+        assert reply["error"]["message"] == f"Invalid params: unknown reference type {ref_type!r}"
+    good = {"ref": {"type": "ref/resource", "uri": CITIES}, "argument": argument}
+    good["context"] = {"arguments": {"country": "de"}}
+    peer.send_json({"jsonrpc": "2.0", "id": 9, "method": "completion/complete", "params": good})
+    assert peer.recv()["result"]["completion"]["values"] == ["Berlin", "Bonn"]
+
+
 @pytest.mark.parametrize(
     "ref, argument",
     [({"prompt": "pick"}, "colour"), ({"resource": CITIES}, "street"), ({"prompt": "pick"}, "")],
