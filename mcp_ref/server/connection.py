@@ -238,7 +238,10 @@ def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
             ttl_ms = ttl_ms if own_ttl is None else own_ttl
             scope = scope if own_scope is None else own_scope
     if server.gate.restricts and method != "server/discover":
-        scope = "private"  # what a caller may see is its own: a shared cache must not keep it
+        # What a caller may see is its own, so "private" outright, even over a scope the result
+        # carries (a proxy keeps its target's): 2026-07-28 server/utilities/caching §Cache Scope
+        # Field: "private": "Caches MUST NOT be shared across authorization contexts".
+        result["cacheScope"] = "private"
     result.setdefault("ttlMs", ttl_ms)
     result.setdefault("cacheScope", scope)
 
