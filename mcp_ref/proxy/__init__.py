@@ -38,7 +38,17 @@ others), and on a handshake-era session's own connection ``back.MAX_UNANSWERED``
 completions its target has not answered, cancelled ones included: past any, the request is
 refused with -31000 ("server busy").
 
+Extensions added to the proxy hold for what it forwards (``proxy.add_extension(Policy(...))``:
+access control and rate limits in front of a server): the front door that forwards is the last
+step of each request's chain of ``intercept_request`` hooks, after every other extension's, in
+the order added; the gate (``authorize``) hides what it denies from each forwarded listing page
+and refuses it by name as a missing item, before anything reaches the target; an
+``intercept_tool_call``, which a proxy could never call (its target runs the tools), is refused
+when added.  See :mod:`~mcp_ref.proxy.front_door`.
+
 The parts: :mod:`~mcp_ref.proxy.server` (the front, :class:`ProxyServer`),
+:mod:`~mcp_ref.proxy.front_door` (the last step of the request chain, and the gate on what it
+forwards),
 :mod:`~mcp_ref.proxy.forward` (one forwarded request and the target's questions),
 :mod:`~mcp_ref.proxy.back` (a connection to the target), :mod:`~mcp_ref.proxy.translate`
 (results and errors across eras).

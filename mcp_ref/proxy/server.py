@@ -1,4 +1,9 @@
-"""The proxy's front: :class:`ProxyServer`, a Server whose feature requests go to the target."""
+"""The proxy's front: :class:`ProxyServer`, a Server whose feature requests go to the target.
+
+They go through its front door (:mod:`~mcp_ref.proxy.front_door`), the last step of each
+request's chain of ``intercept_request`` hooks (:attr:`ProxyServer.request_hooks`): the
+extensions added to the proxy (a ``Policy``'s rate limits ...) run first, and its gate judges
+what is forwarded (:func:`~mcp_ref.proxy.front_door.check_forward`, ``shown``)."""
 
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from ..server.resources import stateless_refusal
 from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
+from .front_door import FrontDoor, check_forward, front_door_last, refuse_tool_interceptor
 from .links import Links, close_all, closed_error
 from .translate import errors_of, plain_result
 
@@ -94,22 +100,6 @@ def proxy_server(
 
 
 # -- the front server ------------------------------------------------------------------------------
-
-
-class _FrontDoor(Extension):
-    """The front server's extension: every feature request goes to the target."""
-
-    name = "mcp-ref/proxy"
-
-    def __init__(self, proxy: ProxyServer):
-        self.proxy = proxy
-
-    def intercept_request(self, call: Any, proceed: Callable[[], Any]) -> Any:
-        # basic/versioning §Backward Compatibility: a request with the modern _meta is 2026-07-28's
-        envelope = lifecycle.read_envelope(call.params)
-        if envelope is None:
-            return self.proxy.serve_handshake(call, proceed)
-        return self.proxy.serve_modern(call, proceed, envelope)
 
 
 class ProxyServer(Server):
@@ -198,7 +188,7 @@ class ProxyServer(Server):
             name or (info.name if info is not None else "proxy"),
             info.version if info is not None and info.version else "0.1.0",
             instructions=back.instructions,
-            extensions=[_FrontDoor(self)],
+            extensions=[FrontDoor(self)],
         )
         self.on_roots_list_changed = self.pass_roots_changed
         self.subscriptions.on_end = self._streams_ended
@@ -214,6 +204,24 @@ class ProxyServer(Server):
             link.client.connection.notify("notifications/roots/list_changed")
         except Exception:  # the target has gone: nothing to tell
             log.debug("proxy: roots/list_changed not passed on", exc_info=True)
+
+    # -- its extensions: the front door last (mcp_ref.proxy.front_door) ---------------------------
+
+    @property  # type: ignore[override]
+    def request_hooks(self) -> list:
+        """The extensions' ``intercept_request`` in the order added, the front door's last: every
+        other one runs for a forwarded request as for a server's own."""
+        return self._request_hooks
+
+    @request_hooks.setter
+    def request_hooks(self, hooks: list) -> None:
+        self._request_hooks = front_door_last(hooks)  # one assignment: a request sees either list
+
+    def add_extension(self, extension: Extension) -> Extension:
+        """As :meth:`Server.add_extension`; TypeError for one that intercepts tool calls (a proxy
+        runs none: its target does)."""
+        refuse_tool_interceptor(extension)
+        return super().add_extension(extension)
 
     # -- nothing of its own ----------------------------------------------------------------------
 
@@ -270,6 +278,7 @@ class ProxyServer(Server):
         if method not in PASSED and method not in MRTR_METHODS and method not in SESSION_METHODS:
             return proceed()
         connection.lifecycle.check_receive(method)  # before initialized: refused as usual
+        check_forward(self, call, None)  # what the gate hides: as if missing, nothing forwarded
         if connection not in self._greeted:
             # a stateless HTTP request (no initialize on its connection): served as a 2026 one is
             return self._serve_sessionless(call, proceed)
@@ -410,6 +419,7 @@ class ProxyServer(Server):
             return self._listen(params, proceed)
         if method not in PASSED and method not in MRTR_METHODS:
             return proceed()
+        check_forward(self, call, envelope)  # what the gate hides: as if missing, nothing forwarded
         front = Front(call.caller, call.context, envelope)
         if method in MRTR_METHODS:
             state = params.get("requestState")

@@ -1,10 +1,15 @@
-"""A Policy added to a ProxyServer: a restricting gate makes the proxy's 2026 results private.
-Real sockets on 127.0.0.1 (port 0)."""
+"""A Policy (and any request-intercepting extension) added to a ProxyServer holds for the requests
+it forwards: what ``authorize`` denies is hidden from the proxy's listings (every page) and refused
+by name, as a missing item is; rate limits count forwarded requests on every transport; other
+extensions' ``intercept_request`` run before the front door, in the order added; an extension the
+proxy could never call (``intercept_tool_call``) is refused when added.  Real sockets on
+127.0.0.1 (port 0), a real stdio subprocess for the stdio front."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 from pathlib import Path
 
@@ -12,7 +17,9 @@ import pytest
 import requests
 from conftest import WAIT
 
-from mcp_ref import Server
+from mcp_ref import Client, McpError, Server
+from mcp_ref.errors import LimitExceeded
+from mcp_ref.extension import Extension
 from mcp_ref.extensions.policy import Policy
 from mcp_ref.proxy.server import proxy_server
 
@@ -86,6 +93,46 @@ def post_modern(url: str, method: str, params: dict, name: str | None = None) ->
     return answer.json()
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_policy_on_a_proxy_hides_and_refuses_what_it_denies(era):
+    with gated_proxy(Policy(authorize=authorize)) as (_, url):
+        with Client.http(url, era=era, timeout=WAIT) as client:
+            # every page of each listing, the gate filtering each (the target pages by two)
+            assert [tool.name for tool in client.list_tools()] == ["open_a", "open_c", "open_e"]
+            assert [str(r.uri) for r in client.list_resources()] == [
+                "mem://open",
+                "mem://public",
+                "mem://shared",
+            ]
+            templates = client.list_resource_templates()
+            assert [t.uri_template for t in templates] == ["tpl://open/{id}", "tpl://other/{id}"]
+            assert [prompt.name for prompt in client.list_prompts()] == ["greet", "farewell"]
+            # what it allows passes through
+            assert client.call_tool("open_a").text == "open_a"
+            assert client.read_resource("mem://open").contents[0].text == "text of open"
+            assert client.get_prompt("greet").messages
+            assert client.complete(argument="who", value="", prompt="greet").values
+            # what it denies is refused as a missing item is, and never reaches the target
+            refusals = {
+                "tool": lambda: client.call_tool("secret_b"),
+                "resource": lambda: client.read_resource("mem://secret_1"),
+                "prompt": lambda: client.get_prompt("secret_prompt"),
+                "completion": lambda: client.complete(
+                    argument="who", value="", prompt="secret_prompt"
+                ),
+            }
+            for what, refused in refusals.items():
+                with pytest.raises(McpError) as hidden:
+                    refused()
+                assert "secret" in hidden.value.message, what
+            with pytest.raises(McpError) as missing:
+                client.read_resource("mem://nothing")
+            with pytest.raises(McpError) as hidden:
+                client.read_resource("mem://secret_1")
+            assert hidden.value.code == missing.value.code
+            assert hidden.value.message == "Resource not found: mem://secret_1"
+
+
 @pytest.mark.parametrize(
     "method, params",
     [
@@ -104,3 +151,84 @@ def test_a_restricting_gate_makes_the_proxys_results_private(method, params):
         result = post_modern(url, method, params, name)["result"]
         assert result["cacheScope"] == "private"
         assert result["ttlMs"] == 60_000  # the target's own freshness stays
+
+
+class Recorder(Extension):
+    """Records each request it sees, then goes on (``refuse``: a tool it refuses itself)."""
+
+    def __init__(self, name: str, seen: list, refuse: str | None = None):
+        self.name = name
+        self.seen = seen
+        self.refuse = refuse
+
+    def intercept_request(self, call, proceed):
+        self.seen.append((self.name, call.method))
+        if call.method == "tools/call" and call.params.get("name") == self.refuse:
+            raise McpError(f"refused by {self.name}", code=-32600)
+        result = proceed()
+        self.seen.append((self.name, "done"))
+        return result
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_other_extensions_run_before_the_front_door_in_the_order_added(era):
+    seen: list = []
+    first, second = Recorder("first", seen), Recorder("second", seen, refuse="open_c")
+    with gated_proxy(first, second) as (proxy, url):
+        with Client.http(url, era=era, timeout=WAIT) as client:
+            seen.clear()
+            assert client.call_tool("open_a").text == "open_a"
+            assert seen == [
+                ("first", "tools/call"),
+                ("second", "tools/call"),
+                ("second", "done"),  # the forwarded answer came back through both
+                ("first", "done"),
+            ]
+            with pytest.raises(McpError) as refused:
+                client.call_tool("open_c")
+            assert refused.value.message == "refused by second"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_proxys_rate_limit_counts_forwarded_requests_over_stdio(era):
+    with served(target_server()) as target_url:
+        command = [sys.executable, FRONT_SCRIPT, target_url, "3/minute"]
+        with Client.stdio(command, era=era, timeout=WAIT) as client:
+            answers = []
+            for name in ("secret_b", "open_a", "open_a", "open_a", "open_a"):
+                try:
+                    answers.append(client.call_tool(name).text)
+                except LimitExceeded:
+                    answers.append("limited")
+                except McpError as exc:
+                    answers.append(exc.message)
+            # three a minute, the client's opening request counted too (initialize, or 2026's
+            # server/discover), as a server's own limits count it; the gate added beside the
+            # limit holds over stdio too
+            assert answers == ["Unknown tool: secret_b", "open_a", *["limited"] * 3]
+
+
+def test_a_tool_call_interceptor_is_refused_on_a_proxy():
+    class Approval(Extension):
+        name = "approval"
+
+        def intercept_tool_call(self, caller, tool, arguments, context, run):
+            return run(context)
+
+    with served(target_server()) as target_url:
+        proxy = proxy_server(target_url, client_options={"timeout": WAIT})
+        try:
+            with pytest.raises(TypeError, match="intercepts tool calls"):
+                proxy.add_extension(Approval())
+            assert [type(e).__name__ for e in proxy.extensions] == ["FrontDoor"]
+        finally:
+            proxy.close()
+
+
+def test_a_malformed_completion_reference_through_a_gated_proxy_is_a_clear_error():
+    with gated_proxy(Policy(authorize=authorize)) as (_, url):
+        for ref in ({"type": ["ref/prompt"]}, {"type": "ref/prompt", "name": 7}, "greet"):
+            params = {"ref": ref, "argument": {"name": "who", "value": ""}}
+            answer = post_modern(url, "completion/complete", params)
+            assert answer["error"]["code"] == -32602, answer
+        assert post_modern(url, "tools/list", {})["result"]["tools"]  # and it serves on
