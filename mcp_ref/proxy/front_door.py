@@ -14,7 +14,10 @@ for a server's own.  Two rules make that so:
   the names it sees, as a server judges its own items (mcp_ref.extensions.policy):
   :func:`check_forward` refuses a ``tools/call``, ``prompts/get``, ``resources/read``,
   ``resources/subscribe`` or ``completion/complete`` naming an item it hides, exactly as a
-  missing one is refused, before anything is sent to the target; :func:`shown` leaves what it
+  missing one is refused, before anything is sent to the target (after the checks a server runs
+  before its gate); a hidden resource is never subscribed to at the target, and a subscription
+  to it (a 2026 listen's too: :func:`listen_hidden`) is answered as the target answers a URI it
+  does not know (:func:`agrees_unknown`); :func:`shown` leaves what it
   hides out of each page of a forwarded listing (the target's cursor kept: a page may come out
   shorter, or empty with a ``nextCursor``, and every page is of the caller's own listing).  A
   resource is judged by its URI: the proxy cannot know which of the target's templates serves
@@ -23,12 +26,13 @@ for a server's own.  Two rules make that so:
 
 An extension's ``intercept_tool_call`` cannot hold: the proxy runs no tool of its own, the target
 does.  One is refused when it is added (:func:`refuse_tool_interceptor`), rather than ignored;
-wrap ``tools/call`` with ``intercept_request`` instead.
+wrap ``tools/call`` with ``intercept_request`` instead; and so is a tool, resource, file root,
+prompt or completion registered on the proxy (:class:`NothingOfItsOwn`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .. import lifecycle
@@ -72,6 +76,44 @@ class FrontDoor(Extension):
         return shown(self.proxy, call, result)
 
 
+class NothingOfItsOwn:
+    """What a :class:`~mcp_ref.proxy.server.ProxyServer` refuses of a ``Server``'s registrations:
+    its feature requests all go to the target, so a tool, resource, file root, prompt or
+    completion registered on it would never be listed, read or called.  Each is a TypeError at
+    once, rather than taken and ignored: register it on the target server."""
+
+    def add_tool(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's tools (``@proxy.tool`` too)."""
+        raise own_items("a tool")
+
+    def add_resource(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's resources (``@proxy.resource`` too)."""
+        raise own_items("a resource")
+
+    def add_resource_entry(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's resources (an extension's, a file root's too)."""
+        raise own_items("a resource")
+
+    def add_file_root(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's resources, files too."""
+        raise own_items("a file root")
+
+    def add_prompt(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's prompts (``@proxy.prompt`` too)."""
+        raise own_items("a prompt")
+
+    def completion(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: the target completes its own prompts and templates."""
+        raise own_items("a completion")
+
+
+def own_items(what: str) -> TypeError:
+    """The refusal of ``what`` registered on a proxy (:class:`NothingOfItsOwn`)."""
+    return TypeError(
+        f"a ProxyServer serves its target's items: register {what} on the target server"
+    )
+
+
 def front_door_last(hooks: list) -> list:
     """The ``intercept_request`` hooks of a proxy's extensions (the first outermost), its front
     door's moved last: the other extensions see every request before it is forwarded."""
@@ -88,17 +130,21 @@ def refuse_tool_interceptor(extension: Extension) -> None:
         )
 
 
-def check_forward(server: Any, call: Any, envelope: Any) -> None:
+def check_forward(server: Any, call: Any, envelope: Any) -> dict | None:
     """Refuse ``call`` if it names an item the server's gate hides from its caller, as a missing
-    one is refused (``envelope``: the request's 2026-07-28 envelope, or None).
+    one is refused (``envelope``: the request's 2026-07-28 envelope, or None); None: forward it,
+    else the answer to give instead (a hidden ``resources/subscribe`` the target would agree to).
 
     2025-11-25 server/tools §Security Considerations: servers "MUST: ... Implement proper access
     controls"; server/resources: "Resource permissions SHOULD be checked before operations"; a
     hidden item is "not found" alike (mcp_ref.extensions.policy), and asked about whether or not
-    the target has it, once per request (``Gate.allows``, ``request``)."""
+    the target has it, once per request (``Gate.allows``, ``request``).  The checks a server runs
+    before it asks its gate run first, in its words (``mcp_ref.server.resources``,
+    ``mcp_ref.server.completion``): a malformed request is refused alike whether what it names is
+    hidden or missing, and the gate is never asked about a URI past the bound."""
     gate = server.gate
     if gate is OPEN:
-        return
+        return None
     method, params = call.method, call.params
     principal = call.principal
     if method == "tools/call" or method == "prompts/get":
@@ -108,24 +154,63 @@ def check_forward(server: Any, call: Any, envelope: Any) -> None:
                 raise InvalidParams(f"Unknown tool: {name}")
             raise InvalidParams(f"Invalid params: unknown prompt {name!r}")
     elif method == "resources/read" or method == "resources/subscribe":
+        from ..server.resources import check_uri_length, subscribable
+
+        if method == "resources/subscribe":
+            subscribable(call.caller, method)  # stateless HTTP, no ``subscribe``: refused first
         uri = params.get("uri")
-        if isinstance(uri, str) and not gate.resource_allowed(principal, uri, None, method, params):
+        if not isinstance(uri, str):
+            return None  # refused by the target, in its words
+        check_uri_length(uri)  # server/resources §Security Considerations: "MUST validate"
+        if not gate.resource_allowed(principal, uri, None, method, params):
+            if method == "resources/subscribe" and agrees_unknown(server):
+                return {}  # as the target answers a URI it does not know: nothing subscribed
             # server/resources §Error Handling: "Resource not found: -32002" (-32602 at 2026-07-28)
             missing: McpError = ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
             raise missing if envelope is None else modern_error(missing)
     elif method == "completion/complete":
-        ref = params.get("ref")
-        ref = ref if isinstance(ref, dict) else {}
+        from ..server.completion import check_shape
+
+        check_shape(params)
+        ref = params["ref"]
         ref_type = ref.get("type")
         named = COMPLETION_REFS.get(ref_type) if isinstance(ref_type, str) else None
         key = ref.get(named[0]) if named is not None else None
         if named is None or not isinstance(key, str):
-            return  # refused by the target, in its words
+            return None  # refused by the target, in its words
         _, action, what = named
         # both asked, even after a denial: a hidden item costs what a missing one does
         verdicts = [gate.allows(principal, asked, key, params) for asked in (action, method)]
         if not all(verdicts):
             raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
+    return None
+
+
+def agrees_unknown(server: Any) -> bool:
+    """True when the target agrees to watch a resource URI it does not know, so that a hidden one
+    is agreed too (and never subscribed to at the target): a 2026-07-28 target acknowledges the
+    URIs of a listen's filter without looking them up (as mcp_ref's server does:
+    ``mcp_ref.server.subscriptions.listen``); a handshake-era one refuses the
+    ``resources/subscribe`` of an unknown URI (-32002), and the proxy leaves it out."""
+    return bool(server.watcher.client.connection.modern)
+
+
+def listen_hidden(server: Any, call: Any, uris: Collection[str]) -> set[str]:
+    """The URIs of a 2026 listen's filter the gate hides from its caller, asked before the target
+    is asked to watch any (2025-11-25 server/resources: "Resource permissions SHOULD be checked
+    before operations"): never subscribed to at the target, and acknowledged as an unknown URI is
+    (:func:`agrees_unknown`).  Asked with the request's params, as the server's own listen asks
+    (``mcp_ref.server.subscriptions.listen``): one verdict for both, so the stream's ``hidden``
+    are exactly these."""
+    gate = server.gate
+    if gate is OPEN:
+        return set()
+    principal, params = call.principal, call.params
+    return {
+        uri
+        for uri in uris
+        if not gate.resource_allowed(principal, uri, None, "resources/subscribe", params)
+    }
 
 
 def shown(server: Any, call: Any, result: Any) -> Any:

@@ -33,7 +33,15 @@ from ..server.resources import stateless_refusal
 from ..server.subscriptions import Filter
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
-from .front_door import FrontDoor, check_forward, front_door_last, refuse_tool_interceptor
+from .front_door import (
+    FrontDoor,
+    NothingOfItsOwn,
+    agrees_unknown,
+    check_forward,
+    front_door_last,
+    listen_hidden,
+    refuse_tool_interceptor,
+)
 from .links import Links, close_all, closed_error
 from .translate import errors_of, plain_result
 
@@ -102,7 +110,7 @@ def proxy_server(
 # -- the front server ------------------------------------------------------------------------------
 
 
-class ProxyServer(Server):
+class ProxyServer(NothingOfItsOwn, Server):
     """A server that serves what another server serves (see the module docstring).
 
     What one client may hold at once, so that no client starves the others (the client as the
@@ -223,28 +231,6 @@ class ProxyServer(Server):
         refuse_tool_interceptor(extension)
         return super().add_extension(extension)
 
-    # -- nothing of its own ----------------------------------------------------------------------
-
-    def add_tool(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: a proxy serves its target's tools (see :meth:`_own_items`)."""
-        raise self._own_items("a tool")
-
-    def add_resource(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: a proxy serves its target's resources."""
-        raise self._own_items("a resource")
-
-    def add_prompt(self, *args: Any, **kwargs: Any) -> Any:
-        """Refused: a proxy serves its target's prompts."""
-        raise self._own_items("a prompt")
-
-    @staticmethod
-    def _own_items(what: str) -> TypeError:
-        # Its feature requests all go to the target, so an item registered here would never be
-        # listed or called: refused at once rather than ignored.
-        return TypeError(
-            f"a ProxyServer serves its target's items: register {what} on the target server"
-        )
-
     # -- what the front declares ---------------------------------------------------------------
 
     def capabilities(self, version: str | None = None, caller: Any = None) -> dict:
@@ -278,7 +264,9 @@ class ProxyServer(Server):
         if method not in PASSED and method not in MRTR_METHODS and method not in SESSION_METHODS:
             return proceed()
         connection.lifecycle.check_receive(method)  # before initialized: refused as usual
-        check_forward(self, call, None)  # what the gate hides: as if missing, nothing forwarded
+        answer = check_forward(self, call, None)  # what the gate hides: as if missing
+        if answer is not None:
+            return answer  # nothing forwarded
         if connection not in self._greeted:
             # a stateless HTTP request (no initialize on its connection): served as a 2026 one is
             return self._serve_sessionless(call, proceed)
@@ -416,7 +404,7 @@ class ProxyServer(Server):
         method, params = call.method, call.params
         call.context.envelope = envelope
         if method == "subscriptions/listen":
-            return self._listen(params, proceed)
+            return self._listen(call, proceed)
         if method not in PASSED and method not in MRTR_METHODS:
             return proceed()
         check_forward(self, call, envelope)  # what the gate hides: as if missing, nothing forwarded
@@ -454,20 +442,28 @@ class ProxyServer(Server):
             add_hints(self, method, params, result)
         return lifecycle.complete_result(result, self.server_info(envelope.version))
 
-    def _listen(self, params: dict, proceed: Callable[[], Any]) -> Any:
-        """A 2026 listen stream names resources: the watcher subscribes to them at the target, and
-        the stream is acknowledged for those it holds only (2026-07-28 basic/patterns/subscriptions
-        §Acknowledgment: "The notifications field in the acknowledgment reflects the subset the
-        server agreed to honor"); once the stream ends, those no open stream names are let go."""
+    def _listen(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """A 2026 listen stream names resources: the watcher subscribes at the target to those the
+        gate shows the caller, and the stream is acknowledged for those it holds (2026-07-28
+        basic/patterns/subscriptions §Acknowledgment: "The notifications field in the
+        acknowledgment reflects the subset the server agreed to honor"), and for a hidden one as
+        the target acknowledges a URI it does not know (``listen_hidden``); once the stream ends,
+        those no open stream names are let go."""
+        params = call.params
         try:
             asked = Filter.from_wire(params.get("notifications"))
         except InvalidParams:
             return proceed()  # refused by the listen itself, in its words
         if not asked.uris:
             return proceed()
-        held = self._watch(asked.uris)
+        hidden = listen_hidden(self, call, asked.uris)  # before anything is sent to the target
+        held = self._watch(asked.uris - hidden)
+        agreed = held | hidden if agrees_unknown(self) else held
         # the request's own params: the server's listen acknowledges what they name
-        params["notifications"] = {**params["notifications"], "resourceSubscriptions": sorted(held)}
+        params["notifications"] = {
+            **params["notifications"],
+            "resourceSubscriptions": sorted(agreed),
+        }
         try:
             return proceed()
         except BaseException:
@@ -577,7 +573,8 @@ class ProxyServer(Server):
 
     def _streams_ended(self, streams: list) -> None:
         # all their resources at once: a shutdown that ends every stream waits one bound in all
-        self._unwatch([uri for stream in streams for uri in stream.filter.uris])
+        # (its hidden ones were never watched: ``_listen``)
+        self._unwatch([uri for stream in streams for uri in stream.filter.uris - stream.hidden])
 
     def _open_watcher(self) -> BackLink:
         watcher = BackLink(

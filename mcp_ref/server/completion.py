@@ -27,8 +27,12 @@ _REFS = {
 MAX_VALUES = 100
 
 
-def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
+def check_shape(params: dict) -> None:
+    """-32602 unless ``params`` has a ``ref`` object and an ``argument`` {name, value} whose name is
+    a string: checked before the gate is asked about the item (a proxy's gate too:
+    :func:`mcp_ref.proxy.front_door.check_forward`), so a malformed request is refused alike
+    whether the item it names is hidden, missing or there (2025-11-25 server/utilities/completion
+    §Error Handling: "Invalid parameters: -32602")."""
     ref = params.get("ref")
     argument = params.get("argument")
     if (
@@ -39,6 +43,12 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         raise InvalidParams(
             "Invalid params: completion/complete needs ref and argument {name, value}"
         )
+
+
+def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
+    """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
+    check_shape(params)
+    ref, argument = params["ref"], params["argument"]
     server = connection.server
     gate = server.gate
     # Every gate but the open one is asked, ``restricts`` or not (a gate hiding an item from everyone

@@ -438,13 +438,14 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
         # One rule for all: not registered (yet) is judged by its name alone, at the same cost.
         # Every gate but the open one is asked, ``restricts`` or not: one hiding a resource from
-        # everyone alike hides its updates too.
+        # everyone alike hides its updates too.  Asked once per request (its params): a proxy's
+        # front asked it already, and counts on the same verdict (mcp_ref.proxy.front_door).
         principal = connection.principal
         hidden = frozenset(
             uri
             for uri in agreed.uris
             if not gate.resource_allowed(
-                principal, uri, server.find_resource(uri), "resources/subscribe"
+                principal, uri, server.find_resource(uri), "resources/subscribe", params
             )
         )
     # a modern-only method: the request's envelope gives its version

@@ -11,6 +11,7 @@ import contextlib
 import json
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from conftest import WAIT
 from mcp_ref import Client, McpError, Server
 from mcp_ref.errors import LimitExceeded
 from mcp_ref.extension import Extension
+from mcp_ref.extensions.files import FileRootExtension
 from mcp_ref.extensions.policy import Policy
 from mcp_ref.proxy.server import proxy_server
 
@@ -27,9 +29,11 @@ ERAS = ("handshake", "modern")
 FRONT_SCRIPT = str(Path(__file__).resolve().parents[1] / "servers" / "proxy_policy_front.py")
 
 
-def target_server() -> Server:
+def target_server(*extensions: Extension) -> Server:
     """A target whose every listing takes three pages (two a page), with public caching hints."""
-    server = Server("target", page_size=2, ttl_ms=60_000, cache_scope="public")
+    server = Server(
+        "target", page_size=2, ttl_ms=60_000, cache_scope="public", extensions=list(extensions)
+    )
     for name in ("open_a", "secret_b", "open_c", "secret_d", "open_e"):
         server.tool(name=name)(lambda name=name: name)
     for name in ("open", "secret_1", "public", "secret_2", "shared"):
@@ -60,11 +64,13 @@ def served(server):
 
 
 @contextlib.contextmanager
-def gated_proxy(*extensions):
-    """A target on HTTP, and a proxy in front of it with ``extensions`` added before it is
-    served on HTTP; yields ``(proxy, front URL)``."""
-    with served(target_server()) as target_url:
-        proxy = proxy_server(target_url, client_options={"timeout": WAIT})
+def gated_proxy(*extensions, target: Server | None = None, back_era: str = "auto"):
+    """A target on HTTP (``target``, else :func:`target_server`'s), and a proxy in front of it
+    (its back connections of ``back_era``) with ``extensions`` added before it is served on
+    HTTP; yields ``(proxy, front URL)``."""
+    with served(target or target_server()) as target_url:
+        options = {"timeout": WAIT, "era": back_era}
+        proxy = proxy_server(target_url, client_options=options)
         try:
             for extension in extensions:
                 proxy.add_extension(extension)
@@ -232,3 +238,216 @@ def test_a_malformed_completion_reference_through_a_gated_proxy_is_a_clear_error
             answer = post_modern(url, "completion/complete", params)
             assert answer["error"]["code"] == -32602, answer
         assert post_modern(url, "tools/list", {})["result"]["tools"]  # and it serves on
+
+
+class TargetLog(Extension):
+    """On the target: records every resource URI a request names (a read's, a subscribe's, a
+    listen's filter's)."""
+
+    name = "target-log"
+
+    def __init__(self):
+        self.uris: list[str] = []
+
+    def intercept_request(self, call, proceed):
+        params = call.params if isinstance(call.params, dict) else {}
+        if isinstance(params.get("uri"), str):
+            self.uris.append(params["uri"])
+        notifications = params.get("notifications")
+        if isinstance(notifications, dict):
+            self.uris.extend(notifications.get("resourceSubscriptions") or [])
+        return proceed()
+
+
+def listen_acknowledged(url: str, uris: list[str]) -> list[str]:
+    """The resources a 2026-07-28 listen stream naming ``uris`` is acknowledged for (the stream
+    closed once read)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "subscriptions/listen",
+    }
+    params = {"notifications": {"resourceSubscriptions": uris}, "_meta": meta}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params}
+    with requests.post(
+        url, data=json.dumps(body), headers=headers, timeout=WAIT, stream=True
+    ) as answer:
+        for line in answer.iter_lines(decode_unicode=True):
+            if line.startswith("data:"):
+                acknowledged = json.loads(line[5:])
+                assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
+                return acknowledged["params"]["notifications"].get("resourceSubscriptions", [])
+    raise AssertionError("the listen stream ended unacknowledged")
+
+
+@pytest.mark.parametrize("back_era", ERAS)
+def test_a_listen_through_a_gated_proxy_never_watches_a_hidden_resource(back_era):
+    # 2025-11-25 server/resources: "Resource permissions SHOULD be checked before operations": a
+    # hidden resource is never subscribed to at the target, and is acknowledged as a missing one
+    log = TargetLog()
+    target = target_server(log)
+    with gated_proxy(Policy(authorize=authorize), target=target, back_era=back_era) as (_, url):
+        agreed = listen_acknowledged(url, ["mem://secret_1", "mem://nothing", "mem://open"])
+        assert "mem://secret_1" not in log.uris
+        assert "mem://nothing" in log.uris  # the target was asked about the missing one
+        if back_era == "handshake":  # a handshake-era target refuses to watch a missing one
+            assert agreed == ["mem://open"]
+        else:  # a 2026 target agrees to watch any URI (its updates come once it exists)
+            assert agreed == ["mem://nothing", "mem://open", "mem://secret_1"]
+
+
+def handshake_session(url: str, version: str = "2025-11-25") -> Callable[[str, dict], dict]:
+    """A raw handshake-era session with ``url``: ``call(method, params)`` -> its JSON-RPC answer
+    (without the id)."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    hello = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    opened = requests.post(
+        url,
+        data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}),
+        headers=headers,
+        timeout=WAIT,
+    )
+    headers |= {"Mcp-Session-Id": opened.headers["Mcp-Session-Id"], "MCP-Protocol-Version": version}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    requests.post(url, data=json.dumps(initialized), headers=headers, timeout=WAIT)
+
+    def call(method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = requests.post(url, data=json.dumps(body), headers=headers, timeout=WAIT)
+        if answer.headers.get("content-type", "").startswith("text/event-stream"):
+            lines = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+            message = json.loads(lines[-1])
+        else:
+            message = answer.json()
+        message.pop("id", None)
+        return message
+
+    return call
+
+
+@pytest.mark.parametrize("back_era", ERAS)
+def test_a_hidden_subscribe_through_a_gated_proxy_is_answered_as_a_missing_one(back_era):
+    log = TargetLog()
+    target = target_server(log)
+    with gated_proxy(Policy(authorize=authorize), target=target, back_era=back_era) as (_, url):
+        call = handshake_session(url)
+        hidden = call("resources/subscribe", {"uri": "mem://secret_1"})
+        missing = call("resources/subscribe", {"uri": "mem://nothing"})
+        assert json.dumps(hidden).replace("secret_1", "N") == json.dumps(missing).replace(
+            "nothing", "N"
+        )
+        assert "mem://secret_1" not in log.uris  # nothing subscribed at the target
+        # as the target answers a URI it does not know: a 2026 one agrees, a handshake-era refuses
+        assert ("result" in hidden) == (back_era == "modern"), hidden
+
+
+# -- malformed requests: the server's own checks first, then the gate ------------------------------
+
+LONG = "x" * 9000  # past a resource URI's bound (8,192 characters)
+MALFORMED = [
+    ("completion/complete", lambda n: {"ref": {"type": "ref/prompt", "name": n}, "argument": "x"}),
+    ("completion/complete", lambda n: {"ref": {"type": "ref/prompt", "name": n}}),
+    (
+        "completion/complete",
+        lambda n: {"ref": {"type": "ref/prompt", "name": n}, "argument": {"value": ""}},
+    ),
+    ("resources/read", lambda n: {"uri": n + LONG}),
+    ("resources/subscribe", lambda n: {"uri": n + LONG}),
+]
+NAMES = {"completion/complete": ("secret_prompt", "nothing_prompt")}
+URIS = ("mem://secret_1", "mem://nothing")
+
+
+@pytest.mark.parametrize("method, params", MALFORMED)
+def test_a_malformed_request_naming_a_hidden_item_is_refused_as_a_plain_server_refuses_it(
+    method, params
+):
+    hidden, missing = NAMES.get(method, URIS)
+    asked: list[str] = []
+
+    def recording(principal, action, name) -> bool:
+        asked.append(name)
+        return authorize(principal, action, name)
+
+    plain = target_server()
+    plain.add_extension(Policy(authorize=recording))
+    with served(plain) as plain_url:
+        expected = handshake_session(plain_url)(method, params(hidden))
+    assert expected["error"]["code"] == -32602  # (the reference: a plain server, same policy)
+    with gated_proxy(Policy(authorize=recording)) as (_, url):
+        call = handshake_session(url)
+        assert call(method, params(hidden)) == expected
+        assert call(method, params(missing)) == expected
+    assert not any(len(name) > 8192 for name in asked)  # the gate never judged a URI past the bound
+
+
+def test_a_proxy_refuses_every_item_of_its_own_rather_than_ignoring_it(tmp_path):
+    # its feature requests all go to the target: what is registered on it would never be served
+    (tmp_path / "notes.txt").write_text("hi")
+    with served(target_server()) as target_url:
+        proxy = proxy_server(target_url, client_options={"timeout": WAIT})
+        try:
+            registrations = {
+                "a file root": lambda: proxy.add_file_root(str(tmp_path)),
+                "a completion": lambda: proxy.completion(prompt="greet"),
+                "a resource": lambda: proxy.add_extension(FileRootExtension(str(tmp_path))),
+                "a tool": lambda: proxy.tool(name="mine")(lambda: "mine"),
+                "a prompt": lambda: proxy.prompt(name="mine")(lambda: "mine"),
+            }
+            for what, register in registrations.items():
+                with pytest.raises(TypeError, match=f"register {what} on the target server"):
+                    register()
+            assert [type(e).__name__ for e in proxy.extensions] == ["FrontDoor"]
+            with served(proxy) as url, Client.http(url, timeout=WAIT) as client:
+                # the target's own, nothing more
+                templates = [t.uri_template for t in client.list_resource_templates()]
+                assert templates == ["tpl://open/{id}", "tpl://secret/{id}", "tpl://other/{id}"]
+                assert client.complete(argument="who", value="", prompt="greet").values == [
+                    "ann",
+                    "bob",
+                ]
+        finally:
+            proxy.close()
+
+
+def test_a_hidden_resource_acknowledged_on_a_stream_leaves_another_streams_watch_alone():
+    # A 2026 target agrees to watch any URI, so a hidden one is acknowledged (never watched):
+    # when that stream ends, the target keeps watching it for the stream that may see it.
+    shown = {"secret": True}  # authorize changes its mind between the two listens
+    watched = "mem://secret_1"
+
+    def changing(principal, action, name) -> bool:
+        return shown["secret"] or "secret" not in name
+
+    with gated_proxy(Policy(authorize=changing), back_era="modern") as (proxy, url):
+        ended = threading.Event()
+        on_end = proxy.subscriptions.on_end
+
+        def streams_ended(streams) -> None:
+            on_end(streams)
+            ended.set()
+
+        proxy.subscriptions.on_end = streams_ended
+        with (
+            Client.http(url, era="modern", timeout=WAIT) as first,
+            Client.http(url, era="modern", timeout=WAIT) as second,
+        ):
+            allowed = first.listen(resource_uris=[watched])
+            assert allowed.acknowledged["resourceSubscriptions"] == [watched]
+            shown["secret"] = False
+            hidden = second.listen(resource_uris=[watched])
+            assert hidden.acknowledged["resourceSubscriptions"] == [watched]  # as a missing one
+            hidden.close()
+            assert ended.wait(WAIT)
+            assert proxy._watched == {watched: 1}  # the first stream's, still
+            assert watched in proxy.watcher.subscribed
+            allowed.close()
