@@ -27,6 +27,7 @@ BLOCKS = {
     "# hello_server.py": "test_the_library_examples_run_as_pasted",
     "# proxy_http.py": "test_the_library_examples_run_as_pasted",
     "# hello_client.py": "test_the_library_examples_run_as_pasted",
+    "# policy_proxy.py": "test_the_policy_example_runs_as_pasted",
     'mcp-ref proxy "python hello_server.py"': "test_the_commands_run_as_pasted",
 }
 
@@ -98,6 +99,39 @@ def test_the_library_examples_run_as_pasted(tmp_path):
         assert done.stdout.splitlines() == ["handshake Hello, Ada!", "modern Hello, Ada!"]
     finally:
         _stop(proxy)
+
+
+def test_the_policy_example_runs_as_pasted(tmp_path):
+    """The policy's proxy in front of the library example's proxy: a tool whose name the policy
+    allows is listed and called through both, in each era."""
+    (tmp_path / "hello_server.py").write_text(_block("# hello_server.py"))
+    inner = free_port()
+    outer = free_port()
+    (tmp_path / "proxy_http.py").write_text(
+        _block("# proxy_http.py").replace('"127.0.0.1", 8000', f'"127.0.0.1", {inner}')
+    )
+    (tmp_path / "policy_proxy.py").write_text(
+        _block("# policy_proxy.py")
+        .replace(":9000/", f":{inner}/")
+        .replace('"127.0.0.1", 8000', f'"127.0.0.1", {outer}')
+    )
+    behind = _start([sys.executable, "proxy_http.py"], tmp_path, f":{inner}/mcp")
+    try:
+        gated = _start([sys.executable, "policy_proxy.py"], tmp_path, f":{outer}/mcp")
+        try:
+            for era in ("handshake", "modern"):
+                with Client.http(
+                    f"http://127.0.0.1:{outer}/mcp",
+                    era=era,
+                    timeout=WAIT,
+                    elicitation_handler=_name,
+                ) as client:
+                    assert [tool.name for tool in client.list_tools()] == ["hello"]
+                    assert client.call_tool("hello").text == "Hello, Ada!"
+        finally:
+            _stop(gated)
+    finally:
+        _stop(behind)
 
 
 def test_the_commands_run_as_pasted(tmp_path):
