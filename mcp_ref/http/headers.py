@@ -55,20 +55,20 @@ def cgi_name(header: str) -> str:
     return "HTTP_" + header.upper().replace("-", "_")
 
 
-def request_header(environ: dict, name: str) -> str | None:
-    """The request's header field ``name`` (any case; several joined by commas), or None.
+def header_reader(environ: dict) -> Callable[[str], str | None]:
+    """How the request's header fields are read: ``header(name)`` is the field ``name`` (any case;
+    several joined by commas), or None.  Chosen once per request, not once per field.
 
-    Under mcp_ref's own server, looked up by its exact name in ``environ["mcp_ref.headers"]``:
-    ``Mcp-Param-dry_run`` (an ``x-mcp-header`` may hold ``_``, a ``tchar``) and
-    ``Mcp-Param-dry-run`` are two names, though both would be ``HTTP_MCP_PARAM_DRY_RUN``.
+    Under mcp_ref's own server, looked up by its exact name in ``environ["mcp_ref.headers"]``
+    (``Headers.joined``): ``Mcp-Param-dry_run`` (an ``x-mcp-header`` may hold ``_``, a ``tchar``)
+    and ``Mcp-Param-dry-run`` are two names, though both would be ``HTTP_MCP_PARAM_DRY_RUN``.
     Elsewhere, the WSGI key: there a server that drops names with ``_`` (gunicorn, Werkzeug)
     never passes the first (docs/deploying.md).
     """
     fields = environ.get("mcp_ref.headers")
     if fields is None:
-        return environ.get(cgi_name(name))
-    values = fields.get_all(name)
-    return ",".join(values) if values else None
+        return lambda name: environ.get(cgi_name(name))
+    return fields.joined
 
 
 class InvalidHeaderDeclaration(ValueError):

@@ -31,7 +31,7 @@ One more tells the application what it may share out: ``mcp_ref.slots``, the con
 A header field whose name holds ``_`` gets no ``HTTP_*`` key (``Mcp_Session_Id`` would be taken
 for ``Mcp-Session-Id``): it is dropped there, as gunicorn, Werkzeug and nginx do.
 ``mcp_ref.headers`` (:class:`Headers`) keeps every field under its own name, for the
-``Mcp-Param-*`` names that hold one (``headers.request_header``).
+``Mcp-Param-*`` names that hold one (``headers.header_reader``).
 """
 
 from __future__ import annotations
@@ -165,6 +165,11 @@ class Headers:
     def get_all(self, name: str) -> list[str]:
         """Every value of the fields called ``name``."""
         return list(self._values.get(name.lower(), ()))
+
+    def joined(self, name: str) -> str | None:
+        """The values of the fields called ``name`` joined by commas (RFC 9110 §5.3), or None."""
+        values = self._values.get(name.lower())
+        return None if values is None else ",".join(values)
 
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._values

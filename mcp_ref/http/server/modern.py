@@ -13,7 +13,7 @@ from ...jsonrpc import ErrorResponse, Request, Response
 from ...lifecycle import MODERN_VERSIONS
 from ...server.connection import OPEN
 from ...server.principal import Principal
-from ..headers import check_request_headers, request_header
+from ..headers import check_request_headers, header_reader
 from .base import HttpAppBase
 from .host import Connection
 from .oneshot import one_shot
@@ -145,7 +145,5 @@ class ModernHttp:
             )
             tool = server.visible_tool(principal, params["name"], request.params)
             declared = tool.header_declarations if tool is not None else None
-        check_request_headers(
-            lambda name: request_header(environ, name), request.method, params, declared=declared
-        )
+        check_request_headers(header_reader(environ), request.method, params, declared=declared)
         return modern
