@@ -85,6 +85,8 @@ class McpWsgiApp(HttpAppBase):
     # -- WSGI entry point ----------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response):
+        if "mcp_ref.on_disconnect" in environ:  # the WSGI server tells of a gone client itself
+            return self._answer(environ, start_response)
         sock = peers.provide(environ)  # gunicorn: a gone client noticed from its socket
         try:
             return peers.until_closed(self._answer(environ, start_response), sock)
@@ -106,7 +108,10 @@ class McpWsgiApp(HttpAppBase):
                     answer = middleware.on_request(call)
                     if answer is not None:
                         return answer
-            if method == "POST" and self._serves_posts_at(path):
+            # the paths an MCP message is POSTed to (Streamable HTTP's, the legacy one's)
+            if method == "POST" and (
+                path == self.path or (self.legacy_sse and path == self.messages_path)
+            ):
                 release = self.hold_request(environ)  # its caller now known: 429 past its share
             answer = self._route(environ, start_response, path, method)
         except HttpError as exc:
@@ -132,10 +137,6 @@ class McpWsgiApp(HttpAppBase):
         if self.legacy_sse and path == self.messages_path and method == "POST":
             return self.legacy.post(environ, start_response)
         raise NotFound(f"Not found: {path}")
-
-    def _serves_posts_at(self, path: str) -> bool:
-        """True for the paths an MCP message is POSTed to (Streamable HTTP's, the legacy one's)."""
-        return path == self.path or (self.legacy_sse and path == self.messages_path)
 
     def _post(self, environ: dict, start_response):
         """A POST to ``path``: a 2026-07-28 request (:mod:`.modern`) or Streamable HTTP's."""

@@ -432,7 +432,7 @@ class HttpAppBase:
         # a WSGI app has no start: its first connection enters the lifespan, which the app holds as
         # serving does until close() (mcp_ref.server.lifespan)
         self.server.enter_lifespan()
-        pool = self.handler_pool()
+        pool = self._pool or self.handler_pool()  # made by the first connection
         counted = None if client is None else CountedPool(pool, self._handlers, client)
         if isinstance(transport, HttpSession):
             transport.jobs = counted

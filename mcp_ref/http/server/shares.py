@@ -138,7 +138,13 @@ class ClientCounts:
             if cap is not None and held >= cap:
                 return None
             self._held[client] = held + 1
-        return once(functools.partial(self.give_back, client, 1))
+        first = threading.Lock()  # once(give_back), one call less on every POST
+
+        def release() -> None:
+            if first.acquire(blocking=False):
+                self.give_back(client, 1)
+
+        return release
 
     def hold_some(self, client: str, count: int, cap: int | None) -> tuple[int, Callable[[], None]]:
         """Up to ``count`` more for ``client``, as many as ``cap`` leaves room for: how many were
