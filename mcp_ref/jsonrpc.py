@@ -105,7 +105,7 @@ def valid_id(value: Any) -> bool:
 
     ``bool`` is excluded even though it subclasses ``int`` in Python.
     """
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:

@@ -344,7 +344,10 @@ class Session:
         self._end_callbacks(wait=False)
         # else the end of input sets it
         if self._reader is None or self._reader is threading.current_thread():
-            vars(self).setdefault("_closed", ENDED).set()
+            closed = vars(self).setdefault("_closed", ENDED)
+            # asked for already; ENDED is set (setting it again costs a lock on every HTTP POST)
+            if closed is not ENDED:
+                closed.set()
 
     def _close_transport(self) -> None:
         try:
@@ -726,11 +729,12 @@ class Session:
         with self._lock:
             duplicate = request.id in self._incoming
             busy = not (duplicate or at_once) and (
-                len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming
+                max(len(self._incoming), self._withdrawn) >= self.max_incoming
             )
-            if not (duplicate or busy or at_once):
+            refused = duplicate or busy or at_once
+            if not refused:
                 self._incoming[request.id] = context
-        if duplicate or busy or at_once:
+        if refused:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
             reply: Response | ErrorResponse = ErrorResponse(request.id, _ID_IN_USE)
             if at_once and not duplicate:
