@@ -80,8 +80,9 @@ def gated_proxy(*extensions, target: Server | None = None, back_era: str = "auto
             proxy.close()
 
 
-def post_modern(url: str, method: str, params: dict, name: str | None = None) -> dict:
-    """One raw 2026-07-28 request to ``url``; its JSON-RPC answer."""
+def modern_request(method: str, params: dict, name: str | None = None) -> tuple[str, dict]:
+    """The body and headers of one raw 2026-07-28 request: its ``_meta`` envelope and the
+    ``Mcp-Method`` (and ``Mcp-Name``) headers that mirror it."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -95,8 +96,13 @@ def post_modern(url: str, method: str, params: dict, name: str | None = None) ->
     if name is not None:
         headers["Mcp-Name"] = name
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
-    answer = requests.post(url, data=json.dumps(body), headers=headers, timeout=WAIT)
-    return answer.json()
+    return json.dumps(body), headers
+
+
+def post_modern(url: str, method: str, params: dict, name: str | None = None) -> dict:
+    """One raw 2026-07-28 request to ``url``; its JSON-RPC answer."""
+    body, headers = modern_request(method, params, name)
+    return requests.post(url, data=body, headers=headers, timeout=WAIT).json()
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -262,21 +268,9 @@ class TargetLog(Extension):
 def listen_acknowledged(url: str, uris: list[str]) -> list[str]:
     """The resources a 2026-07-28 listen stream naming ``uris`` is acknowledged for (the stream
     closed once read)."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "subscriptions/listen",
-    }
-    params = {"notifications": {"resourceSubscriptions": uris}, "_meta": meta}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params}
-    with requests.post(
-        url, data=json.dumps(body), headers=headers, timeout=WAIT, stream=True
-    ) as answer:
+    params = {"notifications": {"resourceSubscriptions": uris}}
+    body, headers = modern_request("subscriptions/listen", params)
+    with requests.post(url, data=body, headers=headers, timeout=WAIT, stream=True) as answer:
         for line in answer.iter_lines(decode_unicode=True):
             if line.startswith("data:"):
                 acknowledged = json.loads(line[5:])
