@@ -145,7 +145,8 @@ def check_forward(server: Any, call: Any, envelope: Any) -> dict | None:
     gate = server.gate
     if gate is OPEN:
         return None
-    method, params = call.method, call.params
+    method = call.method
+    params = call.params
     principal = call.principal
     if method == "tools/call" or method == "prompts/get":
         name = params.get("name")
@@ -205,7 +206,8 @@ def listen_hidden(server: Any, call: Any, uris: Collection[str]) -> set[str]:
     gate = server.gate
     if gate is OPEN:
         return set()
-    principal, params = call.principal, call.params
+    principal = call.principal
+    params = call.params
     return {
         uri
         for uri in uris

@@ -48,7 +48,8 @@ def check_shape(params: dict) -> None:
 def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
     check_shape(params)
-    ref, argument = params["ref"], params["argument"]
+    ref = params["ref"]
+    argument = params["argument"]
     server = connection.server
     gate = server.gate
     # Every gate but the open one is asked, ``restricts`` or not (a gate hiding an item from everyone
