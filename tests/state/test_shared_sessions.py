@@ -787,25 +787,76 @@ def test_a_2024_11_05_post_to_another_worker_is_refused_503_while_the_stream_is_
             worker.served.url + path, json=call, headers=worker.headers, timeout=WAIT
         )
 
-    accepted = 0
-    while (to_a := post(a, accepted)).status_code == 202:  # until A's stream is full
-        accepted += 1
-        assert accepted < 150, "the stream never filled"
+    accepted: set = set()
+    refused: set = set()
+
+    def post_until_refused(worker: Worker, name: str):
+        """POSTs through ``worker`` until one is refused: its response."""
+        for number in range(150):
+            request_id = f"{name}{number}"
+            response = post(worker, request_id)
+            if response.status_code != 202:
+                refused.add(request_id)
+                return response
+            accepted.add(request_id)
+        raise AssertionError(f"no POST through {name} was refused: the stream never filled")
+
+    to_a = post_until_refused(a, "a")  # until A's stream is full
     assert to_a.status_code == 503
-    to_b = post(b, "via b")
+    # A's stream may have been full only while its writer lagged behind the socket, which then
+    # took more: B's POSTs are taken until the socket's buffers are full too
+    to_b = post_until_refused(b, "b")
     assert to_b.status_code == 503 and to_b.headers["Retry-After"] == "1"
     assert "event stream is full" in to_b.json()["error"]["message"]
     answered: set = set()
-    while len(answered) < accepted:  # the client reads again
+    while len(answered) < len(accepted):  # the client reads again
         message = json.loads(next_within(stream)["data"])
-        assert message.get("id") != "via b"
+        assert message.get("id") not in refused
         if "id" in message:
             assert message["result"]["content"][0]["text"] == big
             answered.add(message["id"])
-    assert answered == set(range(accepted))
+    assert answered == accepted
     assert post(b, "after").status_code == 202  # room again: taken through B, run on A
     assert answer_on(stream, "after")["result"]["content"][0]["text"] == big
     stream.response.close()
+
+
+def test_a_2024_11_05_session_ended_twice_is_removed_and_published_once(workers, monkeypatch):
+    """A 2024-11-05 session's end comes twice (its stream's body ends, then its response closes):
+    each one removed it from the shared table and published its end to every worker again.  Now
+    the second finds it ended already and does nothing."""
+    (a,) = workers(1)
+    stream, path = open_legacy_session(a)
+    session = a.app.live_session(legacy_session_id(path))
+    assert session is not None
+    published: list = []
+    monkeypatch.setattr(a.app.shared_sessions, "ended", published.append)
+    a.app.end(session)
+    a.app.end(session)
+    assert published == [session.id]
+    stream.response.close()
+
+
+def test_a_session_ending_after_its_application_closed_subscribes_to_nothing(workers):
+    """At shutdown, a 2024-11-05 session whose stream ended after its application closed subscribed
+    to the bus again (subscriptions nobody would stop), or, the bus closed too, raised "the bus is
+    closed" into the server's log.  Now a closed application subscribes to nothing; a session
+    ending then still publishes its end."""
+    from mcp_ref.http.server.shared import SESSIONS
+
+    a, b = workers()
+    heard = threading.Event()
+    b.server.bus.subscribe(
+        SESSIONS, lambda message: message.get("session") == "late" and heard.set()
+    )
+    shared = a.app.shared_sessions
+    shared.close()
+    shared.ended("late")
+    assert heard.wait(WAIT)
+    assert not shared._listening
+    a.server.shared_state.close()  # its bus closed too
+    shared.ended("later")  # raised RuntimeError
+    assert not shared._listening
 
 
 def legacy_session_id(path: str) -> str:

@@ -774,7 +774,12 @@ class HttpAppBase:
     def end(self, session: HttpSession) -> None:
         """End ``session`` now, everywhere (its client deleted it; its stream, the whole legacy
         session, closed; it expired): out of the table, so every worker's next request for it
-        gets 404."""
+        gets 404.  A session ended already is left alone (a legacy stream's end comes twice: its
+        body's last step, and its response's close)."""
+        with self._sessions_lock:
+            held_here = session.id is not None and self.sessions.get(session.id) is session
+        if session.closed and not held_here:
+            return
         self.end_here(session, for_good=True)
         if session.id is not None:
             self.session_table.remove(session.id)

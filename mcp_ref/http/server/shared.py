@@ -189,6 +189,9 @@ class SharedSessions:
         self.app = app
         self._serial = next(_APPS)
         self._listening: list[Callable[[], None]] = []
+        #: The application closed: nothing is subscribed again (a session ending after it still
+        #: publishes its end).
+        self._closed = False
         self._lock = threading.Lock()
         self._reconciled = time.monotonic()
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
@@ -495,7 +498,7 @@ class SharedSessions:
         """Hear the other workers' messages about sessions (once per application): those for every
         worker, and those addressed to this one."""
         with self._lock:
-            if not self._listening:
+            if not self._listening and not self._closed:
                 bus = self.app.server.bus
                 self._listening = [
                     bus.subscribe(SESSIONS, self._hear),
@@ -505,7 +508,9 @@ class SharedSessions:
     def close(self) -> None:
         """Stop hearing them (the application closes), and let go of every home this worker held."""
         with self._lock:
-            stops, self._listening = self._listening, []
+            self._closed = True
+            stops = self._listening
+            self._listening = []
         for stop in stops:
             stop()
         self.homes.close()  # every home this worker held is free for another worker now
