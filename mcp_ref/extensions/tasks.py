@@ -32,10 +32,11 @@ its time to live runs out.  ``ctx.report_progress`` sets the task's
 notifications "are not supported on tasks").
 
 :class:`TaskStore` (``server.tasks``) holds the tasks and runs them: at most ``max_tasks`` (past it
-the oldest finished one is forgotten; if none has finished, a new task is refused with -31000), at
-most ``max_tasks_per_principal`` unfinished ones per caller (past it, -31005), each kept ``ttl_ms``
-after its creation; at most ``workers`` run at once and ``max_waiting`` wait for input, each at most
-``input_timeout`` seconds (the threads: :mod:`mcp_ref.extensions.task_pool`).
+the caller's oldest finished one is forgotten, else the oldest finished one; if none has finished, a
+new task is refused with -31000), at most ``max_tasks_per_principal`` unfinished ones per caller
+(past it, -31005), each kept ``ttl_ms`` after its creation; at most ``workers`` run at once and
+``max_waiting`` wait for input, each at most ``input_timeout`` seconds (the threads:
+:mod:`mcp_ref.extensions.task_pool`).
 
 The same store serves the experimental tasks of 2025-11-25 (``params.task`` on a handshake-era
 ``tools/call``): :mod:`mcp_ref.extensions.tasks_2025`, installed with this extension by ``server.tasks``.

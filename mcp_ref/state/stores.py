@@ -349,8 +349,10 @@ class TaskRecords(Protocol):
     ) -> str:
         """Add a record kept ``ttl`` seconds (None: until deleted).  Atomic with its bounds:
         ``"caller_full"`` when ``caller`` has ``max_per_caller`` unfinished tasks, ``"full"`` when
-        ``max_total`` records exist and none has finished (else the oldest finished one is dropped),
-        ``"created"`` when added."""
+        ``max_total`` records exist and none has finished (else the oldest finished one of
+        ``caller`` is dropped, or if it has none the oldest finished one: a caller's new tasks never
+        wipe out another's results while it has results of its own to give up; 2025-11-25
+        basic/utilities/tasks §Task Isolation, §Resource Management), ``"created"`` when added."""
 
     def get(self, task_id: str) -> dict | None:
         """The record (a copy), or None: no such task, or it expired."""
@@ -457,12 +459,11 @@ class MemoryTaskRecords:
             if max_per_caller is not None and self._unfinished(caller) >= max_per_caller:
                 return "caller_full"
             if len(records) >= max_total:
-                finished = next(
-                    (tid for tid, r in records.items() if r["status"] in TERMINAL), None
-                )
-                if finished is None:
+                finished = [tid for tid, r in records.items() if r["status"] in TERMINAL]
+                if not finished:
                     return "full"
-                self._drop(finished)
+                own = (tid for tid in finished if records[tid]["caller"] == caller)
+                self._drop(next(own, finished[0]))
             self._drop(task_id)  # an id made again is a new record, at the end of the order
             records[task_id] = _json(record)
             self._created += 1

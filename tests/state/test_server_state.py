@@ -408,6 +408,21 @@ def test_records_create_within_their_bounds_atomically(records):
     assert records.get("a1") is None and records.count() == 3
 
 
+def test_a_full_store_makes_room_with_the_creating_callers_own_finished_task_first(records):
+    """A full store dropped the oldest finished task of anyone: one caller's stream of quick tasks
+    wiped out another caller's results before their ttl (its tasks/result then said "no task").
+    Now the caller's own oldest finished task goes first; another's only when it has none."""
+    create(records, "b1", "bob")
+    records.transition("b1", {"status": COMPLETED})
+    create(records, "a1")
+    records.transition("a1", {"status": COMPLETED})
+    create(records, "a2")
+    assert create(records, "a3") == "created"  # full: alice's a1 goes, bob's older b1 stays
+    assert records.get("a1") is None and records.get("b1")["status"] == COMPLETED
+    assert create(records, "c1", "carol") == "created"  # carol has none: the oldest finished, b1
+    assert records.get("b1") is None and records.get("a3") is not None
+
+
 def test_a_record_read_is_a_copy_and_a_terminal_one_never_changes(records):
     create(records, "t")
     got = records.get("t")

@@ -421,8 +421,13 @@ if op == 'create' then
     if redis.call('ZCARD', opens(caller)) >= cap then return 'caller_full' end
   end
   if redis.call('ZCARD', ALL) >= total then
-    local oldest = redis.call('ZRANGE', DONE, 0, 0)[1]
-    if not oldest then return 'full' end
+    -- the caller's own oldest finished task, else the oldest finished one (TaskRecords.create)
+    local done = redis.call('ZRANGE', DONE, 0, -1)
+    if not done[1] then return 'full' end
+    local oldest = done[1]
+    for _, t in ipairs(done) do
+      if redis.call('HGET', CALLERS, t) == caller then oldest = t break end
+    end
     drop(oldest)
   end
   drop(id)
@@ -582,7 +587,7 @@ def _pairs(flat: list) -> dict[str, Any]:
 class RedisTaskRecords(RedisStore):
     """The tasks extension's records (:class:`~mcp_ref.state.stores.TaskRecords`) shared by every
     process: each operation one script, so ``create`` checks ``max_tasks_per_principal`` and
-    ``max_tasks`` in the step that adds (full: the oldest finished record is evicted, else refused),
+    ``max_tasks`` in the step that adds (full: the caller's oldest finished record is evicted, else the oldest finished one, else refused),
     and ``transition`` never changes a terminal record (SEP-2663 §Task Lifecycle).  A record is a
     hash of JSON texts (its asks and answers in hashes of their own, so no script re-encodes a
     handler's result); it expires with its TTL (``PEXPIRE``, and the index that ``sweep`` reads).
