@@ -494,6 +494,9 @@ class TaskStore(TaskPool):
                 f"ttl_ms must be a positive number of milliseconds (at most {LONGEST_TTL_MS}), "
                 "or None for unlimited"
             )
+        _whole("max_tasks", max_tasks, 1)
+        # 2025-11-25 schema Task.pollInterval and SEP-2663 pollIntervalMs: integer milliseconds
+        _whole("poll_interval_ms", poll_interval_ms, 1)
         _whole("workers", workers, 1)
         _whole("max_waiting", max_waiting, 0)
         if max_tasks_per_principal is not None:

@@ -434,6 +434,15 @@ def test_the_store_rejects_settings_that_bound_nothing():
             TaskStore(**options)
 
 
+def test_the_store_refuses_a_poll_interval_that_is_no_whole_milliseconds_and_an_empty_table():
+    """``poll_interval_ms`` and ``max_tasks`` were taken unchecked: 0.5 (seconds meant) went out as
+    ``pollInterval: 0.5``, which the 2025-11-25 schema's integer refuses, and ``max_tasks=0`` made a
+    store refusing every task.  Both are ValueError now, as the store's other settings are."""
+    for options in ({"poll_interval_ms": 0.5}, {"poll_interval_ms": 0}, {"max_tasks": 0}):
+        with pytest.raises(ValueError):
+            TaskStore(**options)
+
+
 def test_the_pool_never_runs_more_than_workers_while_others_wait_for_input():
     store = TaskStore(workers=2, max_waiting=3)
     lock, answers, finished = threading.Lock(), threading.Event(), threading.Semaphore(0)
