@@ -592,7 +592,15 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:
-            response.close()  # accepted; no answer on this response (e.g. a cancelled request)
+            response.close()
+            # 2025-11-25 basic/transports §Sending Messages: to a request the server "MUST either
+            # return Content-Type: text/event-stream ... or Content-Type: application/json"; a 202
+            # brings no answer (one cancelled meanwhile is no longer waited for: nothing happens)
+            failure = HttpTransportError(
+                f"HTTP 202 Accepted from {shown(self.url)}, with no answer to {request.method}"
+            )
+            failure.status = 202
+            self._incoming.put(RequestFailed(request.id, failure))
             return
         if not response.ok:
             self._fail_http(request.id, response, request.method)
