@@ -107,7 +107,7 @@ from .not_reached import (
     unreachable,
 )
 from .notices import Notices, notice_timeouts
-from .origins import CrossOriginRefused, redirect_guard
+from .origins import CrossOriginRefused, RedirectRefused, redirect_guard
 from .sse import SseParser
 
 __all__ = [
@@ -526,8 +526,9 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             self._fail(request.id, str(exc), exc.status)
         # AuthorizationError: the auth hook (mcp_ref.oauth.OAuth) could not authorize;
         # CrossOriginRefused: a redirect to another origin, not followed; ServerUnreachable: the
-        # HTTP+SSE fallback found no server either, or a new session's initialize found none
-        except (AuthorizationError, CrossOriginRefused, ServerUnreachable) as exc:
+        # HTTP+SSE fallback found no server either, or a new session's initialize found none;
+        # RedirectRefused: a redirect that would have turned the POST into a GET, not followed
+        except (AuthorizationError, CrossOriginRefused, RedirectRefused, ServerUnreachable) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
             if self._closed.is_set() or self.in_flight.given_up(request.id):  # nothing is wrong

@@ -40,11 +40,18 @@ class CrossOriginRefused(MCPRefError, ConnectionError):
         self.named, self.elsewhere = origin_text(named), origin_text(elsewhere)
 
 
+class RedirectRefused(MCPRefError, ConnectionError):
+    """A POST was answered 301, 302 or 303: following it would send a GET without the message (RFC
+    9110 §15.4.2 to §15.4.4 let a client change the method; requests does, and drops the body), so
+    it is not followed.  The message names the status and the URL to connect to instead."""
+
+
 def redirect_guard(http, named: str):
     """A response hook for the ``requests`` session ``http``, whose user named ``named``: a
     redirect to another origin raises :class:`CrossOriginRefused` before requests follows it
     (requests would carry the caller's headers, the DPoP proof, the body and, across a port change
-    on one host, its cookies there).  Same-origin redirects go on, each closed with its body
+    on one host, its cookies there), and one that would turn a POST into a GET
+    :class:`RedirectRefused`.  Other same-origin redirects go on, each closed with its body
     unread (:func:`close_redirect_unread`)."""
 
     def refuse_redirect_elsewhere(response, **kwargs):
@@ -53,6 +60,12 @@ def redirect_guard(http, named: str):
             close_redirect_unread(response)
             if not same_origin(target, named):
                 raise CrossOriginRefused("a redirect", named, target)
+            if response.status_code in (301, 302, 303) and response.request.method == "POST":
+                raise RedirectRefused(
+                    f"the server answered a POST with HTTP {response.status_code} to "
+                    f"{origin_text(target)}{urlsplit(target).path}, which would send a GET without "
+                    "the message; connect to that URL instead (307 and 308 redirects are followed)"
+                )
         return response
 
     return refuse_redirect_elsewhere

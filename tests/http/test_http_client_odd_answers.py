@@ -8,7 +8,9 @@ The server is :class:`~test_http_client_sessions.ScriptedServer` (a raw socket o
 
 from __future__ import annotations
 
+import pytest
 from conftest import WAIT, outcome_within
+from test_hardening_origins import Recorder, Redirector, plain_server, serve, stop_after  # noqa: F401
 from test_http_client_sessions import LONG, ScriptedServer, answer, posted, scripted  # noqa: F401
 
 from mcp_ref import Client
@@ -31,3 +33,29 @@ def test_a_202_to_a_request_fails_it_at_once_and_the_client_serves_on(scripted):
         assert "202" in str(failure) and "tools/list" in str(failure)
         refusing[0] = False
         assert client.list_tools() == []
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+@pytest.mark.parametrize("status", [301, 302, 303])
+def test_a_redirect_that_would_turn_a_post_into_a_get_is_refused_clearly(stop_after, status, era):
+    """A same-origin 301, 302 or 303 to a call's POST was followed as requests follows it: a GET
+    without the message.  mcp_ref's server took it for a session's standalone stream, and the call
+    waited for its timeout (or, with no session, failed with a 400 about a missing session id).  It
+    fails at once now, naming the status and the URL; nothing went there."""
+    seen = Recorder(plain_server().wsgi_app())
+
+    def front(environ, start_response):
+        if environ["PATH_INFO"] == "/moved":  # serves MCP too: following would reach it
+            return seen({**environ, "PATH_INFO": "/mcp"}, start_response)
+        return redirector(environ, start_response)
+
+    redirector = Redirector(seen)
+    httpd = serve(front, stop_after)
+    with Client.http(httpd.url + "/mcp", era=era, timeout=LONG) as client:
+        redirector.to, redirector.status = "/moved", status
+        failure = outcome_within(lambda: client.call_tool("hello"), WAIT)
+        assert isinstance(failure, ConnectionError), failure
+        assert f"HTTP {status}" in str(failure) and f"{httpd.url}/moved" in str(failure)
+        redirector.to = None
+        assert client.call_tool("hello").content[0].text == "hello"
+    assert not [request for request in seen.seen() if request[1] == "/moved"]
