@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +130,9 @@ __all__ = [
     "MAX_EVENT_ID",
     "MAX_CHUNK_LINE",
 ]
+
+#: A session id as 2025-11-25 basic/transports §Session Management allows it: visible ASCII.
+_SESSION_ID = re.compile(r"[\x21-\x7e]+")
 
 #: The old private name of :class:`~mcp_ref.http.bounded_reads.Cursor` (tests use it).
 _Cursor = Cursor
@@ -566,7 +570,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 self._fall_back(data, request)
                 return
             if response.ok:
-                self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+                self.session_id = self._new_session_id(response) or self.session_id
                 if self.mode == "auto":
                     self.mode = "streamable"
         elif response.status_code == 404 and sent_with and self._reinitialize and not renewing:
@@ -577,6 +581,20 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             response = self._post_request(data, request)
         if self._track(request.id, response):
             self._deliver(response, request)
+
+    def _new_session_id(self, response) -> str | None:
+        """The ``Mcp-Session-Id`` of the answer to ``initialize``; one that is not visible ASCII
+        raises :class:`HttpTransportError` (``response`` closed): sent back on every request, it
+        would be refused there or misread (2025-11-25 basic/transports §Session Management: "The
+        session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E)")."""
+        session_id = response.headers.get("Mcp-Session-Id")
+        if session_id and not _SESSION_ID.fullmatch(session_id):
+            response.close()
+            raise HttpTransportError(
+                f"{shown(self.url)} answered initialize with an Mcp-Session-Id holding characters "
+                "other than visible ASCII (0x21 to 0x7E): the session is not taken"
+            )
+        return session_id
 
     def awaiting(self, request_id, underway: Underway) -> None:
         """A worker waits for ``request_id``'s answer on ``underway``'s socket (:attr:`in_flight`)."""

@@ -13,7 +13,7 @@ from conftest import WAIT, outcome_within
 from test_hardening_origins import Recorder, Redirector, plain_server, serve, stop_after  # noqa: F401
 from test_http_client_sessions import LONG, ScriptedServer, answer, posted, scripted  # noqa: F401
 
-from mcp_ref import Client
+from mcp_ref import Client, McpError
 
 
 def test_a_202_to_a_request_fails_it_at_once_and_the_client_serves_on(scripted):
@@ -59,3 +59,22 @@ def test_a_redirect_that_would_turn_a_post_into_a_get_is_refused_clearly(stop_af
         redirector.to = None
         assert client.call_tool("hello").content[0].text == "hello"
     assert not [request for request in seen.seen() if request[1] == "/moved"]
+
+
+@pytest.mark.parametrize("session_id", [b"a b", b"caf\xe9", b"tab\there", b"del\x7f"])
+def test_a_session_id_that_is_not_visible_ascii_is_refused(scripted, session_id):
+    """An ``Mcp-Session-Id`` with a space, a byte past ASCII or a control character (2025-11-25
+    basic/transports: visible ASCII, 0x21 to 0x7E) was taken and sent back on every request; the
+    handshake fails now, naming the header, and nothing more is sent with it."""
+
+    def script(request: dict):
+        if posted("initialize")(request):
+            usual = server.usual(request)
+            return usual.replace(b"Mcp-Session-Id: s1", b"Mcp-Session-Id: " + session_id)
+        return None
+
+    server: ScriptedServer = scripted(script)
+    with pytest.raises(McpError) as caught:
+        Client.http(server.url, transport="streamable", era="handshake", timeout=WAIT).close()
+    assert "Mcp-Session-Id" in str(caught.value) and "visible ASCII" in str(caught.value)
+    assert [request for request in server.requests if "mcp-session-id" in request["headers"]] == []
