@@ -4,8 +4,9 @@ The rule of this project: a token, a DPoP proof, the caller's ``headers=`` (the 
 ``--header``) and every message go only to the origin the user named.  A redirect, a 2024-11-05
 ``endpoint`` event, or a 401 answered by another origin is refused with
 :class:`CrossOriginRefused`, before anything is sent there.  Same-origin redirects (``/mcp`` to
-``/mcp/``) are followed: an origin is one trust boundary, and browsers draw it there too.  A
-redirect's body is never read, on any HTTP client path (:func:`close_redirect_unread`).
+``/mcp/``) are followed: an origin is one trust boundary, and browsers draw it there too; but
+not a POST's 301, 302 or 303, which would become a GET without the message
+(:class:`RedirectRefused`).  A redirect's body is never read, on any HTTP client path (:func:`close_redirect_unread`).
 
 The server's side of the same idea is here too: which ``Host`` and ``Origin`` may reach a local
 server (:func:`host_allowed`, :func:`origin_allowed`, the DNS-rebinding guard shared by the MCP
