@@ -91,7 +91,8 @@ class Client:
     a server that answers with another is refused (UnsupportedProtocolVersionError).
     ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an answer to
     ``server/discover`` before it takes the server for a handshake-era one (default 10 s; stdio
-    §Backward Compatibility).  ``trace(direction, data)`` sees every message. ``log_level``: with
+    §Backward Compatibility); a modern server slower to start that then refuses ``initialize``
+    with -32022 is asked ``server/discover`` again.  ``trace(direction, data)`` sees every message. ``log_level``: with
     ``on_log``, the level asked of a server that declares logging (default "info"; None: none).
     ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their ``ttlMs``
     says they are fresh, at most this many (0: no cache); see :attr:`cache`.

@@ -247,16 +247,28 @@ class ClientConnection:
             else:
                 self._become_modern(version, result)
                 return
+            late = RequestTimeout(f"server/discover, initialize: no answer within {wait:g} s")
             if deadline is not None:  # initialize gets what the probe left of the bound
                 timeout = deadline - time.monotonic()
-                late = RequestTimeout(f"server/discover, initialize: no answer within {wait:g} s")
                 if timeout <= 0:
                     raise late
+            try:
+                self.initialize(timeout)
+            except RequestTimeout:
+                if deadline is None:
+                    raise
+                raise late from None
+            except UnsupportedProtocolVersionError as refusal:
+                # A modern server slow to start answered the probe after it gave up, and refuses
+                # initialize: -32022 "identifies a modern server" (2026-07-28 basic/versioning
+                # §Backward Compatibility), asked again now that it reads
+                left = None if deadline is None else deadline - time.monotonic()
                 try:
-                    self.initialize(timeout)
-                except RequestTimeout:
-                    raise late from None
-                return
+                    version, result = probe(self, pinned, left, bounded=None)
+                except LegacyServer:
+                    raise refusal from None
+                self._become_modern(version, result)
+            return
         self.initialize(timeout)
 
     def _become_modern(self, version: str, result: DiscoverResult) -> None:

@@ -117,6 +117,45 @@ def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
     assert time.monotonic() - started < WAIT  # the request timeout (WAIT) did not bound the probe
 
 
+def test_a_modern_server_slow_to_start_is_spoken_to_in_2026_though_the_probe_gave_up(
+    tmp_path, wire
+):
+    """A modern server that starts slower than ``probe_timeout`` (a package being fetched, a busy
+    machine) answers ``server/discover`` after the client gave up on it, then refuses the
+    ``initialize`` that followed with -32022, as the official SDK's server does: connecting failed
+    with that error.  Now a -32022 to ``initialize`` after an unanswered probe, which identifies a
+    modern server (2026-07-28 basic/versioning §Backward Compatibility), has the client ask
+    ``server/discover`` again and speak 2026-07-28."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    fifo = tmp_path / "start"
+    os.mkfifo(fifo)
+    gave_up = LoggedOnce("falling back to initialize")
+    logger = logging.getLogger("mcp_ref.client.connection")
+    logger.addHandler(gave_up)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    command = [*SCRIPTED, f"slow-start:{fifo}"]
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            connecting = pool.submit(
+                Client.stdio, command, trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.2
+            )
+            assert gave_up.seen.wait(WAIT)
+            with open(fifo, "w"):  # the server starts now
+                pass
+            client = connecting.result(WAIT)
+    finally:
+        logger.removeHandler(gave_up)
+        logger.setLevel(level)
+    with client:
+        assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+        assert client.call_tool("echo", {"text": "late"}).text == "ok"  # its one answer
+    methods = [m["method"] for m in wire.sent() if "method" in m]
+    assert methods[:3] == ["server/discover", "initialize", "server/discover"]
+
+
 #: A server that reads its input and never answers anything (nor the probe, nor initialize).
 SILENT_SERVER = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
 

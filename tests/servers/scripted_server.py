@@ -26,6 +26,10 @@
   answers its first ``tools/list`` (``ttlMs`` five minutes) with the tool ``before``, but sends
   ``notifications/tools/list_changed`` on the last stream opened before that answer (the list
   changed while the answer was on its way); later listings have the tool ``after``;
+* ``slow-start:<fifo>``: a modern server slow to start (it opens the named pipe ``<fifo>`` first,
+  which blocks until the test opens it to write), that answers ``server/discover`` and refuses
+  ``initialize`` with -32022 once it has (as the official SDK's server does on a connection
+  serving 2026-07-28);
 * ``cursor-epochs``: a modern server listing its tools in two pages, ``a<epoch>`` (``ttlMs`` ten
   minutes, ``nextCursor`` ``e<epoch>:1``) and ``b<epoch>`` (not to be cached); a ``tools/call``
   stands for a redeploy: the epoch goes up, and the cursors handed out before are refused
@@ -284,9 +288,24 @@ def listen_extra(request_id, wanted):
         )
 
 
+def slow_start(message, state):
+    """``slow-start``: ``server/discover`` answered, ``initialize`` refused with -32022 after it,
+    the rest as ``modern`` answers it once its first refusal is spent."""
+    method, request_id = message.get("method"), message.get("id")
+    state["rejected"] = True
+    if method == "initialize" and state.get("discovered"):
+        error(request_id, -32022, "this connection serves 2026-07-28: initialize is not accepted")
+        return
+    state["discovered"] = state.get("discovered") or method == "server/discover"
+    modern(message, state)
+
+
 def main():
     state = {}
     handle = legacy if MODE in ("legacy", "silent") or MODE.startswith("legacy-") else modern
+    if MODE.startswith("slow-start:"):
+        with open(MODE.partition(":")[2]):  # blocks until the test opens it to write
+            handle = slow_start
     for line in sys.stdin:
         message = json.loads(line)
         print("got " + json.dumps(message), file=sys.stderr, flush=True)
