@@ -27,6 +27,7 @@ failure becomes a short message (:class:`InspectorError`), never a traceback.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import logging
 import threading
@@ -44,9 +45,10 @@ from ..errors import (
     RequestTimeout,
 )
 from ..extension import Extension
+from ..http.exchange_trace import HttpRequestSeen
 from ..lifecycle import LOG_LEVELS
 from ..request import RequestContext
-from .masking import mask_free_text, mask_url
+from .masking import MASK, mask_free_text, mask_url, secret_header
 from .output_check import OutputChecker
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,11 @@ class InspectedServer:
             {"uri": Path(path).resolve().as_uri()} for path in getattr(args, "root", None) or []
         ]
         self.log_level: str | None = getattr(args, "log_level", None) or "info"
+        #: The names (lower case) of the headers given with ``--header``: their values are masked.
+        self._given_headers = frozenset(
+            header.partition(":")[0].strip().lower()
+            for header in getattr(args, "header", None) or ()
+        )
 
     @property
     def target(self) -> str:
@@ -335,7 +342,7 @@ class InspectedServer:
                 self.trace,
                 options=options,
                 on_stderr=self.conversation.stderr,
-                http_trace=self.conversation.http_trace,
+                http_trace=self._http_trace,
             )
         except CliError as exc:
             return None, mask_free_text(str(exc))
@@ -345,6 +352,21 @@ class InspectedServer:
             with self._lock:
                 self._being_made = None
         return client, None
+
+    def _http_trace(self, seen: Any) -> None:
+        """An HTTP report to the conversation, a request's headers given with ``--header`` masked
+        whatever their names (one often carries a credential of a name no masking knows:
+        ``Ocp-Apim-Subscription-Key``); one named as a secret is left to the conversation's
+        masking, which keeps an ``Authorization``'s scheme word."""
+        if isinstance(seen, HttpRequestSeen) and self._given_headers:
+            headers = tuple(
+                (name, MASK)
+                if name.lower() in self._given_headers and not secret_header(name)
+                else (name, value)
+                for name, value in seen.headers
+            )
+            seen = dataclasses.replace(seen, headers=headers)
+        self.conversation.http_trace(seen)
 
     def _client_options(self, args: Any) -> dict:
         """The :class:`~mcp_ref.client.Client` keywords: what it declares, and where what the server

@@ -13,6 +13,7 @@ from conftest import WAIT
 from inspector_harness import Inspector, demo_over_http, record_of, strict_json
 
 from mcp_ref.inspector import live
+from mcp_ref.inspector.masking import MASK
 from mcp_ref.request import RequestContext
 from mcp_ref.sampling_and_elicitation import ElicitParams
 from mcp_ref.workbench.demo import server_command
@@ -1004,5 +1005,28 @@ def test_an_output_schema_whose_pattern_takes_exponential_time_leaves_the_inspec
         }
         fine = inspector.post("call", {"call": "c2", "name": "fine", "arguments": {}})
         assert fine["output_check"] == {"valid": True, "errors": []}
+    finally:
+        inspector.close()
+
+
+def test_a_header_given_with_header_is_masked_whatever_its_name(demo_url):
+    """A ``--header`` was shown as sent, in every request of the record and in both exports,
+    unless its name read as a secret's: Azure's ``Ocp-Apim-Subscription-Key`` did not.  Now the
+    value of every header given so is masked (an ``Authorization`` keeps its scheme word)."""
+    inspector = Inspector(
+        "--header",
+        "Ocp-Apim-Subscription-Key: hunter2",
+        "--header",
+        "Authorization: Bearer hunter2hunter2",
+        demo_url,
+    )
+    try:
+        assert inspector.state["connected"], inspector.state
+        records = inspector.get("api/records?after=0&limit=1000").json()["records"]
+        sent = [r for r in records if r["kind"] == "http" and r["phase"] == "request"]
+        assert sent and all(["Ocp-Apim-Subscription-Key", MASK] in r["headers"] for r in sent)
+        assert all(["Authorization", f"Bearer {MASK}"] in r["headers"] for r in sent)
+        for route in ("api/records", "api/export.jsonl", "api/export.md"):
+            assert "hunter2" not in inspector.get(route).text, route
     finally:
         inspector.close()
