@@ -244,6 +244,9 @@ class InspectedServer:
             "log_level": self.log_level,
             "error": error,
             "replay": False,
+            # the conversation's bounds: the page keeps no more than it does
+            "max_records": getattr(self.conversation, "max_records", None),
+            "max_bytes": getattr(self.conversation, "max_bytes", None),
         }
         if self.args.target.startswith(("http://", "https://")):
             state["transport"] = "sse" if self.args.transport == "sse" else "streamable"

@@ -26,12 +26,21 @@ from mcp_ref.workbench.demo import server_command
 
 class Inspector:
     """An inspector of TARGET (the words after ``mcp-ref inspect``), served on a free port; not
-    connected until :meth:`connect` (or ``connect=True``)."""
+    connected until :meth:`connect` (or ``connect=True``); ``conversation_options``: the
+    :class:`Conversation`'s bounds (``max_bytes``, ``max_records``)."""
 
-    def __init__(self, *words: str, answer_timeout: float | None = None, connect: bool = True):
+    def __init__(
+        self,
+        *words: str,
+        answer_timeout: float | None = None,
+        connect: bool = True,
+        **conversation_options: int,
+    ):
         args = parse(["inspect", "--quiet-server", "--timeout", str(WAIT), *words])
         self.conversation = Conversation(
-            target=shown_target(args.target), http=args.target.startswith(("http://", "https://"))
+            target=shown_target(args.target),
+            http=args.target.startswith(("http://", "https://")),
+            **conversation_options,
         )
         self.inspected = InspectedServer(args, self.conversation, answer_timeout=answer_timeout)
         self.served = serve(self.inspected, self.conversation)

@@ -8,6 +8,8 @@ measures the times (this test asserts no timing).
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from browser import DEMO_COMMAND, Page, driver, inspect, synthetic_conversation  # noqa: F401
 
@@ -75,3 +77,30 @@ def test_10000_live_progress_notifications_keep_a_few_hundred_rows_in_the_dom(dr
         last = page.driver.execute_script("return window.inspector.find(r => true).pop()")
         scroll_to_the_end_and_open_the_last(page, last)
         page.text_in("#details-title", "result")
+
+
+def test_the_page_keeps_no_more_bytes_of_records_than_the_inspector_does(driver):
+    """The page dropped records only past 50,000, whatever they weighed: a server's messages of
+    a few MiB each filled the tab's memory (50,000 of them: 100 GB) while the inspector kept its
+    256 MiB.  The state says the conversation's bounds and the page keeps no more than it: here
+    1 MiB, with ten calls of 200 KB each way."""
+    from inspector_harness import Inspector
+
+    inspector = Inspector("--", *shlex.split(DEMO_COMMAND), max_bytes=1024 * 1024)
+    try:
+        page = Page(driver, inspector.url)
+        page.connected()
+        for call in range(10):
+            arguments = {"text": "x" * 200_000}
+            inspector.post("call", {"call": f"c{call}", "name": "echo", "arguments": arguments})
+        last = inspector.conversation.last
+        page.until(
+            lambda d: d.execute_script("return window.inspector.find(r => true).pop()") == last,
+            "the last record never reached the page",
+        )
+        kept = [record["seq"] for record in inspector.conversation.records(limit=10_000)]
+        assert len(kept) < 15  # the inspector dropped most of them
+        assert page.driver.execute_script("return window.inspector.find(r => true)") == kept
+        page.text_in("#dropped", "earlier records dropped")
+    finally:
+        inspector.close()

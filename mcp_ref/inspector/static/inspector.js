@@ -125,6 +125,9 @@
     const wasConnected = state.connected;
     const previousVersion = state.protocol_version;
     state = next || {};
+    // the conversation's bounds (the state says them): the page keeps no more than it does
+    if (Number.isSafeInteger(state.max_records) && state.max_records > 0) maxRecords = state.max_records;
+    if (Number.isSafeInteger(state.max_bytes) && state.max_bytes > 0) maxBytes = state.max_bytes;
     const status = $("status");
     if (streamLost && !replay) {
       status.dataset.state = "error";
@@ -1056,9 +1059,23 @@
 
   // ---------------------------------------------------------------- the conversation
 
-  const MAX_RECORDS = 50000; // as the Conversation's own bound: past it the oldest go
+  // The Conversation's own bounds, in records and bytes (the state says them): past either the
+  // oldest go.  Records of a few MiB each would otherwise fill the tab's memory long before 50,000.
+  let maxRecords = 50000;
+  let maxBytes = 256 * 1024 * 1024;
   const ROW = 24; // px, as --row in the stylesheet
   const MARGIN = 20; // rows rendered above and below the view
+
+  /** What a record weighs, as the Conversation weighs it (its ``_weight``): a message its size;
+   *  another record its body, data, line or text, URL, event id and name, and headers. */
+  function weight(record) {
+    if (record.kind === "message") return (Number(record.size) || 0) + 256;
+    let total = 256 + asText(record.body || record.data || record.line || record.text || "").length;
+    for (const field of ["url", "event_id", "event"]) total += asText(record[field]).length;
+    for (const pair of Array.isArray(record.headers) ? record.headers : []) total += asText(pair[0]).length + asText(pair[1]).length;
+    for (const header of Array.isArray(record.mcp_headers) ? record.mcp_headers : []) total += asText(header.raw).length + asText(header.decoded).length;
+    return total;
+  }
 
   /**
    * A store of records: the live one, or a replayed file's.  HTTP exchanges are numbered by their
@@ -1081,11 +1098,13 @@
       this.stderr = [];
       this.lastSeq = 0;
       this.dropped = 0;
+      this.bytes = 0; // what the records weigh (weight())
     }
 
     add(record) {
       if (!isObject(record) || typeof record.seq !== "number" || this.bySeq.has(record.seq)) return false;
       this.records.push(record);
+      this.bytes += weight(record);
       this.bySeq.set(record.seq, record);
       this.lastSeq = Math.max(this.lastSeq, record.seq);
       const exchange = record.exchange;
@@ -1108,10 +1127,15 @@
       return true;
     }
 
-    /** Drops the oldest past MAX_RECORDS; true when some went (the view is then rebuilt). */
+    /** Drops the oldest past maxRecords or maxBytes (the newest stays); true when some went (the
+     *  view is then rebuilt). */
     trim() {
-      const excess = this.records.length - MAX_RECORDS;
-      if (excess <= 0) return false;
+      let excess = 0;
+      while (excess < this.records.length - 1 && (this.records.length - excess > maxRecords || this.bytes > maxBytes)) {
+        this.bytes -= weight(this.records[excess]);
+        excess += 1;
+      }
+      if (excess === 0) return false;
       const gone = this.records.splice(0, excess);
       for (const record of gone) {
         this.bySeq.delete(record.seq);
