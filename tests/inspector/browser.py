@@ -231,8 +231,8 @@ class Page:
 
         return self.until(shown, f"nothing displayed matches {selector}")
 
-    def text_in(self, selector: str, text: str):
-        """The element matching ``selector`` once its text holds ``text``."""
+    def text_in(self, selector: str, text: str, timeout: float = 3 * WAIT):
+        """The element matching ``selector`` once its text holds ``text`` (within ``timeout``)."""
 
         def holds(d):
             for element in d.find_elements(self.By.CSS_SELECTOR, selector):
@@ -240,7 +240,7 @@ class Page:
                     return element
             return False
 
-        return self.until(holds, f"{selector} never showed {text!r}")
+        return self.until(holds, f"{selector} never showed {text!r}", timeout)
 
     def connected(self, version: str | None = None) -> None:
         """Wait until the page says it is connected (to ``version``, when given)."""
@@ -320,9 +320,9 @@ class Page:
                 element.send_keys(str(value))
         self.click("#tool-call")
 
-    def result(self, text: str):
-        """The tool's result once it holds ``text``."""
-        return self.text_in("#tool-result", text)
+    def result(self, text: str, timeout: float = 3 * WAIT):
+        """The tool's result once it holds ``text`` (within ``timeout``)."""
+        return self.text_in("#tool-result", text, timeout)
 
     # -- the conversation
 
