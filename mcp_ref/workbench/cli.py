@@ -44,6 +44,7 @@ import contextlib
 import importlib
 import json
 import logging
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -70,6 +71,64 @@ class Hooks:
     tracer: Any = None
     recorder: Any = None
     trace: Any = None
+
+
+class StopSignals:
+    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) stop a verb as Ctrl-C does, raising
+    ``KeyboardInterrupt`` in the main thread, so that the client and a launched server (and the
+    inspector's output check's child) are closed: the signal's default action ended the command
+    at once and left a server busy with a request running.
+
+    The first of them (or Ctrl-C) makes all three do nothing from then on (:meth:`hold`), so the
+    closing runs to its end: a second signal (Ctrl-C pressed twice, ``kill`` sent again, a
+    terminal closing after a ``kill``) raised ``KeyboardInterrupt`` in the middle of it and left
+    the launched server running.  :meth:`restore` puts back the handlers each had before.  Off
+    the main thread (no signal handler can be set there): nothing changes."""
+
+    def __init__(self) -> None:
+        self._on_main_thread = threading.current_thread() is threading.main_thread()
+        #: Each signal changed (by name) and its handler before the first change.
+        self._before: dict[str, Any] = {}
+        if not self._on_main_thread:
+            return
+        for name in ("SIGTERM", "SIGHUP"):
+            self._set(name, self._stop)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one ignored
+            self._set("SIGINT", self._stop)
+
+    def _stop(self, signal_number: int, frame: Any) -> None:
+        """The handler of the first stop signal: the others held, ``KeyboardInterrupt``."""
+        self.hold()
+        raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        """Make SIGINT, SIGTERM and SIGHUP do nothing until :meth:`restore`.
+
+        A handler that does nothing, not ``SIG_IGN``: a signal ignored stays ignored across
+        ``exec`` (POSIX ``execve``: "Signals set to be ignored by the calling process image shall
+        be set to be ignored by the new process image"), so a server launched by a connect still
+        under way would start deaf to Ctrl-C and ``kill``; a caught signal is set back to its
+        default action in the new program."""
+        if self._on_main_thread:
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+                self._set(name, _do_nothing)
+
+    def restore(self) -> None:
+        """Put back each handler as it was before this object changed it."""
+        for name, handler in self._before.items():
+            if handler is not None:  # None: set outside Python, which cannot be put back
+                signal.signal(getattr(signal, name), handler)
+
+    def _set(self, name: str, handler: Any) -> None:
+        number = getattr(signal, name, None)
+        if number is None:  # no such signal here (SIGHUP on Windows)
+            return
+        previous = signal.signal(number, handler)
+        self._before.setdefault(name, previous)
+
+
+def _do_nothing(signal_number: int, frame: Any) -> None:
+    """A stop signal's handler while a verb closes (:meth:`StopSignals.hold`)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,6 +195,8 @@ def _run(args: Any, argv: Sequence[str] | None) -> int:
 def _run_handler(args: Any, hooks: Hooks) -> int:
     """The verb's handler, called; a :class:`CliError` as one line (and its JSON with ``--json``)."""
     module, _, function = VERB_NAMES[args.verb].handler.partition(":")
+    # a serving verb has no server of its own to close: SIGTERM's default action ends it at once
+    stop_signals = StopSignals() if args.verb not in SERVING_VERBS else None
     try:
         return getattr(importlib.import_module(module), function)(args, hooks)
     except CliError as exc:
@@ -154,6 +215,9 @@ def _run_handler(args: Any, hooks: Hooks) -> int:
         # stdout is pointed at /dev/null so that the interpreter's final flush does not fail again.
         _silence_stdout()
         return EXIT_OK
+    finally:
+        if stop_signals is not None:
+            stop_signals.restore()
 
 
 def _silence_stdout() -> None:

@@ -46,7 +46,6 @@ def inspect(args: Any, hooks: Any) -> int:
             EXIT_UNREACHABLE,
         ) from None
     opener: Path | None = None
-    stop_signals = StopSignals()
     try:
         to_stderr(f"mcp-ref inspector: {served.url}")
         if not args.no_browser:
@@ -57,76 +56,12 @@ def inspect(args: Any, hooks: Any) -> int:
             pass
     except KeyboardInterrupt:
         pass
-    finally:
-        stop_signals.hold()  # a second Ctrl-C or `kill` cuts no closing short
-        try:
-            served.close()
-            inspected.close()
-            if opener is not None:
-                opener.unlink(missing_ok=True)
-        finally:
-            stop_signals.restore()
+    finally:  # a second Ctrl-C or `kill` cuts no closing short (cli.StopSignals)
+        served.close()
+        inspected.close()
+        if opener is not None:
+            opener.unlink(missing_ok=True)
     return EXIT_OK
-
-
-class StopSignals:
-    """SIGTERM (``kill PID``) and SIGHUP (the terminal closed) stop the inspector as Ctrl-C does,
-    raising ``KeyboardInterrupt`` in the main thread, so that the client, a launched server and
-    the output check's child are closed.
-
-    The first of them (or Ctrl-C) makes all three do nothing from then on (:meth:`hold`), so the
-    closing runs to its end: a second signal (Ctrl-C pressed twice, ``kill`` sent again, a
-    terminal closing after a ``kill``) raised ``KeyboardInterrupt`` in the middle of it and left
-    the launched server running.  :meth:`restore` puts back the handlers each had before.  Off
-    the main thread (no signal handler can be set there): nothing changes."""
-
-    def __init__(self) -> None:
-        import signal
-
-        self._signal = signal
-        self._on_main_thread = threading.current_thread() is threading.main_thread()
-        #: Each signal changed (by name) and its handler before the first change.
-        self._before: dict[str, Any] = {}
-        if not self._on_main_thread:
-            return
-        for name in ("SIGTERM", "SIGHUP"):
-            self._set(name, self._stop)
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not one ignored
-            self._set("SIGINT", self._stop)
-
-    def _stop(self, signal_number: int, frame: Any) -> None:
-        """The handler of the first stop signal: the others held, ``KeyboardInterrupt``."""
-        self.hold()
-        raise KeyboardInterrupt
-
-    def hold(self) -> None:
-        """Make SIGINT, SIGTERM and SIGHUP do nothing until :meth:`restore`.
-
-        A handler that does nothing, not ``SIG_IGN``: a signal ignored stays ignored across
-        ``exec`` (POSIX ``execve``: "Signals set to be ignored by the calling process image shall
-        be set to be ignored by the new process image"), so a server launched by a connect still
-        under way would start deaf to Ctrl-C and ``kill``; a caught signal is set back to its
-        default action in the new program."""
-        if self._on_main_thread:
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-                self._set(name, _do_nothing)
-
-    def restore(self) -> None:
-        """Put back each handler as it was before this object changed it."""
-        for name, handler in self._before.items():
-            if handler is not None:  # None: set outside Python, which cannot be put back
-                self._signal.signal(getattr(self._signal, name), handler)
-
-    def _set(self, name: str, handler: Any) -> None:
-        number = getattr(self._signal, name, None)
-        if number is None:  # no such signal here (SIGHUP on Windows)
-            return
-        previous = self._signal.signal(number, handler)
-        self._before.setdefault(name, previous)
-
-
-def _do_nothing(signal_number: int, frame: Any) -> None:
-    """A stop signal's handler while the inspector closes (:meth:`StopSignals.hold`)."""
 
 
 def open_in_browser(url: str) -> Path:

@@ -435,7 +435,7 @@ def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_serv
     does nothing; a server a connect still under way launches then starts with the three at their
     default actions.  ``SIG_IGN`` is kept across ``exec``: such a server started deaf to Ctrl-C
     and ``kill``."""
-    from mcp_ref.workbench.cli_inspect import StopSignals
+    from mcp_ref.workbench.cli import StopSignals
 
     program = (
         "import signal\n"

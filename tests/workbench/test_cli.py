@@ -11,7 +11,10 @@ error.  Errors are one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -467,6 +470,56 @@ def test_request_timeout_exits_6():
     proc = cli("--timeout", "0.5", "call", TARGET, "wait_for_cancel")
     assert proc.returncode == 6
     one_error_line(proc)
+
+
+#: A server whose tool says its pid on stderr, then works for ten minutes.
+SLOW_TOOL_SERVER = """
+import os, sys, time
+from mcp_ref import Server
+
+server = Server("slow")
+
+
+@server.tool()
+def slow() -> str:
+    \"\"\"Work for ten minutes.\"\"\"
+    print("working", os.getpid(), file=sys.stderr, flush=True)
+    time.sleep(600)
+    return "done"
+
+
+server.run()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop_signal", ["SIGTERM", "SIGHUP"])
+def test_a_command_stopped_by_sigterm_or_sighup_stops_its_server(tmp_path, stop_signal):
+    """``kill PID`` (SIGTERM) or a closed terminal (SIGHUP) while a tool runs: the command closes
+    the server it launched (stdin closed, then SIGTERM, then SIGKILL) before it exits.  It died
+    at once, and the server, busy with the call, ran on for its ten minutes."""
+    from test_http_deploy import LineReader
+
+    (tmp_path / "slow.py").write_text(SLOW_TOOL_SERVER, encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_ref", "call", "slow", "--", sys.executable, "slow.py"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    errors = LineReader(proc.stderr)
+    server = int(errors.wait_for(r"^working (\d+)").group(1))
+    try:
+        proc.send_signal(getattr(signal, stop_signal))
+        proc.wait(timeout=WAIT)
+        assert not Path(f"/proc/{server}").exists()  # reaped by the command: gone
+        assert "Traceback" not in "".join(errors.all)
+    finally:
+        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
 
 
 # -- issue 8: one line, never a traceback ------------------------------------------------------------
