@@ -354,9 +354,15 @@ def logout_verb(args: Any, hooks: Hooks) -> int:
 
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
+    try:
+        forgot = logout(args.target)
+    except OSError as exc:  # the store's lock cannot be opened, or another holds it (TimeoutError)
+        raise CliError(
+            f"cannot forget the authorization in {cache_path()}: {exc.strerror or exc}", EXIT_USAGE
+        ) from None
     to_stderr(
         f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})"
-        if logout(args.target)
+        if forgot
         else f"mcp-ref: no cached authorization for {args.target}"
     )
     return EXIT_OK

@@ -408,6 +408,21 @@ def test_command_that_does_not_exist_exits_4():
     assert "did you mean" not in proc.stderr
 
 
+def test_a_logout_whose_token_store_cannot_be_changed_is_one_line(tmp_path, monkeypatch):
+    """``logout`` when the token store cannot be written (its lock file cannot be opened, or
+    another process holds the lock past its wait): one line naming the store, exit 2, the tokens
+    kept.  It ended in a traceback."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    store = tmp_path / "mcp-ref" / "tokens.json"
+    store.parent.mkdir()
+    store.write_text('{"tokens http://127.0.0.1:9/mcp": {"access_token": "t"}}', encoding="utf-8")
+    (tmp_path / "mcp-ref" / "tokens.json.lock").mkdir()  # a lock file no one can open
+    proc = cli("logout", "http://127.0.0.1:9/mcp")
+    assert proc.returncode == 2
+    assert one_error_line(proc).startswith(f"mcp-ref: cannot forget the authorization in {store}: ")
+    assert "access_token" in store.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("target", ["localhost:8000/mcp", "127.0.0.1:8000"])
 def test_a_url_without_its_scheme_is_named_as_one(target):
     """A TARGET is a URL only with http(s)://: one that looks like host:port says so."""
