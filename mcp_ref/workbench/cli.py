@@ -263,6 +263,8 @@ def demo_verb(args: Any, hooks: Hooks) -> int:
             era=args.era,
             on_section=hooks.recorder.note if hooks.recorder else None,
         )
+    except BrokenPipeError:  # our own stdout's reader has gone (| head -1): not the server
+        raise
     except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
         raise CliError(f"the demo could not run its server: {exc}", EXIT_UNREACHABLE) from None
 

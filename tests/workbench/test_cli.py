@@ -568,17 +568,23 @@ def test_serve_demo_on_a_port_in_use_is_one_line():
 
 
 @pytest.mark.slow
-def test_output_cut_short_by_head_is_not_an_error():
-    """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0."""
+@pytest.mark.parametrize(
+    "words, first",
+    [(f"tools '{TARGET}'", "echo(text: string)"), ("demo", "mcp_ref demo: a client")],
+)
+def test_output_cut_short_by_head_is_not_an_error(words, first):
+    """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0.
+    ``mcp-ref demo | head -1`` said "the demo could not run its server: [Errno 32] Broken pipe",
+    exit 4."""
     proc = subprocess.run(
-        f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
+        f"{sys.executable} -m mcp_ref {words} | head -1; exit ${{PIPESTATUS[0]}}",
         shell=True,
         executable="/bin/bash",
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
     )
-    assert proc.stdout.startswith("echo(text: string)") and len(proc.stdout.splitlines()) == 1
+    assert proc.stdout.startswith(first) and len(proc.stdout.splitlines()) == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.returncode == 0
 
