@@ -241,6 +241,7 @@ class ClientConnection:
                     ) from None
                 if legacy.args[0] is not None:
                     self.client.requested_version = legacy.args[0]
+                silent = isinstance(legacy, ProbeUnanswered)
                 log.debug(
                     "server/discover was not answered as a modern server would: falling back to initialize"
                 )
@@ -253,21 +254,11 @@ class ClientConnection:
                 if timeout <= 0:
                     raise late
             try:
-                self.initialize(timeout)
+                self.initialize(timeout, after_silent_probe=silent)
             except RequestTimeout:
                 if deadline is None:
                     raise
                 raise late from None
-            except UnsupportedProtocolVersionError as refusal:
-                # A modern server slow to start answered the probe after it gave up, and refuses
-                # initialize: -32022 "identifies a modern server" (2026-07-28 basic/versioning
-                # §Backward Compatibility), asked again now that it reads
-                left = None if deadline is None else deadline - time.monotonic()
-                try:
-                    version, result = probe(self, pinned, left, bounded=None)
-                except LegacyServer:
-                    raise refusal from None
-                self._become_modern(version, result)
             return
         self.initialize(timeout)
 
@@ -286,10 +277,14 @@ class ClientConnection:
             self.known_tools = KnownTools(self)
             self.http_hooks.stateless(self.known_tools.input_schema)
 
-    def initialize(self, timeout: float | None | Default = DEFAULT) -> None:
+    def initialize(
+        self, timeout: float | None | Default = DEFAULT, *, after_silent_probe: bool = False
+    ) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
 
         ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).
+        ``after_silent_probe``: ``server/discover`` went unanswered within its bound; a server that
+        refuses ``initialize`` with -32022 is then a modern one slow to start, asked again.
 
         Run once when the client is created, and again by a transport whose
         server forgot the session (Streamable HTTP's 404: :mod:`mcp_ref.client.renewal`).
@@ -300,7 +295,20 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        raw = self.request("initialize", params, timeout=timeout)
+        try:
+            raw = self.request("initialize", params, timeout=timeout)
+        except UnsupportedProtocolVersionError as refusal:
+            if not after_silent_probe:
+                raise
+            # It answered the probe after the client gave up on it, and refuses initialize: -32022
+            # "identifies a modern server" (2026-07-28 basic/versioning §Backward Compatibility)
+            try:
+                wait = self.session.default_timeout if timeout is DEFAULT else timeout
+                version, found = probe(self, client.pinned_version, wait, bounded=None)
+            except LegacyServer:
+                raise refusal from None
+            self._become_modern(version, found)
+            return
         result = built(InitializeResult.from_wire, "initialize", raw, client.requested_version)
         # "If the client does not support the version in the server's response, it SHOULD
         # disconnect" (2025-11-25 basic/lifecycle §Version Negotiation); pinned, it supports one.
@@ -658,6 +666,11 @@ class LegacyServer(Exception):
     """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
 
 
+class ProbeUnanswered(LegacyServer):
+    """No answer to the probe within its bound: a handshake-era server, or a modern one slow to
+    start (internal)."""
+
+
 def probe(
     connection: Connection,
     pinned: str | None,
@@ -703,7 +716,7 @@ def probe(
             raise LegacyServer(None) from exc
         except RequestTimeout:
             if bounded is not None:
-                raise LegacyServer(None) from None
+                raise ProbeUnanswered(None) from None
             raise
         # Not a DiscoverResult: a server that answers any method it does not know with
         # something; "any other" answer than a modern one identifies a legacy server.

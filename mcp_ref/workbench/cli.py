@@ -121,7 +121,9 @@ class StopSignals:
 
     def _set(self, name: str, handler: Any) -> None:
         number = getattr(signal, name, None)
-        if number is None:  # no such signal here (SIGHUP on Windows)
+        # no such signal here (SIGHUP on Windows), or one the command was started ignoring
+        # (``nohup``, a background job): it stays ignored
+        if number is None or signal.getsignal(number) is signal.SIG_IGN:
             return
         previous = signal.signal(number, handler)
         self._before.setdefault(name, previous)

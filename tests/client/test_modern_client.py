@@ -156,6 +156,19 @@ def test_a_modern_server_slow_to_start_is_spoken_to_in_2026_though_the_probe_gav
     assert methods[:3] == ["server/discover", "initialize", "server/discover"]
 
 
+def test_a_version_the_client_does_not_speak_is_refused_at_once_after_a_silent_probe(wire):
+    """After an unanswered probe, a handshake-era server whose ``initialize`` answer names a
+    version mcp_ref does not speak is refused at once, as after any probe: the client took its own
+    refusal for a modern server's -32022 and asked ``server/discover`` again in the middle of the
+    handshake, which a server that answers nothing before ``initialized`` left unanswered until
+    the caller's timeout."""
+    with pytest.raises(UnsupportedProtocolVersionError):
+        Client.stdio(
+            [*SCRIPTED, "silent-old"], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.2
+        )
+    assert len(wire.sent("server/discover")) == 1
+
+
 #: A server that reads its input and never answers anything (nor the probe, nor initialize).
 SILENT_SERVER = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
 

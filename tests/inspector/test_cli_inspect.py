@@ -457,6 +457,27 @@ def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_serv
     assert launched.stdout.split() == ["False", "False", "False"], launched.stderr
 
 
+def test_a_signal_the_command_was_started_ignoring_stays_ignored():
+    """A command started ignoring SIGHUP (``nohup mcp-ref proxy --http ... &``) or SIGTERM kept
+    it ignored only until a verb began: the stop handlers replaced it, and the terminal closing
+    stopped the command.  Now a signal ignored when the verb begins stays ignored throughout."""
+    from mcp_ref.workbench.cli import StopSignals
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        stop_signals = StopSignals()
+        try:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN  # a stop signal now
+            stop_signals.hold()
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        finally:
+            stop_signals.restore()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 def test_a_connect_that_starts_once_the_inspector_closes_launches_no_server(tmp_path):
     """A connect whose thread starts after the closing has begun launches nothing: a server it
     launched then would outlive the inspector's exit."""

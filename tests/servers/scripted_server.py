@@ -3,6 +3,8 @@
 * ``legacy``: a handshake-only server; a request before ``initialize`` gets -32600, and
   ``server/discover`` is an unknown method;
 * ``silent``: the same, but a request before ``initialize`` gets no answer at all;
+* ``silent-old``: the same, answering ``initialize`` with 2024-10-07, a version mcp_ref does not
+  speak;
 * ``reject-first``: a modern server that refuses the first request with -32022 (as the
   conformance scenario request-metadata does), then answers;
 * ``modern-only``: a modern server that speaks a version the client does not (2099-01-01);
@@ -93,7 +95,7 @@ def legacy(message, state):
                 "jsonrpc": "2.0",
                 "id": request_id,
                 "result": {
-                    "protocolVersion": "2025-06-18",
+                    "protocolVersion": "2024-10-07" if MODE == "silent-old" else "2025-06-18",
                     "capabilities": CHANGES if MODE in WITH_CHANGES else {"tools": {}},
                     "serverInfo": {"name": "legacy", "version": "1"},
                 },
@@ -302,7 +304,11 @@ def slow_start(message, state):
 
 def main():
     state = {}
-    handle = legacy if MODE in ("legacy", "silent") or MODE.startswith("legacy-") else modern
+    handle = (
+        legacy
+        if MODE in ("legacy", "silent", "silent-old") or MODE.startswith("legacy-")
+        else modern
+    )
     if MODE.startswith("slow-start:"):
         with open(MODE.partition(":")[2]):  # blocks until the test opens it to write
             handle = slow_start
