@@ -257,7 +257,16 @@ class HttpSession(Transport):
         """Move the messages ``stream`` holds undelivered to the event store, in order (under its
         lock; a stateful session's: it has an id)."""
         for data in stream.clear():
-            self.app.event_store.store(cast(str, self.id), stream.id, data)
+            self.store_event(stream.id, data)
+
+    def store_event(self, stream_id: str, data: bytes) -> str:
+        """Keep one event of its stream ``stream_id`` for ``Last-Event-ID``; its id.  A session of
+        this process that has ended is forgotten again: :meth:`close` may have dropped its events
+        just before a response still writing stored this one, and nothing can resume it now."""
+        event_id = self.app.event_store.store(cast(str, self.id), stream_id, data)
+        if self.closed and not self.shared:  # close() sets closed before it forgets
+            self.app.event_store.forget(cast(str, self.id))
+        return event_id
 
     def mark_end(self, stream: Stream) -> None:
         """Shared: store the end of a POST stream once its last event is stored (its followers stop there)."""

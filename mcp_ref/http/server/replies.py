@@ -8,11 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Protocol
 
 from ... import lifecycle
 from ..sse import sse_event
-from .events import EventStore
 from .http_session import HttpSession
 from .streams import Stream
 
@@ -24,7 +23,6 @@ class ReplyOwner(Protocol):
 
     json_response: bool | None
     retry_ms: int
-    event_store: EventStore
 
 
 SSE_HEADERS = [
@@ -39,21 +37,21 @@ def priming_event(app: ReplyOwner, session: HttpSession, stream: Stream) -> byte
     of an event ID and an empty data field in order to prime the client to reconnect"."""
     if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
         return b""
-    return retry_event(app, cast(str, session.id), stream.id)
+    return retry_event(app, session, stream.id)
 
 
-def retry_event(app: ReplyOwner, session_id: str, stream_id: str) -> bytes:
+def retry_event(app: ReplyOwner, session: HttpSession, stream_id: str) -> bytes:
     """An event of ``stream_id`` with an id, no data and the ``retry`` hint, kept in the event
     store: where its client resumes from, and how soon (a priming event; the last event before a
     connection is closed for SSE polling)."""
-    return sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
+    return sse_event(event_id=session.store_event(stream_id, b""), retry=app.retry_ms)
 
 
 def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: bytes) -> bytes:
     """One message as an SSE event, kept in the event store (stateless streams cannot be resumed)."""
     if session.kind == "stateless":
         return sse_event(data)
-    return sse_event(data, event_id=app.event_store.store(cast(str, session.id), stream.id, data))
+    return sse_event(data, event_id=session.store_event(stream.id, data))
 
 
 def on_client_gone(environ: dict | None, callback: Callable[[], None]) -> None:
@@ -163,7 +161,7 @@ class DirectReply(InlineReply):
                 if self.write_sse is None:
                     self.write_sse = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id
-                chunk = retry_event(self.app, cast(str, self.session.id), self.stream.id)
+                chunk = retry_event(self.app, self.session, self.stream.id)
             try:
                 self.write_sse(chunk)
             except Exception:  # already gone: the client resumes all the same

@@ -643,7 +643,7 @@ class SharedSessions:
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
             # of an event ID and an empty data field in order to prime the client to reconnect"
-            priming = retry_event(app, session_id, stream_id)
+            priming = retry_event(app, session, stream_id)
         start_response("200 OK", SSE_HEADERS)
         body = self._events(
             session, stream_id, delivered if after is None else after, generation, ending, priming
@@ -672,7 +672,7 @@ class SharedSessions:
             if ending:
                 # SSE polling, to make room: a retry, then this connection ends
                 if ending[0] == "close":
-                    yield retry_event(app, session_id, stream_id)
+                    yield retry_event(app, session, stream_id)
                 return
             # woken by a store, a claim, the session's end, or the watcher when a worker has gone
             found = store.wait_after(session_id, stream_id, number, wait, generation)

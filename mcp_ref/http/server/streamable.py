@@ -294,7 +294,7 @@ class StreamableHttp:
                 if item is CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"
                     # only a stateful stream is closed for polling (close_stream): its session has an id
-                    yield retry_event(app, cast(str, session.id), stream.id)
+                    yield retry_event(app, session, stream.id)
                     return
                 yield KEEPALIVE if item is None else message_event(app, session, stream, item)
                 item = stream.take(token, app.keepalive)
