@@ -793,6 +793,70 @@ def test_standalone_stream_resumes_after_a_dropped_connection(serve, raw_session
     resumed.close()
 
 
+class ResumedMidWrite(MemoryEventStore):
+    """Holds the first ``tools/list_changed`` the standalone stream writes between its being taken
+    from the stream and its being stored, until a GET resuming the stream has read what was
+    stored (its second ``replay_after``: the one made as it takes the stream over).  Held only
+    outside the stream's lock: inside it, that GET cannot take the stream over meanwhile."""
+
+    def __init__(self):
+        super().__init__()
+        self.writing = threading.Event()
+        self.resumed = threading.Event()
+        self.replays = 0
+        self.stream = None
+
+    def replay_after(self, session_id: str, event_id: str):
+        found = super().replay_after(session_id, event_id)
+        self.replays += 1
+        if self.replays == 2:
+            self.resumed.set()
+        return found
+
+    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
+        if b"list_changed" in data and not self.writing.is_set():
+            self.writing.set()
+            if not self.stream.cond._is_owned():
+                self.resumed.wait(WAIT)
+        return super().store(session_id, stream_id, data)
+
+
+def test_a_message_being_written_as_the_stream_is_resumed_reaches_the_resuming_get(
+    serve, raw_session
+):
+    """A GET with Last-Event-ID took the standalone stream over just as its old response had taken
+    a message but not yet stored it: the GET's replay missed it, and its queue no longer held it,
+    so it went only to the old connection (the one the client had lost).  Now a message is taken
+    and stored in one step: the resuming GET replays it."""
+    store = ResumedMidWrite()
+    srv = serve(event_store=store)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    caller = raw_session(srv.mcp)
+    caller.session_id = session.session_id
+    caller.version = session.version
+    old = SseReader(session.get())
+    priming = old.next()
+    store.stream = srv.app.sessions[session.session_id].standalone
+
+    def add_first() -> None:
+        request_id, response = caller.call("tools/call", tool("add_tool", {"name": "first"}))
+        caller.result(response, request_id)
+
+    adding = threading.Thread(target=add_first)
+    adding.start()
+    assert store.writing.wait(WAIT)  # the old response has taken the notification
+    resumed = SseReader(session.get(headers={"Last-Event-ID": priming["id"]}))
+    adding.join(WAIT)
+    request_id, response = session.call("tools/call", tool("add_tool", {"name": "second"}))
+    session.result(response, request_id)
+    got = read_until(resumed, session.checker, method_is("notifications/tools/list_changed"))
+    got += read_until(resumed, session.checker, method_is("notifications/tools/list_changed"))
+    assert [m["method"] for _, m in got] == ["notifications/tools/list_changed"] * 2, got
+    resumed.close()
+    old.close()
+
+
 def test_last_event_id_of_another_session_is_not_replayed(serve, raw_session):
     srv = serve()
     alice, mallory = raw_session(srv.mcp), raw_session(srv.mcp)

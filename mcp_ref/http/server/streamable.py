@@ -284,7 +284,7 @@ class StreamableHttp:
             for event_id, data in replay:
                 if data:
                     yield sse_event(data, event_id=event_id)
-            item = first
+            item = message_event(app, session, stream, first) if isinstance(first, bytes) else first
             while True:
                 if item is END:
                     if session.shared and stream.consumer is token and stream.ended:
@@ -296,8 +296,13 @@ class StreamableHttp:
                     # only a stateful stream is closed for polling (close_stream): its session has an id
                     yield retry_event(app, session, stream.id)
                     return
-                yield KEEPALIVE if item is None else message_event(app, session, stream, item)
-                item = stream.take(token, app.keepalive)
+                yield KEEPALIVE if item is None else item
+                # taken and stored in one step: a GET resuming the stream meanwhile (get) replays it
+                # or is handed it, never neither (its lock is reentrant: take's wait releases it)
+                with stream.cond:
+                    item = stream.take(token, app.keepalive)
+                    if isinstance(item, bytes):
+                        item = message_event(app, session, stream, item)
         finally:
             stream.detach(token)
             session.settle(stream)
