@@ -503,6 +503,17 @@ def live_group_members(pgid: int) -> list[int]:
 # -- waiting on callbacks -------------------------------------------------------------------------
 
 
+#: ``python -m mcp_ref`` as a command run from a terminal starts it: with SIGHUP at its default
+#: action even when this test run ignores it (under ``nohup``, which the command would keep:
+#: ``StopSignals``).  A shim rather than ``preexec_fn``, which is not safe with threads running.
+MCP_REF_FROM_A_TERMINAL = [
+    sys.executable,
+    "-c",
+    "import runpy, signal; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+    "runpy.run_module('mcp_ref', run_name='__main__', alter_sys=True)",
+]
+
+
 class LoggedOnce(logging.Handler):
     """A logging handler that sets :attr:`seen` once a record's message holds ``words``."""
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import requests
-from conftest import WAIT, run_cli
+from conftest import MCP_REF_FROM_A_TERMINAL, WAIT, run_cli
 from inspector_harness import state_when
 from test_cli_login import protected_demo  # noqa: F401  (a fixture)
 
@@ -30,7 +30,7 @@ class Running:
         from test_http_deploy import LineReader
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mcp_ref", *args],
+            [*MCP_REF_FROM_A_TERMINAL, *args],
             cwd=cwd,
             env=env,
             start_new_session=new_session,  # a process group of its own, to see what it leaves
@@ -442,6 +442,7 @@ def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_serv
         "print(*(signal.getsignal(getattr(signal, n)) == signal.SIG_IGN"
         " for n in ('SIGINT', 'SIGTERM', 'SIGHUP')))\n"
     )
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal, even under nohup
     stop_signals = StopSignals()
     try:
         stop_signals.hold()
@@ -454,6 +455,7 @@ def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_serv
         )
     finally:
         stop_signals.restore()
+        signal.signal(signal.SIGHUP, hangup)
     assert launched.stdout.split() == ["False", "False", "False"], launched.stderr
 
 

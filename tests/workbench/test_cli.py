@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, WAIT, check_trace, run_cli, run_cli_process
+from conftest import DEMO, MCP_REF_FROM_A_TERMINAL, WAIT, check_trace, run_cli, run_cli_process
 from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import Client, __version__
@@ -517,7 +517,7 @@ def test_a_command_stopped_by_sigterm_or_sighup_stops_its_server(tmp_path, stop_
 
     (tmp_path / "slow.py").write_text(SLOW_TOOL_SERVER, encoding="utf-8")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_ref", "call", "slow", "--", sys.executable, "slow.py"],
+        [*MCP_REF_FROM_A_TERMINAL, "call", "slow", "--", sys.executable, "slow.py"],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
