@@ -504,12 +504,14 @@ def live_group_members(pgid: int) -> list[int]:
 
 
 #: ``python -m mcp_ref`` as a command run from a terminal starts it: with SIGHUP at its default
-#: action even when this test run ignores it (under ``nohup``, which the command would keep:
-#: ``StopSignals``).  A shim rather than ``preexec_fn``, which is not safe with threads running.
+#: action and Ctrl-C raising KeyboardInterrupt even when this test run ignores them (under
+#: ``nohup``, in a background job; the command would keep them ignored: ``StopSignals``).  A shim
+#: rather than ``preexec_fn``, which is not safe with threads running.
 MCP_REF_FROM_A_TERMINAL = [
     sys.executable,
     "-c",
     "import runpy, signal; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
     "runpy.run_module('mcp_ref', run_name='__main__', alter_sys=True)",
 ]
 

@@ -295,6 +295,7 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
+        asked = time.monotonic()
         try:
             raw = self.request("initialize", params, timeout=timeout)
         except UnsupportedProtocolVersionError as refusal:
@@ -304,7 +305,8 @@ class ClientConnection:
             # "identifies a modern server" (2026-07-28 basic/versioning §Backward Compatibility)
             try:
                 wait = self.session.default_timeout if timeout is DEFAULT else timeout
-                version, found = probe(self, client.pinned_version, wait, bounded=None)
+                left = None if wait is None else wait - (time.monotonic() - asked)  # one bound
+                version, found = probe(self, client.pinned_version, left, bounded=None)
             except LegacyServer:
                 raise refusal from None
             self._become_modern(version, found)

@@ -1051,41 +1051,25 @@ def test_what_the_memory_store_keeps_of_a_long_session_is_bounded_by_max_events(
     assert len(store._open) <= store.max_events, len(store._open)
 
 
-class LateStore(MemoryEventStore):
-    """Stores the answer a session's end gives its request in progress only once the session's
-    events are forgotten: as when the response writing it is slower than the DELETE."""
-
-    def __init__(self):
-        super().__init__()
-        self.forgotten = threading.Event()
-
-    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
-        if b"Session ended" in data:
-            self.forgotten.wait(WAIT)
-        return super().store(session_id, stream_id, data)
-
-    def forget(self, session_id: str) -> None:
-        super().forget(session_id)
-        self.forgotten.set()
-
-
 def test_a_deleted_session_leaves_no_events_in_the_store(serve, raw_session):
-    """A session deleted while a request streamed its progress: the answer its end gives the request
-    (SESSION_ENDED) was stored after the session's events were forgotten, by the response writing
-    it, and stayed in the store for the server's life (each such session: one more entry, never
-    freed).  Now an event stored for a session that has ended is forgotten with it."""
-    store = LateStore()
-    srv = serve(event_store=store, inline_handlers=False)
+    """A session deleted while a response was still writing (a batch's stream, a resumed one,
+    ``inline_handlers=False``): that response could store its last event, the answer the session's
+    end gives its request (SESSION_ENDED), after the session's events were forgotten, and it stayed
+    in the store for the server's life (each such session: one more entry, never freed).  Now an
+    event stored for a session that has ended is forgotten with it.  The late store is made here
+    as that response makes it, once the DELETE is done: the race itself has no cue to wait on."""
+    from mcp_ref.http.server.replies import message_event
+
+    store = MemoryEventStore()
+    srv = serve(event_store=store)
     session = raw_session(srv.mcp)
     session.initialize()
-    params = tool("count_slowly", {"steps": 400, "delay": 0.05}, "d")
-    request_id, response = session.call("tools/call", params, stream=True)
-    reader = SseReader(response)
-    assert reader.next()["data"] == ""  # priming
-    assert reader.next()["data"]  # progress: the request is in progress
+    ended = srv.app.live_session(session.session_id)
+    assert ended is not None
     assert session.delete().status_code == 200
-    rest = reader.messages(request_id, session.checker)
-    assert rest[-1][1]["error"]["code"] == -31000, rest
+    assert session.session_id not in store._events
+    late = b'{"jsonrpc":"2.0","id":"d","error":{"code":-31000,"message":"Session ended"}}'
+    message_event(srv.app, ended, ended.standalone, late)  # the response still writing
     assert session.session_id not in store._events, store._events
 
 

@@ -442,7 +442,8 @@ def test_signals_held_while_the_inspector_closes_are_at_their_defaults_in_a_serv
         "print(*(signal.getsignal(getattr(signal, n)) == signal.SIG_IGN"
         " for n in ('SIGINT', 'SIGTERM', 'SIGHUP')))\n"
     )
-    hangup = signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal, even under nohup
+    # SIGHUP caught, as from a terminal, even under nohup (a handler: this run stays hangup-proof)
+    hangup = signal.signal(signal.SIGHUP, lambda number, frame: None)
     stop_signals = StopSignals()
     try:
         stop_signals.hold()

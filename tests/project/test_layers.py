@@ -269,8 +269,8 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # makes a result's cacheScope private even when it says public already (+2).  A modern stdio
 # server slower to start than the probe's bound, which then refuses initialize with -32022, is
 # asked server/discover again, only after a probe that went unanswered and only when the server
-# itself refused (+93, in the client's connection.py).
-PLAIN_MAX_TOKENS = 30_694
+# itself refused, within what is left of initialize's bound (+119, in the client's connection.py).
+PLAIN_MAX_TOKENS = 30_720
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -333,7 +333,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 24_460), ("server-modern", 13, 24_460), ("client", 20, 20_251)],
+    [("server-handshake", 13, 24_460), ("server-modern", 13, 24_460), ("client", 20, 20_277)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
@@ -392,7 +392,7 @@ def test_a_plain_server_refusing_a_request_loads_no_more_server_modules(tmp_path
 
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
-    """Issue 33's measure of the protocol readable alone (now: 16 modules, 30,694 code tokens,
+    """Issue 33's measure of the protocol readable alone (now: 16 modules, 30,720 code tokens,
     12 extension mentions in 1 module)."""
     together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
     assert (
