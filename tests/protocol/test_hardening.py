@@ -618,10 +618,18 @@ def test_when_every_session_is_established_a_newcomer_gets_503(serve, raw_sessio
 
 
 def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serve, raw_session):
+    """A session whose client never came back after ``initialize`` is swept once the handshake
+    timeout has passed.  Before, the test slept 1.1 s for it; now the table's clock is moved past
+    the timeout and the sweep's once-a-second pace is lifted (``run_sweep_now``)."""
     import requests
     from http_fixtures import init_params
+    from test_http_state import Clock
+    from test_session_bounds import run_sweep_now
 
-    srv = serve(handshake_timeout=0.2)
+    from mcp_ref.http.server import MemorySessionTable
+
+    clock = Clock()
+    srv = serve(session_table=MemorySessionTable(handshake_timeout=5, clock=clock))
     response = requests.post(
         srv.mcp,
         json=request("initialize", init_params(), 1),
@@ -629,13 +637,14 @@ def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serv
         timeout=WAIT,
     )
     stale = response.headers["Mcp-Session-Id"]
-    time.sleep(
-        1.1
-    )  # time must pass: past the handshake timeout, and the sweep's once-a-second pace
-    raw_session(
-        srv.mcp
-    ).initialize()  # an initialize sweeps; this session comes back at once, so it stays
-    assert stale not in srv.app.sessions and len(srv.app.sessions) == 1
+    run_sweep_now(srv.app)
+    raw_session(srv.mcp).initialize()  # a sweep before the timeout: both stay
+    assert stale in srv.app.sessions and len(srv.app.sessions) == 2
+    clock.now += 6  # past the handshake timeout
+    run_sweep_now(srv.app)
+    # an initialize sweeps; this session comes back at once, so it stays
+    raw_session(srv.mcp).initialize()
+    assert stale not in srv.app.sessions and len(srv.app.sessions) == 2
 
 
 @pytest.mark.slow
