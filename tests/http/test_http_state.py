@@ -394,6 +394,29 @@ def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded(event_sto
     assert store.replay_after("s1", second) is None
 
 
+def test_past_max_bytes_a_session_forgets_its_oldest_events_and_replays_what_is_kept(event_stores):
+    """A session's events were bounded by count only (1,000 by default), each as long as a message
+    may be: one session could hold gigabytes.  Now their data is bounded in bytes too
+    (``max_bytes``): past it the oldest are forgotten, as past ``max_events``, and a replay gets
+    what is kept; the newest event is kept however long."""
+    store = event_stores(max_events=100, max_bytes=10)
+    first = store.store("s1", "p1", b"1234")
+    second = store.store("s1", "p1", b"5678")
+    other = store.store("s2", "p1", b"0123456789")  # another session's bytes are its own
+    third = store.store("s1", "p1", b"abcd")  # 12 bytes: first is forgotten
+    assert store.replay_after("s1", first) == ("p1", [(second, b"5678"), (third, b"abcd")])
+    assert store.replay_after("s1", second) == ("p1", [(third, b"abcd")])
+    priming = store.store("s1", "p2", b"")
+    long = store.store("s1", "p2", b"x" * 50)  # past the bound alone: every older one goes
+    for gone in (first, second, third):
+        with pytest.raises(EventsForgotten):
+            store.replay_after("s1", gone)
+    assert store.replay_after("s1", priming) == ("p2", [(long, b"x" * 50)])
+    assert store.replay_after("s2", other) == ("p1", [])
+    fourth = store.store("s1", "p2", b"12345678")  # 58 bytes: the long one goes
+    assert store.replay_after("s1", priming) == ("p2", [(fourth, b"12345678")])
+
+
 def test_an_id_past_max_events_replays_what_is_left_of_its_stream(event_stores):
     """spec_notes/security.md: "the oldest are forgotten; a GET resuming from one gets what is left"
     (2025-11-25 basic/transports §Resumability and Redelivery: on "the stream that was

@@ -98,18 +98,29 @@ def event_number(event_id: str) -> int | None:
     return int(number) if number.isascii() and number.isdigit() and len(number) < 20 else None
 
 
+#: The bytes of event data an event store keeps a session at most (``max_bytes``): a message may be
+#: as long as a tool makes it, so ``max_events`` alone could hold gigabytes.  Past it, as past
+#: ``max_events``, the session's oldest events are forgotten; the newest is kept however long.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
 class MemoryEventStore:
-    """The default event store: the last ``max_events`` events of each session, in memory."""
+    """The default event store: the last ``max_events`` events of each session, in memory, whose
+    data holds at most ``max_bytes`` (:data:`DEFAULT_MAX_BYTES`; the newest event is kept however
+    long): past either bound, the session's oldest events are forgotten."""
 
     shared = False
 
-    def __init__(self, max_events: int = 1000):
+    def __init__(self, max_events: int = 1000, max_bytes: int = DEFAULT_MAX_BYTES):
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self._events: dict[str, collections.OrderedDict] = {}
+        #: session -> the bytes of the data of its events kept (within ``max_bytes``)
+        self._bytes: dict[str, int] = {}
         #: (session, stream) -> [its newest follower's generation, delivered up to]: bounded by the
         #: sessions (``forget``) and the streams followed in each (a POST stream's goes with its follower).
         self._followers: dict[tuple[str, str], list[int]] = {}
-        #: session -> the highest event number it has forgotten (past ``max_events``)
+        #: session -> the highest event number it has forgotten (past ``max_events`` or ``max_bytes``)
         self._forgotten: dict[str, int] = {}
         #: (session, stream) of each stream with an event stored and no end marker yet.  Kept only
         #: when ``shared``: the transport marks a stream's end, and asks, only for a shared session;
@@ -121,7 +132,7 @@ class MemoryEventStore:
         self._changed = threading.Condition(self._lock)
 
     def store(self, session_id: str, stream_id: str, data: bytes) -> str:
-        """Keep one event; the oldest of the session goes past ``max_events``."""
+        """Keep one event; the oldest of the session go past ``max_events`` or ``max_bytes``."""
         return self._keep(session_id, stream_id, data)
 
     def _keep(self, session_id: str, stream_id: str, data: bytes | None) -> str:
@@ -135,9 +146,12 @@ class MemoryEventStore:
                 self._open.discard((session_id, stream_id))
             elif self.shared:
                 self._open.add((session_id, stream_id))
-            while len(events) > self.max_events:
-                forgotten = events.popitem(last=False)[0]
+            held = self._bytes.get(session_id, 0) + len(data or b"")
+            while len(events) > self.max_events or (len(events) > 1 and held > self.max_bytes):
+                forgotten, (_, old) = events.popitem(last=False)
+                held -= len(old or b"")
                 self._forgotten[session_id] = event_number(forgotten) or 0
+            self._bytes[session_id] = held
             self._changed.notify_all()
         return event_id
 
@@ -205,9 +219,9 @@ class MemoryEventStore:
         self, session_id: str, event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events of ``event_id``'s stream after it (None: an id this session never issued, or
-        a session it forgot whole).  An id past ``max_events`` (numbered no higher than the last one
-        the session forgot): what is left of its stream, all of it newer (:class:`EventsForgotten`
-        when nothing is)."""
+        a session it forgot whole).  An id forgotten past the bounds (numbered no higher than the
+        last one the session forgot): what is left of its stream, all of it newer
+        (:class:`EventsForgotten` when nothing is)."""
         stream_id = event_id.rpartition(".")[0]
         number = event_number(event_id)
         with self._lock:
@@ -232,6 +246,7 @@ class MemoryEventStore:
         """Drop every event of the session."""
         with self._lock:
             self._events.pop(session_id, None)
+            self._bytes.pop(session_id, None)
             self._forgotten.pop(session_id, None)
             for key in [key for key in self._followers if key[0] == session_id]:
                 del self._followers[key]

@@ -2,7 +2,8 @@
 
 :class:`RedisEventStore` implements :class:`mcp_ref.http.server.events.EventStore` with
 the in-memory store's semantics (:class:`~mcp_ref.http.server.events.MemoryEventStore`):
-the last ``max_events`` events of each session, across its streams, the oldest going first; an
+the last ``max_events`` events of each session, across its streams, their data at most
+``max_bytes`` (the newest kept however long), the oldest going first; an
 event id ``<stream id>.<n>``, ``n`` growing within the session; a replay is the events of the id's
 stream after it, or None for an id the session never issued (an id it issued but trimmed: what is
 left of its stream, or ``EventsForgotten`` when nothing is); one follower of a
@@ -15,17 +16,20 @@ id, never the id: without authorization the id is the session's credential, and 
 ======================  =======================================================================
 ``ns:events:{<d>}``     the session's events (a Redis stream): each entry ``0-<n>``, fields
                         ``stream`` and ``data`` (a stream's end marker: ``data`` empty and
-                        ``end`` = 1, numbered like any event, never replayed), ``MAXLEN`` exactly
-                        ``max_events``
+                        ``end`` = 1, numbered like any event, never replayed), at most
+                        ``max_events`` entries and ``max_bytes`` of data
 ``ns:events:{<d>}:n``   the session's counter (the last ``n`` issued)
 ``ns:events:{<d>}:f``   its followed streams (hash): ``<stream id>:g`` the newest follower's
                         generation, ``<stream id>:c`` the number the stream was delivered up to,
-                        ``<stream id>:o`` while the stream is open (an event stored, no end yet)
+                        ``<stream id>:o`` while the stream is open (an event stored, no end yet);
+                        and ``bytes``, the data of the entries kept (a running total)
 ======================  =======================================================================
 
 Each operation is one Lua script, atomic across the workers:
 
-- ``store`` / ``end_stream``: count, append, trim, refresh the expiry, ``PUBLISH`` a wake-up on the
+- ``store`` / ``end_stream``: count, append, trim (the oldest entries, one at a time, while the
+  stream is past ``max_events`` or, keeping the newest, its ``bytes`` past ``max_bytes``: a stream's
+  ``MAXLEN`` counts entries only), refresh the expiry, ``PUBLISH`` a wake-up on the
   bus channel ``events:<d>`` (as :class:`~.bus.RedisBus` names it).  Two workers never issue one id
   (2025-11-25 basic/transports §Resumability and Redelivery: event ids MUST be unique across all
   streams of the session).
@@ -87,7 +91,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...http.server.events import EventsForgotten, Followed
+from ...http.server.events import DEFAULT_MAX_BYTES, EventsForgotten, Followed
 from .bus import RedisBus
 from .connection import Throttled, reply_text
 from .sessions import session_digest
@@ -112,15 +116,24 @@ STANDALONE = "s"
 _NUMBER = re.compile(r"[1-9][0-9]{0,18}")
 
 # KEYS: the stream, the counter, the followers.  ARGV: max_events, expiry (ms), stream id, data,
-# '1' for an end marker, the bus channel (as RedisBus names it).  Returns n.
+# '1' for an end marker, the bus channel (as RedisBus names it), max_bytes.  Returns n.
 _STORE = Script("""
 local n = redis.call('INCR', KEYS[2])
 if ARGV[5] == '1' then
-  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. n, 'stream', ARGV[3], 'data', '', 'end', '1')
+  redis.call('XADD', KEYS[1], '0-' .. n, 'stream', ARGV[3], 'data', '', 'end', '1')
   redis.call('HDEL', KEYS[3], ARGV[3] .. ':o')
 else
-  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], '0-' .. n, 'stream', ARGV[3], 'data', ARGV[4])
+  redis.call('XADD', KEYS[1], '0-' .. n, 'stream', ARGV[3], 'data', ARGV[4])
   redis.call('HSET', KEYS[3], ARGV[3] .. ':o', '1')
+end
+local held = redis.call('HINCRBY', KEYS[3], 'bytes', #ARGV[4])
+local kept = redis.call('XLEN', KEYS[1])
+while kept > tonumber(ARGV[1]) or (kept > 1 and held > tonumber(ARGV[7])) do
+  local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+  -- its fields as written above: stream, its id, data, the data ('0 -': never "-0", no integer)
+  held = redis.call('HINCRBY', KEYS[3], 'bytes', 0 - #oldest[2][4])
+  redis.call('XDEL', KEYS[1], oldest[1])
+  kept = kept - 1
 end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
 redis.call('PUBLISH', ARGV[6], '{"n":' .. n .. '}')
@@ -221,8 +234,8 @@ class _Follow:
 class RedisEventStore:
     """An :class:`~mcp_ref.http.server.events.EventStore` on Redis (see the module docstring).
 
-    ``connection`` is a :class:`~mcp_ref.state.redis.connection.Connection`; ``max_events``
-    bounds each session (exactly: ``MAXLEN`` without ``~``, as the in-memory store does); its keys
+    ``connection`` is a :class:`~mcp_ref.state.redis.connection.Connection`; ``max_events`` and
+    ``max_bytes`` bound each session exactly, as the in-memory store does; its keys
     expire ``expire_after`` seconds after the last use.  ``bus`` is the deployment's
     :class:`~.bus.RedisBus` (made on ``connection``, and closed by :meth:`close`, when not given);
     ``max_followed`` bounds this process's subscriptions.  ``failures`` counts the Redis calls that failed.
@@ -235,16 +248,19 @@ class RedisEventStore:
         connection: Any,
         *,
         max_events: int = 1000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         expire_after: float = DEFAULT_EXPIRE_AFTER,
         bus: Any = None,
         max_followed: int = DEFAULT_MAX_FOLLOWED,
     ):
-        if max_events < 1 or expire_after <= 0 or max_followed < 0:
+        if max_events < 1 or max_bytes < 0 or expire_after <= 0 or max_followed < 0:
             raise ValueError(
-                "max_events must be at least 1, expire_after positive and max_followed not negative"
+                "max_events must be at least 1, expire_after positive, max_bytes and max_followed"
+                " not negative"
             )
         self.connection = connection
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self.expire_after = expire_after
         self.max_followed = max_followed
         self.failures = 0
@@ -284,8 +300,8 @@ class RedisEventStore:
     # -- storing and replaying -----------------------------------------------------------------------
 
     def store(self, session_id: str, stream_id: str, data: bytes) -> str:
-        """Keep one event; the oldest of the session goes past ``max_events`` (one atomic script,
-        which also wakes the session's followers on every worker)."""
+        """Keep one event; the oldest of the session go past ``max_events`` or ``max_bytes`` (one
+        atomic script, which also wakes the session's followers on every worker)."""
         number = self._keep(session_id, stream_id, data, end=False)
         return (
             f"{stream_id}.unkept-{next(self._unkept)}"
@@ -310,6 +326,7 @@ class RedisEventStore:
             data,
             "1" if end else "0",
             self._wake_channel(session_id),
+            self.max_bytes,
         )
         return None if number is None else int(number)
 
@@ -317,7 +334,7 @@ class RedisEventStore:
         self, session_id: str, event_id: str
     ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events of ``event_id``'s stream after it (None: an id this session never issued, or
-        forgot whole, or Redis could not be asked).  An id trimmed past ``max_events``: what is left
+        forgot whole, or Redis could not be asked).  An id trimmed past the bounds: what is left
         of its stream (:class:`~mcp_ref.http.server.events.EventsForgotten` when nothing is)."""
         stream_id, _, number = event_id.rpartition(".")
         if not stream_id or not _NUMBER.fullmatch(number):
