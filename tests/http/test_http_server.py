@@ -857,6 +857,61 @@ def test_a_message_being_written_as_the_stream_is_resumed_reaches_the_resuming_g
     old.close()
 
 
+class ResumedBeforeTheFirstMessage(MemoryEventStore):
+    """Holds the store of a POST stream's first message (its first progress) until a GET resuming
+    the stream from its priming event has read what was stored (its second ``replay_after``: the
+    one made as it takes the stream over).  Held only outside the stream's lock: inside it, that
+    GET cannot take the stream over meanwhile."""
+
+    def __init__(self):
+        super().__init__()
+        self.writing = threading.Event()
+        self.resumed = threading.Event()
+        self.replays = 0
+        self.app = None
+
+    def replay_after(self, session_id: str, event_id: str):
+        found = super().replay_after(session_id, event_id)
+        self.replays += 1
+        if self.replays == 2:
+            self.resumed.set()
+        return found
+
+    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
+        if b"progress" in data and not self.writing.is_set():
+            self.writing.set()
+            if not self.app.sessions[session_id].by_id[stream_id].cond._is_owned():
+                self.resumed.wait(WAIT)
+        return super().store(session_id, stream_id, data)
+
+
+def test_a_posts_first_message_being_written_as_its_stream_is_resumed_reaches_the_resuming_get(
+    serve, raw_session
+):
+    """A POST's stream (its handler on the shared pool) sent its priming event, then its first
+    message, which its response had taken from the stream but not yet stored; a GET resuming from
+    the priming event just then replayed nothing and took the stream over, and the first message
+    went only to the old connection (the one the client had lost).  Now the first message is
+    taken and stored in one step, under the stream's lock, as every later one is: the resuming
+    GET replays it."""
+    release = threading.Event()
+    store = ResumedBeforeTheFirstMessage()
+    srv = serve(forgetful_server(release), event_store=store, inline_handlers=False)
+    store.app = srv.app
+    session = raw_session(srv.mcp)
+    session.initialize()
+    request_id, response = session.call("tools/call", tool("hold", {}, "h"), stream=True)
+    priming = SseReader(response).next()
+    assert priming["data"] == "" and priming["id"]
+    assert store.writing.wait(WAIT)  # the old response has taken the first progress
+    resumed = SseReader(session.get(headers={"Last-Event-ID": priming["id"]}))
+    release.set()
+    rest = resumed.messages(request_id, session.checker)
+    assert progress_of(rest) == [1, 2, 3] and is_answer(rest[-1][1], request_id), rest
+    resumed.response.close()
+    response.close()
+
+
 def test_last_event_id_of_another_session_is_not_replayed(serve, raw_session):
     srv = serve()
     alice, mallory = raw_session(srv.mcp), raw_session(srv.mcp)

@@ -263,28 +263,36 @@ class StreamableHttp:
         token = stream.attach()
         if environ is not None:
             app.watch(environ, stream, token, end)
-        first = stream.take(token, None)
-        if first is END or (app.json_response is not False and stream.drained_after_end()):
+        # The first message taken and stored in one step, after the priming event, as every later
+        # one is (events): a GET resuming from the priming event replays it or is handed it
+        with stream.cond:
+            first = stream.take(token, None)
+            answered = first is END or (
+                app.json_response is not False and stream.drained_after_end()
+            )
+            if not answered:
+                opening = [priming_event(app, session, stream)]
+                if isinstance(first, bytes):
+                    first = message_event(app, session, stream, first)
+        if answered:
             stream.detach(token)
             session.forget_stream(stream)
             app.finish_transient(session)
             # END: cancelled, no answer will come (202)
             return json_body(start_response, stream.status, None if first is END else first)
         start_response("200 OK", SSE_HEADERS)
-        return self.events(session, stream, token, first)
+        return self.events(session, stream, token, first, opening)
 
-    def events(self, session: HttpSession, stream: Stream, token, first: bytes | None, replay=()):
-        """The SSE body of a stream: a priming event (2025-11-25), then every message until its end."""
+    def events(self, session: HttpSession, stream: Stream, token, first, opening: list[bytes]):
+        """The SSE body of a stream: ``opening`` (its priming event, 2025-11-25, or the events a
+        resumption replays), then ``first`` (an event already stored, ``CLOSE``, or None), then
+        every message until its end."""
         app = self.app
         try:
-            if not replay:
-                priming = priming_event(app, session, stream)
-                if priming:
-                    yield priming
-            for event_id, data in replay:
-                if data:
-                    yield sse_event(data, event_id=event_id)
-            item = message_event(app, session, stream, first) if isinstance(first, bytes) else first
+            for chunk in opening:
+                if chunk:
+                    yield chunk
+            item = first
             while True:
                 if item is END:
                     if session.shared and stream.consumer is token and stream.ended:
@@ -374,9 +382,13 @@ class StreamableHttp:
             except EventsForgotten:  # a live stream: what comes from now on still arrives
                 found = None
         app.watch(environ, stream, token, close_for_polling(stream) if long_lived else None)
+        if found and found[1]:
+            opening = [sse_event(data, event_id=eid) for eid, data in found[1] if data]
+        else:
+            opening = [priming_event(app, session, stream)]
         start_response("200 OK", SSE_HEADERS)
         return held(
-            self.events(session, stream, token, None, found[1] if found else ()),
+            self.events(session, stream, token, None, opening),
             release,
             lambda: stream.detach(token),
         )
