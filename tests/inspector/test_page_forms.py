@@ -115,3 +115,49 @@ def test_audio_and_a_url_elicitation_opened_on_click(driver):
         page.click(f"{card} button.accept")
         page.tab("tools")
         page.result("visited: accept")
+
+
+def test_fields_named_as_object_prototype_members_are_sent_read_and_expanded(driver):
+    """A field named ``__proto__`` was dropped from the arguments (the page built them in a plain
+    ``{}``, where assigning ``__proto__`` sets the prototype), at the top and in a nested object,
+    in a tool's form and in a prompt's; an empty template variable named ``constructor`` expanded
+    to Object's source.  Now each such name is a key like any other: sent, set from the raw JSON,
+    and left out when empty."""
+    names = ("__proto__", "constructor", "toString", "hasOwnProperty")
+    with inspect(FORMS) as address:
+        page = Page(driver, address)
+        page.connected()
+        page.tab("tools")
+        page.open_item("tool", "proto")
+        for name in names:
+            fill(page, f'{F} > [data-field="{name}"] input', f"top {name}")
+            fill(page, f'{F} [data-field="nested"] [data-field="{name}"] input', f"in {name}")
+        page.click("#tool-call")
+        sent = {name: f"top {name}" for name in names}
+        sent["nested"] = {name: f"in {name}" for name in names}
+        assert got(page) == sent
+        # the raw JSON holds them all, and back in the form, what it lacks is empty
+        page.click("#tool-raw-toggle")
+        raw = page.visible("#tool-raw")
+        assert json.loads(raw.get_attribute("value")) == sent
+        raw.clear()
+        raw.send_keys('{"__proto__": "raw"}')
+        page.click("#tool-raw-toggle")
+        assert page.css(f'{F} > [data-field="__proto__"] input').get_attribute("value") == "raw"
+        assert page.css(f'{F} > [data-field="constructor"] input').get_attribute("value") == ""
+        page.click("#tool-call")
+        assert got(page) == {"__proto__": "raw"}
+
+        page.tab("prompts")
+        page.open_item("prompt", "proto")
+        fill(page, '#prompt-fields [data-field="__proto__"] input', "p")
+        fill(page, '#prompt-fields [data-field="constructor"] input', "c")
+        page.click("#prompt-get")
+        page.text_in("#prompt-messages", '{"__proto__": "p", "constructor": "c"}')
+
+        page.tab("resources")
+        page.open_item("template", "proto")
+        page.text_in("#template-name", "proto")
+        assert page.css("#template-expanded").text == "proto://"
+        fill(page, '#template-fields [data-field="constructor"] input', "x")
+        page.text_in("#template-expanded", "proto://x")

@@ -1,7 +1,9 @@
 """A server for the inspector's forms (tests/inspector/test_page_forms.py): a tool whose input schema
 has every shape the page builds a form for (strings with defaults, integers with bounds, numbers,
 booleans, enums, a oneOf of consts, arrays of strings and of objects, a nested object, and a field
-of any JSON), echoing what it was given; a tool answering with audio; a URL-mode elicitation.
+of any JSON), echoing what it was given; a tool and a prompt whose names are those of
+``Object.prototype``'s members (``__proto__``, ``constructor``, ...), echoing theirs; a tool
+answering with audio; a URL-mode elicitation.
 
     python tests/servers/form_server.py        # over stdio
 """
@@ -59,6 +61,19 @@ SCHEMA = {
     "required": ["title", "colour"],
 }
 
+#: Names a page's plain ``{}`` mistakes for its prototype's members.
+PROTO_NAMES = ("__proto__", "constructor", "toString", "hasOwnProperty")
+PROTO_SCHEMA = {
+    "type": "object",
+    "properties": {
+        **{name: {"type": "string"} for name in PROTO_NAMES},
+        "nested": {
+            "type": "object",
+            "properties": {name: {"type": "string"} for name in PROTO_NAMES},
+        },
+    },
+}
+
 
 def build() -> Server:
     """The form server."""
@@ -95,6 +110,30 @@ def build() -> Server:
     server.add_tool(
         shapes, name="shapes", description="Echoes its arguments as JSON.", input_schema=SCHEMA
     )
+
+    def proto(
+        ctx: Context,
+        __proto__: Any = None,
+        constructor: Any = None,
+        toString: Any = None,
+        hasOwnProperty: Any = None,
+        nested: Any = None,
+    ) -> str:
+        return json.dumps(ctx.request.params["arguments"], sort_keys=True)
+
+    server.add_tool(
+        proto, name="proto", description="Echoes its arguments.", input_schema=PROTO_SCHEMA
+    )
+
+    @server.prompt(name="proto")
+    def proto_prompt(__proto__: str = "", constructor: str = "") -> str:
+        """Echoes its arguments."""
+        return json.dumps({"__proto__": __proto__, "constructor": constructor}, sort_keys=True)
+
+    @server.resource("proto://{constructor}", name="proto")
+    def proto_resource(constructor: str) -> str:
+        """Says its variable."""
+        return f"constructor={constructor}"
 
     @server.tool
     def beep() -> AudioContent:

@@ -7,6 +7,7 @@
 //  - a URL from a server becomes a link or a source only after a check: the spec link must be
 //    https, images and audio are data: URLs this page builds from a checked media type and base64,
 //    and a URL-mode elicitation opens only on the person's click, with noopener.
+//  - an object keyed by names a server chose is a dict() (no prototype), read with own().
 // The app's routes are relative (the page lives at /TOKEN/): see the inspector's docs.
 "use strict";
 
@@ -44,6 +45,12 @@
   const asText = (value) => (value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value));
   const pretty = (value) => { try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); } };
   const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+  // An object keyed by names a server chose (a property's, an argument's, a variable's): with no
+  // prototype, "__proto__" or "constructor" is a key like any other (on {}, assigning "__proto__"
+  // sets the prototype and reading "constructor" finds Object); JSON.stringify writes it all.
+  const dict = () => Object.create(null);
+  /** object[key] when it is object's own, else undefined (never what Object.prototype has). */
+  const own = (object, key) => (isObject(object) && Object.hasOwn(object, key) ? object[key] : undefined);
 
   function showError(box, error) {
     if (!error) { show(clear(box), false); return; }
@@ -405,7 +412,7 @@
   function objectFields(schema, path, container, onField) {
     const properties = isObject(schema.properties) ? schema.properties : {};
     const requiredNames = Array.isArray(schema.required) ? schema.required : [];
-    const editors = {};
+    const editors = dict();
     for (const [name, property] of Object.entries(properties)) {
       const required = requiredNames.includes(name);
       const ed = editor(property, required, [...path, name]);
@@ -420,14 +427,14 @@
     return {
       editors,
       get: () => {
-        const value = {};
+        const value = dict();
         for (const [name, ed] of Object.entries(editors)) {
           const v = ed.get();
           if (v !== undefined) value[name] = v;
         }
         return value;
       },
-      set: (value) => { for (const [name, ed] of Object.entries(editors)) ed.set(isObject(value) ? value[name] : undefined); },
+      set: (value) => { for (const [name, ed] of Object.entries(editors)) ed.set(own(value, name)); },
     };
   }
 
@@ -760,7 +767,7 @@
       const names = list.split(",").map((p) => p.replace(/\*$/, "").replace(/:\d+$/, "").trim());
       const reserved = operator === "+" || operator === "#";
       const encode = (v) => (reserved ? encodeURI(v) : encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
-      const defined = names.filter((n) => values[n] !== undefined && values[n] !== "");
+      const defined = names.filter((n) => own(values, n) !== undefined && values[n] !== "");
       if (!defined.length) return "";
       const first = { "": "", "+": "", "#": "#", ".": ".", "/": "/", ";": ";", "?": "?", "&": "&" }[operator];
       const sep = { "": ",", "+": ",", "#": ",", ".": ".", "/": "/", ";": ";", "?": "&", "&": "&" }[operator];
@@ -770,7 +777,7 @@
   }
 
   let currentTemplate = null;
-  let templateInputs = {};
+  let templateInputs = dict();
 
   function openTemplate(template) {
     currentTemplate = template;
@@ -778,9 +785,9 @@
     $("template-name").textContent = asText(template.title || template.name);
     $("template-uri").textContent = asText(template.uriTemplate);
     const fields = clear($("template-fields"));
-    templateInputs = {};
+    templateInputs = dict();
     const uriTemplate = asText(template.uriTemplate);
-    const values = () => { const v = {}; for (const [n, input] of Object.entries(templateInputs)) if (input.value !== "") v[n] = input.value; return v; };
+    const values = () => { const v = dict(); for (const [n, input] of Object.entries(templateInputs)) if (input.value !== "") v[n] = input.value; return v; };
     const refresh = () => { $("template-expanded").textContent = expandTemplate(uriTemplate, values()); };
     for (const variable of templateVariables(uriTemplate)) {
       const input = el("input", { type: "text", id: `t-${++editorCount}`, name: variable.name, on: { input: refresh, change: refresh } });
@@ -802,7 +809,7 @@
   // ---------------------------------------------------------------- prompts
 
   let currentPrompt = null;
-  let promptInputs = {};
+  let promptInputs = dict();
 
   function openPrompt(prompt) {
     currentPrompt = prompt;
@@ -810,8 +817,8 @@
     $("prompt-name").textContent = prompt.title ? `${asText(prompt.title)} (${asText(prompt.name)})` : asText(prompt.name);
     $("prompt-description").textContent = asText(prompt.description);
     const fields = clear($("prompt-fields"));
-    promptInputs = {};
-    const values = () => { const v = {}; for (const [n, input] of Object.entries(promptInputs)) if (input.value !== "") v[n] = input.value; return v; };
+    promptInputs = dict();
+    const values = () => { const v = dict(); for (const [n, input] of Object.entries(promptInputs)) if (input.value !== "") v[n] = input.value; return v; };
     const args = Array.isArray(prompt.arguments) ? prompt.arguments : [];
     for (const argument of args) {
       if (!isObject(argument)) continue;
@@ -834,7 +841,7 @@
   $("prompt-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!currentPrompt) return;
-    const args = {};
+    const args = dict();
     for (const [name, input] of Object.entries(promptInputs)) if (input.value !== "") args[name] = input.value;
     const box = clear($("prompt-messages"));
     try {
