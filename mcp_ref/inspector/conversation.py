@@ -450,7 +450,7 @@ class Conversation:
             "type": kind,
             "method": check.method,
             "id": request_id if _json_scalar(request_id) else None,
-            "label": label(message, kind),
+            "label": label(masked, kind),
             "valid": check.valid,
             "errors": [_SENT_DEEP] if deep else list(check.errors),
             "schema": check.schema,

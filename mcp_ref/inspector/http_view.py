@@ -112,8 +112,9 @@ def _content_type(headers) -> str | None:
 
 def masked_headers(seen: HttpRequestSeen | HttpResponseSeen) -> list[list[str]]:
     """The headers of a request or a response, masked (:func:`~.masking.mask_headers`); a
-    request's ``Mcp-Param-*`` header is masked as well when the value it carries is one the
-    body's masking hides (:func:`~.masking.hidden_strings`).
+    request's ``Mcp-Param-*`` or ``Mcp-Name`` header is masked as well when the value it carries
+    is one the body's masking hides (:func:`~.masking.hidden_strings`: ``Mcp-Name`` mirrors a
+    ``resources/read``'s ``params.uri``, whose credentials the body's masking hides).
 
     The header's name is the tool's choice (``password`` declared ``x-mcp-header: Pw`` sends
     ``Mcp-Param-Pw``), so the value tells, not the name: "Any server that processes the message
@@ -124,7 +125,7 @@ def masked_headers(seen: HttpRequestSeen | HttpResponseSeen) -> list[list[str]]:
     headers = mask_headers(seen.headers)
     if not isinstance(seen, HttpRequestSeen):
         return headers
-    params = [pair for pair in headers if pair[0].lower().startswith("mcp-param-")]
+    params = [pair for pair in headers if _carries_body_value(pair[0].lower())]
     if not params:
         return headers
     hidden = hidden_strings(carried_messages(seen.body))
@@ -136,6 +137,11 @@ def masked_headers(seen: HttpRequestSeen | HttpResponseSeen) -> list[list[str]]:
         if pair[1] in hidden or decoded in hidden:
             pair[1] = MASK
     return headers
+
+
+def _carries_body_value(name: str) -> bool:
+    """True for a 2026-07-28 header that mirrors a value of the body: ``Mcp-Name``, ``Mcp-Param-*``."""
+    return name == "mcp-name" or name.startswith("mcp-param-")
 
 
 def http_record(seen: HttpRequestSeen | HttpResponseSeen) -> dict[str, Any]:

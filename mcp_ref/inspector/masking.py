@@ -8,13 +8,16 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   Path=/; HttpOnly``); ``DPoP``, ``X-Api-Key``, ``Api-Key`` and ``X-Auth-Token`` the mask alone,
   and so does a header named as a secret key (below), bare or after ``Mcp-Param-`` or ``X-``
   (a 2026-07-28 tool's ``x-mcp-header`` argument: ``Mcp-Param-Api-Key``); an ``Mcp-Param-*``
-  header of any name is masked too when it carries a string the body's masking hides
-  (:func:`hidden_strings`: ``password`` declared ``x-mcp-header: Pw`` sends ``Mcp-Param-Pw``);
+  header of any name, and ``Mcp-Name``, is masked too when it carries a string the body's masking
+  hides (:func:`hidden_strings`: ``password`` declared ``x-mcp-header: Pw`` sends ``Mcp-Param-Pw``;
+  a ``resources/read`` of a URI with a password sends it in ``Mcp-Name``);
 - JSON (:func:`mask_json`), at any depth: the value of every key whose name, lower-cased and with
   ``_`` and ``-`` left out, is in :data:`SECRET_KEYS` (``access_token``, ``refreshToken``,
   ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...) or ends in one
   of :data:`SECRET_ENDINGS` (``github_token``, ``openaiApiKey``; not ``progressToken``); a string that
   reads as an ``Authorization`` value (``Bearer x``) under any such key keeps its scheme word;
+  and a string that is a URL whole (a resource's ``uri``, a link), under any key, as a URL is
+  masked (:func:`mask_url`, below: ``https://••••••@host/x``, ``?token=••••••``);
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
   URL's userinfo (``https://••••••@host/``);
@@ -196,12 +199,15 @@ def mask_json(value: Any) -> Any:
         elif isinstance(item, list):
             items = parent[key] = list(item)
             stack.extend((items, index) for index in range(len(items)))
+        elif isinstance(item, str):
+            parent[key] = mask_url_string(item)
     return root[0]
 
 
 def hidden_strings(value: Any) -> set[str]:
     """The strings :func:`mask_json` hides in a parsed JSON value: each string at any depth under
-    a secret key.  A 2026-07-28 ``Mcp-Param-*`` header carrying one of them is masked as well
+    a secret key, and each URL it masks.  A 2026-07-28 ``Mcp-Name`` or ``Mcp-Param-*`` header
+    carrying one of them is masked as well
     (:func:`mcp_ref.inspector.http_view.masked_headers`).  Walked with a stack: never raises."""
     found: set[str] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
@@ -211,7 +217,7 @@ def hidden_strings(value: Any) -> set[str]:
             stack.extend((sub, hidden or secret_key(str(key))) for key, sub in item.items())
         elif isinstance(item, list):
             stack.extend((sub, hidden) for sub in item)
-        elif hidden and isinstance(item, str):
+        elif isinstance(item, str) and (hidden or mask_url_string(item) != item):
             found.add(item)
         elif hidden and isinstance(item, (int, float)):
             # a number travels as its decimal text; a boolean as true or false (2026-07-28
@@ -241,7 +247,8 @@ def mask_form(text: str) -> str:
 
 def mask_url(url: str) -> str:
     """``url`` with its userinfo and the values of secret keys (and ``code``) masked, in its query
-    and in a fragment of the same form (an implicit grant's ``#access_token=...``)."""
+    and in a fragment of the same form (an implicit grant's ``#access_token=...``); ``url`` as it
+    is when none is there."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -255,7 +262,18 @@ def mask_url(url: str) -> str:
     fragment = parts.fragment
     if "=" in fragment and any(secret_key(key, form=True) for key, _ in parse_qsl(fragment)):
         fragment = mask_form(fragment)
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return url  # as it was written: urlunsplit would drop an empty ``?`` or ``#``
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+#: A string that is a URL whole: a scheme (RFC 3986 §3.1), then no whitespace.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S*")
+
+
+def mask_url_string(text: str) -> str:
+    """``text`` masked as :func:`mask_url` masks a URL when it is one whole, else as it is."""
+    return mask_url(text) if _URL.fullmatch(text) else text
 
 
 #: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a

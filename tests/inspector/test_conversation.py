@@ -769,6 +769,49 @@ def test_a_bearer_token_never_reaches_a_record_or_the_export():
     assert 401 in statuses
 
 
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_a_resource_uri_s_credentials_never_reach_a_record_or_the_export(era):
+    """A resource whose URI holds a password (``https://reader:hunter2@...``) and a token in its
+    query was recorded as sent: in resources/list's answer, resources/read's request and answer
+    (and, in the 2026-07-28 era, the request's ``Mcp-Name`` header).  Now the URI is shown with
+    its userinfo and secret query values masked, everything else in it as sent."""
+    from http_fixtures import serving
+
+    from mcp_ref import Client, Server
+
+    uri = "https://reader:hunter2@files.example/doc?token=T0K-77&page=2"
+    server = Server("uris")
+
+    @server.resource(uri, name="doc")
+    def doc() -> str:
+        return "the doc"
+
+    with serving(server) as served:
+        conv = Conversation(target=served.mcp)
+        with Client.http(
+            served.mcp, trace=conv.trace, http_trace=conv.http_trace, timeout=WAIT, era=era
+        ) as client:
+            assert [r.uri for r in client.list_resources()] == [uri]
+            assert client.read_resource(uri).contents[0].text == "the doc"
+    records = conv.records(limit=10_000)
+    everything = conv.export_jsonl() + json.dumps(records) + conv.mermaid("t")
+    assert "hunter2" not in everything and "T0K-77" not in everything
+    shown = f"https://{MASK}@files.example/doc?token={MASK}&page=2"
+    read = [r for r in records if r["kind"] == "message" and r["method"] == "resources/read"]
+    assert [r["message"]["params"]["uri"] for r in read if r["type"] == "request"] == [shown]
+    assert [
+        r["message"]["result"]["contents"][0]["uri"] for r in read if r["type"] == "result"
+    ] == [shown]
+    names = [
+        value
+        for r in records
+        if r["kind"] == "http" and r["phase"] == "request"
+        for name, value in r["headers"]
+        if name.lower() == "mcp-name"
+    ]
+    assert names == ([MASK] if era == "modern" else [])
+
+
 @pytest.mark.slow
 def test_over_stdio_messages_have_no_exchange_and_stderr_is_recorded():
     import sys

@@ -9,6 +9,7 @@ import pytest
 
 from mcp_ref.inspector.masking import (
     MASK,
+    hidden_strings,
     mask_free_text,
     mask_header,
     mask_headers,
@@ -291,10 +292,38 @@ def test_text_that_is_neither_json_nor_a_form_loses_what_reads_as_a_secret():
         ("http://h/mcp?x=1", "http://h/mcp?x=1"),
         ("http://h/cb#access_token=abc&state=s", f"http://h/cb#access_token={MASK}&state=s"),
         ("http://h/docs#section-2", "http://h/docs#section-2"),
+        ("http://h/mcp?", "http://h/mcp?"),  # as written when nothing is masked
+        ("http://h/mcp#", "http://h/mcp#"),
     ],
 )
 def test_urls_lose_their_userinfo_and_secret_query_values(url, shown):
     assert mask_url(url) == shown
+
+
+def test_a_url_in_json_loses_its_credentials_under_any_key():
+    """A string that is a URL whole (a resource's ``uri``, a ``resource_link``, a root) was kept
+    as sent, its userinfo and ``?token=`` with it.  Now it is masked as a URL is, under any key
+    and at any depth; every other string, and a URL with nothing secret in it, stays as sent."""
+    uri = "https://user:secret@host/x?access_token=AT&page=2"
+    shown = f"https://{MASK}@host/x?access_token={MASK}&page=2"
+    message = {
+        "params": {"uri": uri},
+        "result": {
+            "contents": [{"uri": "file:///a?token=T", "text": "t"}],
+            "content": [{"type": "resource_link", "uri": uri, "name": "mailto:ada@example.com"}],
+        },
+        "plain": ["https://host/x?", "note: token=1", "urn:x:y"],
+    }
+    assert mask_json(message) == {
+        "params": {"uri": shown},
+        "result": {
+            "contents": [{"uri": f"file:///a?token={MASK}", "text": "t"}],
+            "content": [{"type": "resource_link", "uri": shown, "name": "mailto:ada@example.com"}],
+        },
+        "plain": ["https://host/x?", "note: token=1", "urn:x:y"],
+    }
+    assert mask_json(uri) == shown
+    assert uri in hidden_strings(message) and "https://host/x?" not in hidden_strings(message)
 
 
 def test_a_redirect_s_location_loses_its_secrets():
