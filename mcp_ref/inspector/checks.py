@@ -31,6 +31,7 @@ from typing import Any
 from .. import schemas
 from ..jsonrpc import valid_id
 from ..workbench.wire_check import message_errors, schema_type
+from .masking import mask_free_text
 
 #: At most this many errors are kept for one message (the first ones the schema reports).
 MAX_ERRORS = 5
@@ -248,7 +249,12 @@ def check_message(
 
 
 def _short(error: str) -> str:
-    return error if len(error) <= MAX_ERROR_LENGTH else error[: MAX_ERROR_LENGTH - 1] + "…"
+    """An error line cut and masked: it may quote the message's payload (``{'password': ...} is
+    not valid under any of the given schemas``), secrets and all (:func:`~.masking.mask_free_text`
+    reads what the cut left, as cut short)."""
+    if len(error) <= MAX_ERROR_LENGTH:
+        return mask_free_text(error)
+    return mask_free_text(error[: MAX_ERROR_LENGTH - 1], cut_short=True) + "…"
 
 
 class MessageChecker:

@@ -21,7 +21,7 @@ never reused, not even after :meth:`~Conversation.clear`), ``time`` (epoch secon
   message, no JSON, or a message received nested too deep, which the client refuses), ``method``
   (a request's or notification's; for a result or error the method of the request it answers,
   when known), ``id``, ``label`` (``tools/call #3 echo``, ``#3 result``, ``#3 error -32602``),
-  ``valid`` (true, false, or null when no schema type applies), ``errors`` (at most 5 lines),
+  ``valid`` (true, false, or null when no schema type applies), ``errors`` (at most 5 lines, masked as free text),
   ``schema`` (the revision checked against), ``spec`` (``{"title", "url"}`` of the spec section,
   or null), ``exchange`` (the HTTP exchange that carried it; null over stdio), ``carrier``
   (for a message received over HTTP: the seq of the ``http`` response or ``sse`` event record

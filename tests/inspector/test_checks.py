@@ -178,6 +178,21 @@ def test_errors_are_few_and_short():
     assert all(len(error) <= 300 for error in check.errors)
 
 
+def test_an_error_quoting_the_payload_shows_none_of_its_secrets():
+    """A content block that fits no schema was quoted whole in the error line, a password or a
+    URL's credentials with it, and the record and export showed them.  Now the error line is
+    masked as free text is, also where it is cut."""
+    block = {"type": "resource_link", "uri": "https://u:hunter2@h/x", "password": "pw-1"}
+    long = {**block, "api_key": "k-" + "9" * 400}
+    for content in ([block], [long]):
+        result = {"jsonrpc": "2.0", "id": 1, "result": {"content": content}}
+        check = check_message(result, "2025-11-25", answered="tools/call")
+        assert check.valid is False
+        text = " ".join(check.errors)
+        assert "resource_link" in text
+        assert "hunter2" not in text and "pw-1" not in text and "k-9" not in text
+
+
 def test_no_schema_applies_to_an_unknown_method_or_revision():
     message = {"jsonrpc": "2.0", "id": 1, "method": "vendor/thing", "params": {}}
     assert check_message(message, "2025-11-25").valid is None
