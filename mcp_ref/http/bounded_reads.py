@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout
-from ..jsonrpc import RequestId
+from ..jsonrpc import RequestId, valid_id
 from ..session import OutgoingRequests
 from .connection_limits import shut_down
 from .sse import SseParser
@@ -251,7 +251,7 @@ def no_answer(request) -> RequestTimeout:
 def unanswered(request) -> RequestFailed:
     """What fails ``request`` when the JSON body its POST got (queued just before) did not answer
     it: the session refused the body (not JSON-RPC, nested too deep for its id to be read) or it
-    answered another id.  Once the body has answered it, the session no longer knows the request
+    answered no id (one naming another request's is refused before: ``_deliver``).  Once the body has answered it, the session no longer knows the request
     and this does nothing; otherwise the request fails at once instead of waiting its timeout."""
     why = "the server's answer could not be read as the answer to it (see the log)"
     return RequestFailed(request.id, InvalidRequest(f"{request.method}: {why}"))
@@ -647,24 +647,26 @@ def shuttable(sock) -> Any:
     return sock
 
 
-def note_answers(data: str, awaiting: set) -> None:
-    """Strike from ``awaiting`` the ids this SSE message answers."""
+def answer_ids(data: str | bytes) -> set:
+    """The valid ids (:func:`~mcp_ref.jsonrpc.valid_id`) the answers in ``data``, a JSON-RPC
+    message or batch, carry: none when it is no JSON."""
     try:
         message = json.loads(data)
     except RecursionError:  # nested too deep: the session refuses it, failing the request answered
         from ..unparsed import answer_id
 
-        awaiting.discard(answer_id(data))
-        return
+        text = data.decode(errors="replace") if isinstance(data, bytes) else data
+        return {answer_id(text)} - {None}
     except ValueError:  # not JSON: the session refuses it
-        return
-    for item in message if isinstance(message, list) else [message]:
-        if (
-            isinstance(item, dict)
-            and "method" not in item
-            and ("result" in item or "error" in item)
-        ):
-            awaiting.discard(item.get("id"))
+        return set()
+    return {
+        item.get("id")
+        for item in (message if isinstance(message, list) else [message])
+        if isinstance(item, dict)
+        and "method" not in item
+        and ("result" in item or "error" in item)
+        and valid_id(item.get("id"))
+    }
 
 
 def resolve_environment(http: Any, url: str) -> None:

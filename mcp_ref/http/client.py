@@ -76,10 +76,10 @@ from .bounded_reads import (
     RequestHeld,
     Underway,
     abort,
+    answer_ids,
     carrying,
     discard_body,
     no_answer,
-    note_answers,
     read_body,
     read_bound,
     resolve_environment,
@@ -630,6 +630,13 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             body = read_body(response, self.max_message_size)
             if body is None:
                 self._incoming.put(self._too_large(request, "answer"))
+            elif answer_ids(body) - {request.id}:
+                # 2025-11-25 basic/transports §Sending Messages: to a request, "one JSON object",
+                # its answer (a 2025-03-26 array of answers too: this client POSTs one request);
+                # one naming another id would settle another request of ours with it
+                self._fail(
+                    request.id, f"the server answered {request.method} with another request's id"
+                )
             else:
                 self._incoming.put(body)
                 # nothing once the body answered it; to a first request, a body that did not
@@ -813,7 +820,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             seen, broke = (cursor.events, cursor.last_id), response is None
             try:
                 for data in () if response is None else self._relay(response, cursor, strict=True):
-                    note_answers(data, awaiting)
+                    awaiting -= answer_ids(data)
                     if not awaiting:
                         return
             except requests.RequestException as exc:

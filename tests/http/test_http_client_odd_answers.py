@@ -8,10 +8,21 @@ The server is :class:`~test_http_client_sessions.ScriptedServer` (a raw socket o
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 from conftest import WAIT, outcome_within
 from test_hardening_origins import Recorder, Redirector, plain_server, serve, stop_after  # noqa: F401
-from test_http_client_sessions import LONG, ScriptedServer, answer, posted, scripted  # noqa: F401
+from test_http_client_sessions import (  # noqa: F401
+    LONG,
+    ScriptedServer,
+    answer,
+    json_answer,
+    posted,
+    scripted,
+)
 
 from mcp_ref import Client, McpError
 
@@ -78,3 +89,42 @@ def test_a_session_id_that_is_not_visible_ascii_is_refused(scripted, session_id)
         Client.http(server.url, transport="streamable", era="handshake", timeout=WAIT).close()
     assert "Mcp-Session-Id" in str(caught.value) and "visible ASCII" in str(caught.value)
     assert [request for request in server.requests if "mcp-session-id" in request["headers"]] == []
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-03-26"])
+def test_a_json_body_carrying_another_pending_requests_id_fails_only_the_request_posted(
+    scripted, version
+):
+    """A JSON body to ``tools/call``'s POST carrying the id of ``tools/list`` (still waiting on its
+    own POST) settled the listing with it, and the call failed as unreadable.  A JSON body answers
+    the POST's own request only (2025-11-25 basic/transports §Sending Messages; 2025-03-26, where
+    it may be an array, the same): the call fails saying so, and the listing gets its own answer."""
+    release = threading.Event()
+    listing: dict = {}
+
+    def script(request: dict):
+        message = request["json"] or {}
+        if message.get("method") == "initialize":
+            return server.usual(request).replace(b"2025-11-25", version.encode())
+        if message.get("method") == "tools/list":
+            listing["id"] = message["id"]
+            listed = json_answer({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+            return lambda connection: release.wait(WAIT) and connection.sendall(listed)
+        if message.get("method") == "tools/call":
+            tool = {"name": "stolen", "inputSchema": {"type": "object"}}
+            stolen: Any = {"jsonrpc": "2.0", "id": listing["id"], "result": {"tools": [tool]}}
+            return json_answer([stolen] if version == "2025-03-26" else stolen)
+        return None
+
+    server: ScriptedServer = scripted(script)
+    with ThreadPoolExecutor(1) as pool:
+        with Client.http(
+            server.url, transport="streamable", protocol_version=version, timeout=LONG
+        ) as client:
+            listed = pool.submit(client.list_tools)
+            server.wait_for(posted("tools/list"), "the listing")
+            failure = outcome_within(lambda: client.call_tool("x"), WAIT)
+            release.set()
+            assert listed.result(WAIT) == []
+    assert isinstance(failure, McpError), failure
+    assert "tools/call with another request's id" in str(failure)
