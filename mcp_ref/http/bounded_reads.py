@@ -28,6 +28,7 @@ from ..errors import InvalidRequest, MCPRefError, RequestTimeout
 from ..jsonrpc import RequestId, valid_id
 from ..session import OutgoingRequests
 from .connection_limits import shut_down
+from .not_reached import content_kind, shown
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -667,6 +668,27 @@ def answer_ids(data: str | bytes) -> set:
         and ("result" in item or "error" in item)
         and valid_id(item.get("id"))
     }
+
+
+def media_type(response) -> str:
+    """The media type of ``response``'s ``Content-Type``, in lower case (``""`` without one)."""
+    return response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+
+
+def event_stream(response, url: str):
+    """``response`` to a GET of the SSE stream at ``url``, when it is one or an HTTP error (left to
+    the caller); a success of another type is closed, raising :class:`HttpTransportError`:
+    2025-11-25 basic/transports §Listening for Messages from the Server, the server "MUST either
+    return Content-Type: text/event-stream in response to this HTTP GET, or else return HTTP 405"
+    (a resumption's GET, §Resumability and Redelivery, is the same GET)."""
+    kind = media_type(response)
+    if response.ok and kind != "text/event-stream":
+        response.close()
+        raise HttpTransportError(
+            f"{shown(url)} answered the GET of its SSE stream with {content_kind(kind)}, "
+            "not text/event-stream"
+        )
+    return response
 
 
 def resolve_environment(http: Any, url: str) -> None:

@@ -79,6 +79,8 @@ from .bounded_reads import (
     answer_ids,
     carrying,
     discard_body,
+    event_stream,
+    media_type,
     no_answer,
     read_body,
     read_bound,
@@ -624,7 +626,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
         if not response.ok:
             self._fail_http(request.id, response, request.method)
             return
-        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        content_type = media_type(response)
         first = self._first(request.method)
         if content_type == "application/json":
             body = read_body(response, self.max_message_size)
@@ -881,13 +883,15 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
 
     def _get_stream(self, cursor: Cursor, read_timeout: float | None):
         """GET the SSE stream at ``url`` (the body left unread), from after ``cursor``'s last event
-        id when it has one (2025-11-25 basic/transports §Resumability: ``Last-Event-ID``)."""
+        id when it has one (2025-11-25 basic/transports §Resumability: ``Last-Event-ID``); a success
+        that is no SSE stream raises :class:`HttpTransportError` (:func:`event_stream`)."""
         headers = self._headers("text/event-stream")
         if cursor.last_id:
             headers["Last-Event-ID"] = cursor.last_id
-        return self.http.get(
+        response = self.http.get(
             self.url, headers=headers, stream=True, timeout=(self.connect_timeout, read_timeout)
         )
+        return event_stream(response, self.url)
 
     def _listen(self, answered: threading.Event, renewed: bool = False) -> None:
         """The standalone GET stream: server-to-client messages outside any request.
@@ -923,7 +927,9 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                             pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", failed_because(exc))
-            except (AuthorizationError, CrossOriginRefused) as exc:  # not authorized, or redirected
+            # not authorized, redirected, or answered with no SSE stream (as a 405, it is not
+            # asked again; unlike a 405, the answer breaks the spec: a warning)
+            except (AuthorizationError, CrossOriginRefused, HttpTransportError) as exc:
                 log.warning("the standalone stream is not opened: %s", failed_because(exc))
                 return
             except Exception:

@@ -1,13 +1,15 @@
 """The Streamable HTTP client against a server whose answers break the transport's rules: a 202 to
 a request, a redirect that would turn a POST into a GET, an ``Mcp-Session-Id`` HTTP cannot carry
-back, a JSON body answering another request.  Each fails the request it concerns at once, with
-a clear error (never at its timeout), and the client serves on.
+back, a JSON body answering another request, a GET of an SSE stream answered with something else.
+Each fails the request it concerns at once, with a clear error (never at its timeout), and the
+client serves on.
 
 The server is :class:`~test_http_client_sessions.ScriptedServer` (a raw socket on 127.0.0.1, port 0).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,6 +19,7 @@ from conftest import WAIT, outcome_within
 from test_hardening_origins import Recorder, Redirector, plain_server, serve, stop_after  # noqa: F401
 from test_http_client_sessions import (  # noqa: F401
     LONG,
+    SSE_HEAD,
     ScriptedServer,
     answer,
     json_answer,
@@ -128,3 +131,60 @@ def test_a_json_body_carrying_another_pending_requests_id_fails_only_the_request
             assert listed.result(WAIT) == []
     assert isinstance(failure, McpError), failure
     assert "tools/call with another request's id" in str(failure)
+
+
+def not_sse(content_type: str, body: bytes = b"") -> bytes:
+    """A 200 answer of ``content_type`` to a GET that asked for an SSE stream."""
+    return answer("200 OK", body, f"Content-Type: {content_type}\r\n")
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+def test_a_standalone_get_answered_with_no_sse_stream_stops_listening_with_a_warning(
+    scripted, caplog, content_type
+):
+    """A 200 of another type to the standalone GET was read as SSE, found empty, and asked again
+    for ever.  2025-11-25 basic/transports §Listening for Messages from the Server: the server
+    answers text/event-stream or 405; the client stops listening, as after a 405, with a warning
+    naming what came, and serves on."""
+
+    def script(request: dict):
+        if request["method"] == "GET":
+            return not_sse(content_type, b'data: {"jsonrpc": "2.0", "method": "ping", "id": 1}\n\n')
+        return None
+
+    server: ScriptedServer = scripted(script)
+    with Client.http(server.url, transport="streamable", era="handshake", timeout=LONG) as client:
+        listener = client.session.transport._listener
+        listener.join(WAIT)
+        assert not listener.is_alive(), "the client listens on an answer that is no SSE stream"
+        assert client.list_tools() == []
+    assert server.count(lambda request: request["method"] == "GET") == 1
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(content_type in message and "text/event-stream" in message for message in warned)
+
+
+def test_a_resumption_answered_with_no_sse_stream_fails_its_request_clearly(scripted):
+    """The GET resuming a call's stream, answered 200 ``text/html``, was read as SSE: a page
+    holding ``data:`` lines answered the call.  A resumption's GET is the GET of 2025-11-25
+    basic/transports §Listening for Messages from the Server (text/event-stream or 405): the call
+    fails, naming what came, and the next call is served."""
+    call: dict = {}
+
+    def script(request: dict):
+        message = request["json"] or {}
+        if message.get("method") == "tools/call" and not call:
+            call["id"] = message["id"]
+            return lambda connection: connection.sendall(SSE_HEAD + b"id: e0\nretry: 1\ndata:\n\n")
+        if request["headers"].get("last-event-id"):
+            answered = {"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}
+            return not_sse("text/html", f"id: e1\ndata: {json.dumps(answered)}\n\n".encode())
+        return None
+
+    server: ScriptedServer = scripted(script)
+    with Client.http(
+        server.url, transport="streamable", era="handshake", timeout=LONG, min_retry_delay=0
+    ) as client:
+        failure = outcome_within(lambda: client.call_tool("x"), WAIT)
+        assert isinstance(failure, McpError), failure
+        assert "text/html" in str(failure) and "text/event-stream" in str(failure)
+        assert client.call_tool("x").content == []
