@@ -25,8 +25,8 @@ What the spec asks of a client, and where it happens here:
 * ``retry`` honoured and ``Last-Event-ID`` sent to resume a dropped or closed
   stream (``_read_stream``);
 * HTTP 404 for an established session: a new session is started once,
-  transparently, and the request is sent again (``_renew_session``); a 404 to a notification
-  or to the GET stream starts one too (``_renewed``), and the new session is asked again for
+  transparently, and the request is sent again (``_renew_session``); a 404 to a notification,
+  to the GET stream or to a resumption's GET starts one too (``_renewed``), and the new session is asked again for
   the old one's log level and subscriptions (:mod:`mcp_ref.client.renewal`);
 * DELETE of the session on close;
 * the backwards-compatible fallback: an initialize POST answered 400, 404 or
@@ -875,8 +875,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                 continue
             ended = "the server closed the stream before answering"
             if not response.ok:
-                response.close()
-                self._fail(request.id, f"resuming the stream failed: HTTP {response.status_code}")
+                self._resumption_refused(request, response)
                 return
             if not self._track(request.id, response):
                 return

@@ -14,7 +14,8 @@ as :class:`~mcp_ref.errors.ConnectionClosed`), and closing the client ends it at
 
 While a new session is being started (a 404), a notification waits for it within that deadline,
 as requests do; a 404 to a notice starts a new session, unless the notice was the new session's
-own (:meth:`Notices._send_other`).
+own (:meth:`Notices._send_other`); so does a 404 to the GET resuming a request's stream, the request
+failing (its answer is lost: :meth:`Notices._resumption_refused`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .in_flight import GivenUp
 from .not_reached import failed_because, shown
 
 if TYPE_CHECKING:
+    from ..jsonrpc import Request
     from .in_flight import InFlight
 
 log = logging.getLogger("mcp_ref.http.client")  # its messages are the transport's
@@ -93,6 +95,9 @@ class Notices:
         _resends_lock: threading.Lock
         _resends_waiting: int
         _queued_behind: int
+        _follow_ups: set[threading.Thread]
+
+        def _fail(self, request_id, message: str, status: int | None = None) -> None: ...
 
         def _post(
             self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False
@@ -310,7 +315,8 @@ class Notices:
             self._notice_places.release()
 
     def _renewed(self, generation: int) -> bool:
-        """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's):
+        """:meth:`_renew_session` after a 404 nobody waits on (the GET stream's, a notification's, a
+        resumption's: :meth:`_resumption_refused`):
         True once the new session is there; a failure is logged (the next request tries again)."""
         if self._reinitialize is None:
             return False  # no client role to start one
@@ -321,6 +327,27 @@ class Notices:
             if not self._closed.is_set():
                 log.warning("no new session after a 404: %s", failed_because(exc))
             return False
+
+    def _resumption_refused(self, request: Request, response) -> None:
+        """Fail ``request``, whose stream's resumption ``response`` (closed here) refused.  A 404 to
+        a GET with our session's id: the session expired on the server, and the answer with it; a
+        new session is started first (2025-11-25 basic/transports §Session Management: "When a
+        client receives HTTP 404 in response to a request containing an Mcp-Session-Id, it MUST
+        start a new session"), unless it is a new session's own request (its ``initialize``,
+        what it is asked after it: :meth:`_follow`), as for a POST's 404 (no renewal in a loop)."""
+        response.close()
+        why = f"resuming the stream failed: HTTP {response.status_code}"
+        generation = self._generation  # first, then the id (see _renew_session)
+        sent_with = response.request.headers.get("Mcp-Session-Id")
+        if response.status_code == 404 and sent_with:
+            why += ": the session expired on the server, and the answer with it"
+            if (
+                sent_with == self.session_id
+                and request.method != "initialize"
+                and not self._follow_ups
+            ):
+                self._renewed(generation)
+        self._fail(request.id, why)
 
     def _end_session(self) -> None:
         """DELETE the session at close, within :data:`SESSION_END_TIMEOUT` in all (its socket shut

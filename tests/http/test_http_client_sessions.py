@@ -2,9 +2,10 @@
 with no answer to wait for (a notification, an answer, the session's DELETE).
 
 A 404 to anything carrying the session's id starts a new session (2025-11-25 basic/transports
-§Session Management), whether a request, a notification or the standalone GET stream met it; the
-new session is asked again for what the old one held (its subscriptions, its log level), and its
-own GET stream opened; a server that forgets every new session at once gets no renewal in a loop.
+§Session Management), whether a request, a notification, the standalone GET stream or the GET
+resuming a call's stream (the call failing: its answer is lost) met it; the new session is asked
+again for what the old one held (its subscriptions, its log level), and its own GET stream
+opened; a server that forgets every new session at once gets no renewal in a loop.
 A notification's POST, and the session's DELETE at close, end within a total deadline, whatever
 the server trickles, and closing the client ends them.
 
@@ -285,6 +286,61 @@ def test_a_404_to_a_notification_starts_a_new_session(scripted):
         server.wait_for(posted("notifications/initialized"), "the new session's notice", 2)
         client.list_tools()
         assert server.count(lambda r: posted("tools/list")(r) and of_session("s2")(r)) == 1
+
+
+def test_a_404_to_a_resumption_starts_a_new_session_and_the_next_call_goes_there(scripted):
+    """The server forgot the session while a call's stream was broken: the GET resuming it was
+    answered 404, and the call failed saying only "HTTP 404", no new session started; the next
+    call met a 404 of its own first.  A 404 to a request carrying the session's id starts a new
+    session (2025-11-25 basic/transports §Session Management): the call still fails (its answer
+    is gone), saying the session expired, and the next call goes to the new session at once."""
+    forgotten = threading.Event()
+
+    def script(request):
+        message = request["json"] or {}
+        if forgotten.is_set() and of_session("s1")(request):
+            return answer("404 Not Found")
+        if message.get("method") == "tools/call":
+            forgotten.set()  # the server forgets s1 as the call's stream breaks
+            return lambda connection: connection.sendall(SSE_HEAD + b"id: e0\nretry: 1\ndata:\n\n")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
+        failure = ended_within(WAIT, lambda: client.call_tool("long"))
+        assert "session expired" in str(failure), failure
+        assert server.count(posted("initialize")) == 2  # the new session, before the call failed
+        assert client.list_tools() == []
+    assert server.count(both(posted("tools/list"), of_session("s2"))) == 1
+    assert server.count(both(posted("tools/list"), of_session("s1"))) == 0
+
+
+def test_a_server_that_forgets_each_session_as_its_stream_breaks_gets_no_renewal_in_a_loop(
+    scripted,
+):
+    """Each request's stream breaks and the server forgets the session with it: the call's
+    resumption (404) starts one new session; the log level asked of it meets the same, and fails
+    without starting another (a new session's own request, as for a POST's 404)."""
+    forgotten: set[str] = set()
+
+    def script(request):
+        message = request["json"] or {}
+        session = request["headers"].get("mcp-session-id")
+        if session in forgotten:
+            return answer("404 Not Found")
+        if message.get("method") in ("tools/call", "logging/setLevel"):
+            forgotten.add(session)
+            return lambda connection: connection.sendall(SSE_HEAD + b"id: e0\nretry: 1\ndata:\n\n")
+        return None
+
+    server = scripted(script)
+    with Client.http(server.url, era="handshake", timeout=LONG, min_retry_delay=0) as client:
+        client.connection.log_level = "info"  # the next new session asks for it again
+        failure = ended_within(WAIT, lambda: client.call_tool("long"))
+        assert "session expired" in str(failure), failure
+        renewal_over(client.session.transport)
+        assert server.count(posted("logging/setLevel")) == 1
+        assert server.count(posted("initialize")) == 2
 
 
 def test_a_server_that_forgets_every_new_session_gets_no_renewal_in_a_loop(scripted):
