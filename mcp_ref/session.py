@@ -266,7 +266,8 @@ class Session:
         max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
         ids: Iterator[jsonrpc.RequestId] | None = None,
     ):
-        self.transport, self.dispatcher = transport, dispatcher
+        self.transport = transport
+        self.dispatcher = dispatcher
         self.default_timeout = default_timeout
         self.max_incoming = max_incoming
         self.name = name
@@ -289,7 +290,8 @@ class Session:
         self._executor = executor or HandlerPool(name, max_workers)
         self._pool = self._executor if isinstance(self._executor, HandlerPool) else None
         #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
-        self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
+        self.max_callbacks = max_callbacks
+        self.max_callback_bytes = max_callback_bytes
 
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
     #: The negotiated revision; set by the role once ``initialize`` completes.
@@ -367,7 +369,8 @@ class Session:
         threads (the reader, the callback thread, a handler's), whose end the connection's end
         waits for, it does not wait: it says whether the connection has ended already."""
         current = threading.current_thread()
-        queue, pool = self._callbacks, self._pool
+        queue = self._callbacks
+        pool = self._pool
         if (
             current is self._reader
             or (queue is not None and current is queue.thread)

@@ -544,10 +544,12 @@ class ModernCall(Call):
                 result = self.pending.result()
             except UnsupportedProtocolVersionError as exc:
                 self._check_cancelled()  # a cancelled call retries nothing
-                if self._version_retried:
+                # once: a version from the error's ``supported`` list, else the error
+                choice = pick_version(exc.supported, connection.client.pinned_version)
+                if self._version_retried or choice is None:
                     raise
                 self._version_retried = True
-                adopt_version(connection, exc)
+                connection.session.protocol_version = choice
             except ResponseStreamLost:
                 self._check_cancelled()
                 if self._reissues >= MAX_REISSUES:
@@ -789,11 +791,3 @@ def envelope_meta(
             version, capabilities, connection.client.client_info, key[2]
         )
     return meta
-
-
-def adopt_version(connection: Connection, error: UnsupportedProtocolVersionError) -> None:
-    """After -32022 for a request: speak a version from the error's ``supported`` list, or re-raise it."""
-    choice = pick_version(error.supported, connection.client.pinned_version)
-    if choice is None:
-        raise error
-    connection.session.protocol_version = choice

@@ -373,7 +373,7 @@ class ServerConnection:
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
         # -32602 / -32022 for a broken envelope
-        modern: lifecycle.Envelope | None = (
+        modern = (
             read[1]
             if read is not None and read[0] == context.request_id
             else lifecycle.read_envelope(params)
@@ -385,8 +385,19 @@ class ServerConnection:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)
         capability = CAPABILITY_OF.get(method)
-        if capability is not None:
-            self._require_capability(capability, method)
+        # (resources/subscribe without ``subscribe`` declared: mcp_ref.server.resources.subscribable)
+        if (
+            capability is not None
+            and self.capabilities.get(capability) is None
+            # 2024-11-05 had completion/complete but no capability for it
+            and (
+                capability != "completions"
+                or self.session.protocol_version_at_least(lifecycle.COMPLETIONS_CAPABILITY)
+            )
+        ):
+            raise MethodNotFound(
+                f"Method not found: this server does not offer {capability} ({method})"
+            )
         return handler(self, context, params)
 
     def handle_modern(
@@ -474,17 +485,6 @@ class ServerConnection:
         """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``
         (no gates: the request being served already passed them)."""
         return METHODS["resources/read"](self, context, {"uri": uri})
-
-    def _require_capability(self, capability: str, method: str) -> None:
-        if capability == "completions" and not lifecycle.at_least(
-            self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY
-        ):
-            return  # 2024-11-05 had completion/complete but no capability for it
-        # (resources/subscribe without ``subscribe`` declared: mcp_ref.server.resources.subscribable)
-        if self.capabilities.get(capability) is None:
-            raise MethodNotFound(
-                f"Method not found: this server does not offer {capability} ({method})"
-            )
 
     def handle_notification(self, method: str, params: dict) -> None:
         """Lifecycle and roots notifications; anything else is ignored."""

@@ -120,11 +120,15 @@ class Server:
         lifespan: Callable[[Any], Any] | None = None,
         **shorthand: Any,
     ):
-        self.name, self.version, self.title, self.instructions = name, version, title, instructions
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
         self.website_url = website_url
         secret = (os.environ.get(SECRET_ENV) or None) if secret is None else secret
         self._registry_lock = threading.RLock()
-        self._page_size, self._secret = page_size, secret
+        self._page_size = page_size
+        self._secret = secret
         if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
             self._paginator = self.paginator
         self.cache_hints: tuple = (ttl_ms, cache_scope)
