@@ -32,12 +32,15 @@ What an extension may declare (the role that asks is named in brackets):
 * ``http_middleware(app)`` [server] — steps it adds to the HTTP middleware chain of ``app``, an
   application serving the server (``mcp_ref.http.server.middleware``: the OAuth
   resource server checks tokens there, the rate limits answer 429 there).
-* ``http_session_ended(connection)`` [server] — a handshake-era HTTP session ended for good (its
-  client deleted it, it expired, or the server ended it; with sessions shared by several workers,
-  each worker that held it is told): ``connection`` was its connection, and no request will come
-  on it again.  What the extension kept for that session alone may go (the 2025-11-25 tasks
-  cancel the tasks only that session could reach).  A worker that merely lets a shared session
-  go, which others go on serving, does not call it.
+* ``connection_ended(connection)`` [server] — a connection of the server ended for good, and no
+  request will come on it again: a stdio or in-memory connection (or one of ``server.connect()``)
+  whose input ended or that was closed, told once its handlers have finished; or a handshake-era
+  HTTP session that ended for good (its client deleted it, it expired, or the server ended it;
+  with sessions shared by several workers, each worker that held it is told).  What the
+  extension kept for that connection alone may go (the 2025-11-25 tasks cancel the tasks only
+  that connection could reach).  A worker that merely lets a shared session go, which others go
+  on serving, does not call it; nor does a stateless HTTP request's one-request connection.  One
+  that raises is logged, and the others are told all the same.
 
 A server asks its extensions in the order they were added: the first one's ``intercept_request``
 and ``intercept_tool_call`` are outermost, the first one's methods win a name both answer.
@@ -103,8 +106,9 @@ class Extension:
         """The steps it adds to the HTTP middleware chain of ``app`` (server); none by default."""
         return []
 
-    def http_session_ended(self, connection: Any) -> None:
-        """A handshake-era HTTP session ended for good; ``connection`` was its (server)."""
+    def connection_ended(self, connection: Any) -> None:
+        """A connection of the server ended for good: its input ended, it was closed, or it was a
+        handshake-era HTTP session that ended for good (server)."""
 
     # -- the client's part: a Client calls these, a Server never does ---------------------------
 

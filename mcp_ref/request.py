@@ -76,6 +76,10 @@ class Dispatcher(Protocol):
 
     def handle_notification(self, method: str, params: dict) -> None: ...
 
+    def ended(self) -> None:
+        """The connection ended for good: its reader's last act, once its input ended (or it was
+        closed) and every handler has finished.  No message comes on it again."""
+
 
 class RequestContext:
     """What a handler knows about the request it serves, and what it may do.

@@ -20,7 +20,8 @@ settles one whose answer is held for the callback thread (``_held``) with that a
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
 of a *dispatcher* (the server or client role), which provides
-``handle_request(context, method, params)`` and ``handle_notification(method, params)``; a
+``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
+``ended()`` (the reader's last act, once the connection has ended); a
 handshake-era ``ping`` the session answers itself (:func:`mcp_ref.lifecycle.answered_at_once`).  Whether
 a batch is allowed is the negotiated revision's (:func:`mcp_ref.lifecycle.batches_allowed`).  What
 it asks of the connection is :class:`Transport`, the transport contract (below).
@@ -658,6 +659,7 @@ class Session:
         self._close_transport()
         with self._lock:
             self._closing = True
+        self.dispatcher.ended()
         vars(self).setdefault("_closed", ENDED).set()
 
     def receive(self, data: bytes) -> None:

@@ -404,6 +404,9 @@ class ClientConnection:
 
         route_notification(self, method, params, self._cache, self._streams)
 
+    def ended(self) -> None:
+        """The connection ended: nothing more to do here (the client's ``close()`` ends the rest)."""
+
 
 # -- the caller's requests: a Call in either era, a ModernCall's rounds in 2026-07-28 -------------
 

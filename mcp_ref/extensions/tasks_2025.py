@@ -20,9 +20,11 @@ True at once.
   nothing and ignores ``task`` (§Task Support and Handling).
 * **Who sees a task.**  Its requestor: the verified principal (HTTP with authorization: "receivers
   MUST bind tasks to said context", §Task Isolation), else the session (an HTTP session, a stdio or
-  in-memory connection); another requestor's ``taskId`` is "not found" (-32602).  Over stateless HTTP
-  without authorization requestors cannot be told apart: a task is then reachable by whoever holds
-  its id (128 random bits, as §Task Isolation asks), and ``tasks.list`` is not declared (-32601).
+  in-memory connection; when it ends, its unfinished tasks are cancelled:
+  :meth:`Tasks2025Extension.connection_ended`); another requestor's ``taskId`` is "not found"
+  (-32602).  Over stateless HTTP without authorization requestors cannot be told apart: a task is
+  then reachable by whoever holds its id (128 random bits, as §Task Isolation asks), and
+  ``tasks.list`` is not declared (-32601).
 * **Bounds** (§Resource Management): the store's (``max_tasks``, ``max_tasks_per_principal``,
   ``workers``, ``max_waiting``, ``input_timeout``); a requested ``ttl`` is capped by the store's
   ``ttl_ms`` and raised to :data:`MIN_TTL_MS`; at most :data:`MAX_RESULT_WAITERS` ``tasks/result``
@@ -655,8 +657,9 @@ def cancel(store: TaskStore, task: Task, message: str) -> dict | None:
 
 
 def cancel_unreachable(store: TaskStore, owner: str) -> int:
-    """Cancel every unfinished task of ``owner``, a session that ended (no requestor can reach its
-    tasks any more: :meth:`Tasks2025Extension.http_session_ended`); how many were cancelled."""
+    """Cancel every unfinished task of ``owner``, a session or connection that ended (no requestor
+    can reach its tasks any more: :meth:`Tasks2025Extension.connection_ended`); how many were
+    cancelled."""
     cursor, cancelled = None, 0
     while True:
         records, cursor = store.records.list(owner, cursor, LIST_PAGE)
@@ -752,26 +755,33 @@ class Tasks2025Extension(TaskReceiver):
     #: The ``tools/call`` interceptor (:func:`intercept_call`).
     intercept_tool_call = staticmethod(intercept_call)
 
-    def http_session_ended(self, connection: Any) -> None:
-        """The session's unfinished tasks are cancelled when no one else can reach them: those of a
-        session without a token, whose requestor was the session itself (:func:`requestor`).
+    def connection_ended(self, connection: Any) -> None:
+        """The connection's unfinished tasks are cancelled when no one else can reach them: those of
+        a connection without a token, whose requestor was the connection itself (:func:`requestor`):
+        an HTTP session that ended for good, a stdio or in-memory connection whose input ended or
+        that was closed.  Their records stay, ``cancelled``, until their ttl (the first a full
+        store forgets).
 
         §Task Isolation: "When an authorization context is provided, receivers MUST bind tasks to
-        said context"; without one this server binds them to the session, so once it has ended
-        (basic/transports §Session Management: the client's DELETE, or "The server MAY terminate the
-        session at any time") no ``tasks/get``, ``tasks/result`` or ``tasks/cancel`` can name them,
-        and no one can read their results.  Left to run, they would hold workers and count against
-        the client's ``max_tasks_per_principal`` (``Principal.limit_id``: all its sessions) for up
-        to their ``ttl``, while the refusal tells it to cancel what it cannot (§Resource Management:
-        receivers SHOULD "Enforce limits on concurrent tasks per requestor", "Clean up expired tasks
-        promptly to free resources").  A token's tasks are its principal's: they outlive the
+        said context"; without one ("Some MCP servers operate in environments without
+        authorization, such as single-user tools, or use transports that don't support
+        authorization": stdio, basic/authorization "SHOULD NOT follow this specification") this
+        server binds them to the session or connection, so once it has ended (basic/transports
+        §Session Management: the client's DELETE, or "The server MAY terminate the session at any
+        time"; basic/lifecycle §Shutdown, stdio: the client closes "the input stream to the child
+        process") no ``tasks/get``, ``tasks/result`` or ``tasks/cancel`` can name them, and no one
+        can read their results.  Left to run, they would hold workers and count against the
+        client's ``max_tasks_per_principal`` (``Principal.limit_id``: all its sessions) for up to
+        their ``ttl``, while the refusal tells it to cancel what it cannot (§Resource Management:
+        receivers SHOULD "Enforce limits on concurrent tasks per requestor", "Clean up expired
+        tasks promptly to free resources").  A token's tasks are its principal's: they outlive the
         session, as the next session of the same principal may ask for them."""
         if not told(connection) or connection.auth is not None or requestor(connection) is None:
             return
         try:
             cancel_unreachable(store_of(self.server), owner_of(connection))
         except McpError as exc:  # a shared store out of reach: they end with their ttl instead
-            log.warning("the ended session's tasks could not be cancelled (%s)", exc.message)
+            log.warning("the ended connection's tasks could not be cancelled (%s)", exc.message)
 
     def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
         """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""

@@ -497,6 +497,15 @@ class ServerConnection:
         else:
             log.debug("ignored notification %s", method)
 
+    def ended(self) -> None:
+        """The connection ended for good: its input ended or it was closed (the session's reader
+        says so), or it was an HTTP session that ended for good (the HTTP application says so).
+        Each extension's ``connection_ended`` is told (:func:`mcp_ref.server.seams.tell_ended`)."""
+        if self.server.extensions:
+            from .seams import tell_ended  # a plain server has none to tell
+
+            tell_ended(self)
+
     # -- sending to the client --------------------------------------------------------------
 
     def request(

@@ -23,12 +23,14 @@ a principal, a ``Context`` or a 2026-07-28 handler's ask.
 * :class:`RequestState` — what the server keeps per request on ``RequestContext.role_state``
   (the 2026-07-28 MRTR answers, what extensions keep about it).
 * **What extensions add** — :func:`hooks_of`, :func:`declare`, :func:`methods_of`: a server's
-  extensions' hooks, capabilities and methods, gathered when the server asks.
+  extensions' hooks, capabilities and methods, gathered when the server asks; and
+  :func:`tell_ended`, each one told that a connection ended for good.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,6 +43,8 @@ from .principal import Principal
 if TYPE_CHECKING:
     from ..request import RequestContext
     from ..session import Session
+
+log = logging.getLogger(__name__)
 
 
 class Registry(Protocol):
@@ -472,6 +476,22 @@ def declare(extensions: list, version: str | None, caller: Any, capabilities: di
                 }
             else:
                 capabilities.setdefault(key, value)
+
+
+def tell_ended(connection: Any) -> None:
+    """Tell each extension of ``connection``'s server that the connection ended for good
+    (``Extension.connection_ended``, :meth:`ServerConnection.ended
+    <mcp_ref.server.connection.ServerConnection.ended>`); one that fails is logged, and the
+    others are told."""
+    for extension in connection.server.extensions:
+        try:
+            extension.connection_ended(connection)
+        except Exception:  # the connection has ended all the same
+            log.warning(
+                "extension %s failed at the end of a connection",
+                extension.name or type(extension).__name__,
+                exc_info=True,
+            )
 
 
 def declared_keys(extension: Any, version: str) -> set[tuple[str, ...]]:

@@ -87,17 +87,17 @@ def demo_policy(principal, action: str, name: str) -> bool:
     return True
 
 
-class SessionEnd(Extension):
-    """Calls ``ended(connection)`` when a handshake-era HTTP session ends for good
-    (:meth:`~mcp_ref.extension.Extension.http_session_ended`)."""
+class ConnectionEnd(Extension):
+    """Calls ``ended(connection)`` when a connection ends for good: a stdio or in-memory one, or a
+    handshake-era HTTP session (:meth:`~mcp_ref.extension.Extension.connection_ended`)."""
 
-    name = "demo-session-end"
+    name = "demo-connection-end"
 
     def __init__(self, ended: Callable[[Any], None]):
         self.ended = ended
 
-    def http_session_ended(self, connection: Any) -> None:
-        """The session of ``connection`` ended: tell ``ended``."""
+    def connection_ended(self, connection: Any) -> None:
+        """``connection`` ended: tell ``ended``."""
         self.ended(connection)
 
 
@@ -127,9 +127,9 @@ def build_server() -> Server:
     counter_lock = threading.Lock()
 
     def drop_added_tools(connection) -> None:
-        # A session without a token is the owner of the tools it added, and no later session is:
-        # they go with it (else they would count against its client for good).  A token's tools
-        # are its principal's, for its next session too.
+        # A session (or connection) without a token is the owner of the tools it added, and no
+        # later session is: they go with it (else they would count against its client for good).
+        # A token's tools are its principal's, for its next session too.
         principal = connection.principal
         if principal.authenticated:
             return
@@ -138,7 +138,7 @@ def build_server() -> Server:
                 server.remove_tool(name)
                 del added[name]
 
-    server.add_extension(SessionEnd(drop_added_tools))
+    server.add_extension(ConnectionEnd(drop_added_tools))
 
     # -- tools ---------------------------------------------------------------------
 

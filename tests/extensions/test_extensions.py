@@ -119,6 +119,30 @@ def test_extensions_are_asked_in_the_order_they_were_added():
     assert order[-2:] == ["first", "second"]
 
 
+def test_every_extension_is_told_a_connection_ended_even_after_one_that_fails(caplog):
+    """``connection_ended`` was an HTTP session's alone (``http_session_ended``): an in-memory or
+    stdio connection's end told no extension.  Now each is told once the connection has ended, in
+    the order added; one that raises is logged, the next is told, and the connection ends."""
+    told = []
+
+    class Broken(Extension):
+        name = "broken"
+
+        def connection_ended(self, connection):
+            raise RuntimeError("cannot clean up")
+
+    class Tidy(Extension):
+        def connection_ended(self, connection):
+            told.append(connection)
+
+    server = Server("tidy", extensions=[Broken(), Tidy()])
+    with Client.in_memory(server, timeout=WAIT) as client:
+        client.ping()
+        [connection] = server.connections()
+    assert connection.session.wait_closed(WAIT) and told == [connection]
+    assert "extension broken failed at the end of a connection" in caplog.text
+
+
 #: A server with two third-party extensions, each declaring its own ``experimental`` key in the
 #: handshake era (as docs/extensions.md's Echo does) and its settings at 2026-07-28.
 TWO_EXPERIMENTAL = """

@@ -575,6 +575,62 @@ def test_an_ended_sessions_tasks_are_cancelled_and_no_longer_count(serve, ended_
         assert code_of(lambda: second.request("tasks/get", {"taskId": ids[0]})) == -32602
 
 
+CANCELLED_AT_END = "The task was cancelled: the session that created it ended."
+
+
+@pytest.mark.parametrize("ended_by", ["the client (close)", "the server (connection.close)"])
+def test_an_in_memory_connections_tasks_are_cancelled_when_it_ends(ended_by):
+    """A connection without a token owns its tasks (§Task Isolation), as an HTTP session does: once
+    it has ended no one can reach them.  Was: they ran on until their ttl, their handlers working
+    for no one and their records saying ``working``; now they are cancelled (their handlers told to
+    stop) as an ended session's are, their records kept, ``cancelled``."""
+    server = TASKS.build()
+    started, stopped = stoppable(server)
+    client = Client.in_memory(server, era="handshake", protocol_version=VERSION, timeout=WAIT)
+    try:
+        ids = [create(client, "until_stopped")["taskId"], create(client, "forever")["taskId"]]
+        assert started.wait(WAIT)
+        if ended_by == "the server (connection.close)":
+            [connection] = server.connections()
+            connection.close()  # the client sees the end of its input
+        else:
+            client.close()
+        assert stopped.wait(WAIT)  # its handler was told to stop
+    finally:
+        client.close()
+    for task_id in ids:
+        record = server.tasks.records.get(task_id)
+        assert record["status"] == "cancelled" and record["statusMessage"] == CANCELLED_AT_END
+
+
+@pytest.mark.slow
+def test_a_stdio_servers_tasks_are_cancelled_when_its_input_ends(raw_peer):
+    """A real stdio server: its client starts a task, then closes the server's input.  Was: the
+    server's ``run_stdio()`` returned with the task still running (until its ttl, or the process's
+    exit cut it off unfinished); now its handler is told to stop as the connection ends."""
+    peer = raw_peer([sys.executable, str(SERVERS / "tasks_ending_server.py"), str(WAIT / 2)])
+    lines = Lines(peer)
+    lines.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
+    lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = {"name": "until_stopped", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}}
+    assert lines.ask("tools/call", call)["result"]["task"]["status"] == "working"
+    while not any(m.get("method") == "notifications/progress" for m in lines.others):
+        message = peer.recv()  # its handler runs once it reports progress
+        assert message is not None, "the server ended its output"
+        lines.others.append(message)
+    peer.proc.stdin.close()  # the end of the server's input: the connection ends
+    assert peer.stderr_done.wait(WAIT) and peer.proc.wait(WAIT) == 0
+    said = b"".join(peer.stderr).decode()
+    assert "the task was told to stop" in said, said
+
+
 def test_a_tokens_tasks_outlive_the_session_that_made_them(serve):
     """With a token, a task is its principal's (§Task Isolation: "receivers MUST bind tasks to said
     context"), not its session's: the session ends, the task goes on, and the principal's next

@@ -75,6 +75,9 @@ class Role:
     def handle_notification(self, method, params):
         pass
 
+    def ended(self):
+        pass
+
     def batches_allowed(self):
         return False
 

@@ -804,20 +804,7 @@ class HttpAppBase:
             # server holds it weakly: else it lingered until the garbage collector ran)
             self.server.remove_connection(session.connection)
             if for_good or not session.shared:  # else the other workers go on serving it
-                self._tell_session_ended(session.connection)
-
-    def _tell_session_ended(self, connection: Connection) -> None:
-        """Each of the server's extensions is told the session of ``connection`` ended for good
-        (``Extension.http_session_ended``); one that fails is logged, and the others are told."""
-        for extension in self.server.extensions:
-            try:
-                extension.http_session_ended(connection)
-            except Exception:  # the session has ended all the same
-                log.warning(
-                    "extension %s failed at the end of a session",
-                    extension.name or type(extension).__name__,
-                    exc_info=True,
-                )
+                session.connection.ended()  # its extensions are told (Extension.connection_ended)
 
     def end_session(self, session_id: str) -> bool:
         """End session ``session_id`` now, as if it had expired: the client's next request gets 404

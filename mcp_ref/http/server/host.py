@@ -64,6 +64,9 @@ class Connection(Protocol):
     def close(self) -> None:
         """End the connection."""
 
+    def ended(self) -> None:
+        """Its session ended for good: the server's extensions are told (``connection_ended``)."""
+
     def negotiate(
         self, event: str, version: str, client_capabilities: dict, client_info: dict
     ) -> bool:
