@@ -328,11 +328,12 @@ class Session:
                 return
             self._closing = True
             self._close_began = time.monotonic()
-            pending_ids = (
-                []
-                if self._input_ended
-                else [p.id for p in self._pending.values() if p.method != "initialize"]
-            )
+            # none once the input ended: the peer can answer nothing more
+            pending_ids = [
+                p.id
+                for p in self._pending.values()
+                if not self._input_ended and p.method != "initialize"
+            ]
         if self._pool is not None:
             self._pool.stop()  # queued requests never run (their contexts are cancelled below)
         # Tell the peer to stop work on what we will no longer wait for, so it can
@@ -659,7 +660,8 @@ class Session:
         self._close_transport()
         with self._lock:
             self._closing = True
-        self.dispatcher.ended()
+        # what it raises is logged: the connection has ended all the same
+        run_logged(self.dispatcher.ended, ())
         vars(self).setdefault("_closed", ENDED).set()
 
     def receive(self, data: bytes) -> None:

@@ -381,3 +381,18 @@ def test_a_session_never_closed_does_not_hold_the_interpreter_at_exit():
         timeout=WAIT,
     )
     assert done.returncode == 0 and done.stdout == "answered\n", done.stderr
+
+
+def test_a_dispatcher_whose_end_hook_raises_still_ends_its_connection(caplog):
+    """The reader's last act tells the dispatcher the connection ended (``ended()``); what that
+    raises was let out of the reader, so ``closed`` was never set and ``wait_closed`` waited for
+    ever.  Now it is logged, and the connection ends all the same."""
+
+    class Failing(Role):
+        def ended(self):
+            raise RuntimeError("the end hook failed")
+
+    client, server, _ = pair(Failing())
+    with caplog.at_level(logging.ERROR, logger="mcp_ref"):
+        close_both(client, server)
+    assert "the end hook failed" in caplog.text
