@@ -300,7 +300,10 @@ class _SafeFormatter(logging.Formatter):
 
 
 class _Trace:
-    """``--trace``: every JSON-RPC message on stderr, with runs of look-alikes summarised.
+    """``--trace``: every JSON-RPC message on stderr, with runs of look-alikes summarised, and
+    secrets masked as the inspector masks them (:mod:`mcp_ref.inspector.masking`: a ``password``
+    argument, an ``access_token``, a URL's userinfo and secret query values; a line that is no
+    JSON as free text): stderr often goes to a log, and secrets never reach one.
 
     Once three messages of one shape (the same method, tool and content types, only ids and
     values differing) have been printed, more of it (the demo's 200 concurrent echo calls, a
@@ -323,6 +326,9 @@ class _Trace:
         return self._stream or sys.stderr
 
     def __call__(self, direction: str, data: bytes) -> None:
+        # the masking module alone (the inspector's package loads nothing else)
+        from ..inspector.masking import mask_json, mask_text
+        from .deep_json import too_deep
         from .diagram import shape
 
         text = data.decode("utf-8", "replace")
@@ -335,6 +341,12 @@ class _Trace:
             if not self.look_alikes.admit_message(direction, message, key):
                 return
             self._flush()
+            if isinstance(message, (dict, list)) and not too_deep(text):
+                masked = mask_json(message)  # written compact again, as it came, when masked
+                if masked != message:
+                    text = json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+            else:  # deeper than the session reads, a JSON scalar, or no JSON
+                text = mask_text(text)
             self.stream.write(f"{direction} {safe(text)}\n")
             self.stream.flush()
 

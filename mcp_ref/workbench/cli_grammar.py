@@ -511,7 +511,7 @@ def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     switch(
         "--trace",
         "print every JSON-RPC message on stderr (--> sent, <-- received; with "
-        "serve-demo and run, as the server sends and receives them)",
+        "serve-demo and run, as the server sends and receives them; secrets masked)",
     )
     option(
         "--log-level",

@@ -309,6 +309,65 @@ def test_trace_demo_is_schema_valid_end_to_end():
     assert len(checker.messages) < 400
 
 
+#: A server whose tool takes a password, whose resource's URI holds credentials, and which (run as
+#: a script) first writes a line that is no JSON, holding a bearer token, on its stdout.
+SECRETS_SERVER = """
+from mcp_ref import Server
+
+server = Server("secrets")
+
+
+@server.tool()
+def login(user: str, password: str) -> str:
+    "Log in."
+    return "welcome " + user
+
+
+@server.resource("https://ann:s3cret@example.com/x?token=T0K3N")
+def private() -> str:
+    "A private page."
+    return "private page"
+
+
+if __name__ == "__main__":
+    print("no JSON: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9 api_key=sk-live-42", flush=True)
+    server.run_stdio()
+"""
+
+
+@pytest.mark.slow
+def test_trace_masks_a_password_argument_on_both_sides(tmp_path):
+    """``--trace`` printed each message raw: ``password=hunter2`` reached stderr (and any log it is
+    piped into) in the client's trace and in a ``run --trace`` server's.  Now the value is masked
+    as the inspector masks it; the call is shown otherwise as before."""
+    (tmp_path / "secrets.py").write_text(SECRETS_SERVER)
+    target = f'"{sys.executable}" -m mcp_ref --trace run "{tmp_path / "secrets.py"}"'
+    proc = run_cli_process("--trace", "call", target, "login", "user=ann", "password=hunter2")
+    assert (proc.returncode, proc.stdout) == (0, "welcome ann\n"), proc.stderr
+    assert "hunter2" not in proc.stderr
+    calls = [line for line in proc.stderr.splitlines() if '"tools/call"' in line]
+    assert [line[:4] for line in calls] == ["--> ", "<-- "], proc.stderr  # client's, server's
+    for line in calls:
+        assert json.loads(line[4:])["params"]["arguments"] == {"user": "ann", "password": "••••••"}
+
+
+@pytest.mark.slow
+def test_trace_masks_credentials_in_uris_and_in_lines_that_are_no_json(tmp_path):
+    """A resource URI's userinfo and ``token`` query value, and a bearer token and an API key in a
+    line the server wrote that is no JSON, were printed as they came.  Now each is masked."""
+    (tmp_path / "secrets.py").write_text(SECRETS_SERVER)
+    target = f'"{sys.executable}" "{tmp_path / "secrets.py"}"'
+    uri = "https://ann:s3cret@example.com/x?token=T0K3N"
+    proc = run_cli_process("--trace", "read", target, uri)
+    assert (proc.returncode, proc.stdout) == (0, "private page\n"), proc.stderr
+    for secret in ("s3cret", "T0K3N", "eyJhbGciOiJIUzI1NiJ9", "sk-live-42"):
+        assert secret not in proc.stderr, secret
+    assert "<-- no JSON: Authorization: Bearer ••••••" in proc.stderr
+    reads = [line for line in proc.stderr.splitlines() if '"resources/read"' in line]
+    assert len(reads) == 1, proc.stderr
+    assert json.loads(reads[0][4:])["params"]["uri"] == "https://••••••@example.com/x?token=••••••"
+
+
 def test_version():
     proc = cli("--version")
     assert (proc.returncode, proc.stdout.strip()) == (0, f"mcp-ref {__version__}")
