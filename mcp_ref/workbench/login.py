@@ -7,8 +7,8 @@
 - :func:`logout`: ``mcp-ref logout URL`` forgets the tokens for that server and the registration
   with its authorization server.
 - :func:`traced_http`: with ``--trace``, every HTTP exchange of the flow on stderr (method, URL,
-  status, the JSON or form bodies) with every token, code, verifier, secret and assertion
-  replaced by ``[redacted]``.
+  status, the JSON or form bodies) with every token, code, verifier, secret and assertion, and a
+  URL's userinfo, masked (``••••••``) by the inspector's rules (:mod:`mcp_ref.inspector.masking`).
 """
 
 from __future__ import annotations
@@ -17,28 +17,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .terminal import safe
-
-#: Names whose values never reach a trace: tokens, codes, verifiers, secrets, assertions.
-SECRET_NAMES = frozenset(
-    {
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "code",
-        "code_verifier",
-        "client_secret",
-        "assertion",
-        "client_assertion",
-        "subject_token",
-        "actor_token",
-        "password",
-        "registration_access_token",
-    }
-)
-REDACTED = "[redacted]"
 
 
 def cache_path() -> Path:
@@ -78,46 +58,28 @@ def logout(url: str) -> bool:
     return True
 
 
-def redact(value):
-    """``value`` (JSON-like) with the values of :data:`SECRET_NAMES` replaced by ``[redacted]``."""
-    if isinstance(value, dict):
-        return {k: REDACTED if k in SECRET_NAMES else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
-def redact_url(url: str) -> str:
-    """``url`` with secret query parameters (the ``code`` of a redirect ...) redacted."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    return urlunsplit(parts._replace(query=_redact_form(parts.query)))
-
-
-def _redact_form(text: str) -> str:
-    """A query string or form body with the values of :data:`SECRET_NAMES` redacted."""
-    pairs = parse_qsl(text, keep_blank_values=True)
-    return urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in pairs])
-
-
 def _body(data, content_type: str) -> str:
+    # the masking module alone (the inspector's package loads nothing else)
+    from ..inspector.masking import mask_form, mask_json
+
     if not data:
         return ""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
     if "json" in content_type:
         try:
-            return json.dumps(redact(json.loads(text)))
+            return json.dumps(mask_json(json.loads(text)), ensure_ascii=False)
         except ValueError:
             return "(not JSON)"
     if "x-www-form-urlencoded" in content_type:
-        return _redact_form(text)
+        return mask_form(text)
     return f"({len(text)} bytes of {content_type or 'unknown type'})"
 
 
 def describe(response, timeout: float = 30.0) -> str:
-    """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}`` (read within
+    """One exchange, masked: ``POST URL {body}`` then ``<- STATUS {body}`` (read within
     ``timeout`` seconds in all)."""
+    from ..inspector.masking import mask_url
+
     request = response.request
     sent = _body(request.body, request.headers.get("Content-Type", ""))
     from ..oauth.discovery import MAX_METADATA_BYTES, bounded_body
@@ -131,14 +93,14 @@ def describe(response, timeout: float = 30.0) -> str:
         received = ""
     location = response.headers.get("Location")
     return (
-        f"http> {request.method} {redact_url(request.url)}{' ' + sent if sent else ''}\n"
-        f"http< {response.status_code}{' Location: ' + redact_url(location) if location else ''}"
+        f"http> {request.method} {mask_url(request.url)}{' ' + sent if sent else ''}\n"
+        f"http< {response.status_code}{' Location: ' + mask_url(location) if location else ''}"
         f"{' ' + received if received else ''}"
     )
 
 
 def traced_http(stream=None):
-    """A ``requests.Session`` that prints each exchange, redacted (:func:`describe`), on ``stream``
+    """A ``requests.Session`` that prints each exchange, masked (:func:`describe`), on ``stream``
     (mcp_ref's adapter, :func:`~mcp_ref.http.framing.framing_session`: the OAuth client's bounds hold)."""
     from ..http.framing import framing_session
 

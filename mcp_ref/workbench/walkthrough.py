@@ -569,9 +569,10 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
     import requests
 
     from ..http.framing import framing_session
+    from ..inspector.masking import mask_url
     from ..oauth.browser import follow_redirect
     from ..oauth.client import OAuth
-    from .login import redact_url, traced_http
+    from .login import traced_http
 
     steps.section(
         "Authorization (OAuth 2.1, over HTTP)",
@@ -614,7 +615,7 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
 
         def narrate(response, **kwargs):
             steps.say(
-                f"{response.request.method} {redact_url(response.request.url)} -> {response.status_code}"
+                f"{response.request.method} {mask_url(response.request.url)} -> {response.status_code}"
             )
 
         http.hooks["response"].append(narrate)
@@ -641,7 +642,7 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
                 f"with mcp:admin, admin_report is listed and answers: {report}",
             )
         steps.say(
-            "no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, redacted"
+            "no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, masked"
         )
     finally:
         server.terminate()

@@ -1,10 +1,11 @@
 """Issue 9 §4: ``mcp-ref`` against a protected server logs in on the first 401, through the browser
 (here a script named by ``BROWSER`` that visits the URL, as a person would), caches the login under
 ``$XDG_CACHE_HOME/mcp-ref/`` (mode 0600), reuses it, forgets it on ``logout``; a failed authorization
-is one line and exit code 7; ``--trace`` shows the flow with every secret redacted."""
+is one line and exit code 7; ``--trace`` shows the flow with every secret masked."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -103,7 +104,7 @@ def test_logout_forgets_the_login(protected_demo, env):
     assert "no cached authorization" in mcp_ref(environment, "logout", protected_demo + "x").stderr
 
 
-def test_trace_shows_the_flow_with_secrets_redacted(protected_demo, env):
+def test_trace_shows_the_flow_with_secrets_masked(protected_demo, env):
     environment, _, cache = env
     proc = mcp_ref(environment, "--trace", "call", protected_demo, "echo", "text=t")
     assert proc.returncode == 0, proc.stderr
@@ -114,13 +115,58 @@ def test_trace_shows_the_flow_with_secrets_redacted(protected_demo, env):
         "http> POST ",
         "/register",
         "/token",
-        "[redacted]",
+        "code=••••••",
+        '"access_token": "••••••"',
     ):
         assert step in proc.stderr, step
     tokens = next(v for k, v in json.loads(cache.read_text()).items() if k.startswith("tokens "))
     for secret in (tokens["access_token"], tokens["refresh_token"]):
         assert secret not in proc.stderr
-    assert not re.search(r"[?&]code=(?!%5Bredacted%5D)", proc.stderr)
+    assert not re.search(r"[?&]code=(?!••••••)", proc.stderr)
+
+
+def test_the_login_trace_masks_a_url_s_userinfo_and_a_client_secret():
+    """The login's ``--trace`` had rules of its own, narrower than the inspector's: a URL's userinfo
+    (``https://ann:s3cret@host/``) was shown, and only keys of one exact spelling were hidden (an
+    authorization server's ``clientSecret`` or ``api_key`` was not).  Now each exchange is masked
+    by the inspector's rules (:mod:`mcp_ref.inspector.masking`), its shape kept."""
+    from mcp_ref.workbench.login import traced_http
+
+    def authorization_server(environ, start_response):
+        answer = {"client_id": "c1", "client_secret": "SEKRIT-1", "clientSecret": "SEKRIT-2"}
+        start_response(
+            "302 Found",
+            [
+                ("Content-Type", "application/json"),
+                ("Location", "http://bob:pa55@127.0.0.1/cb?code=C0DE&state=s"),
+            ],
+        )
+        return [json.dumps(answer).encode()]
+
+    httpd = WsgiServer(("127.0.0.1", 0), authorization_server)
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+    trace = io.StringIO()
+    try:
+        url = httpd.url.replace("http://", "http://ann:s3cret@") + "/token?api_key=K3Y"
+        form = {"grant_type": "client_credentials", "client_secret": "SEKRIT-3"}
+        traced_http(trace).post(url, data=form, timeout=WAIT, allow_redirects=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    for secret in ("s3cret", "K3Y", "SEKRIT", "pa55", "C0DE"):
+        assert secret not in trace.getvalue(), trace.getvalue()
+    sent, received = trace.getvalue().splitlines()
+    port = httpd.server_address[1]
+    assert sent == (
+        f"http> POST http://••••••@127.0.0.1:{port}/token?api_key=••••••"
+        " grant_type=client_credentials&client_secret=••••••"
+    )
+    assert received == (
+        "http< 302 Location: http://••••••@127.0.0.1/cb?code=••••••&state=s"
+        ' {"client_id": "c1", "client_secret": "••••••", "clientSecret": "••••••"}'
+    )
 
 
 def test_no_browser_only_prints_the_url(protected_demo, env):
