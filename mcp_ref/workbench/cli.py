@@ -235,7 +235,12 @@ def _silence_stdout() -> None:
 
 
 def _shown_argv(argv) -> list[str]:
-    """The command's arguments for a diagram's title: the verb and what follows, no options' values."""
+    """The command's arguments for a diagram's title: the verb and what follows, no options' values
+    (nor a server's secret-named option's, ``-- --api-key KEY``), secrets masked before a long
+    word is cut (``password=••••••``, a URL's userinfo: :func:`~mcp_ref.workbench.diagram.masked`)."""
+    from ..inspector.masking import secret_key
+    from .diagram import masked
+
     words = iter(sys.argv[1:] if argv is None else argv)
     out = []
     for word in words:
@@ -246,10 +251,11 @@ def _shown_argv(argv) -> list[str]:
             "--header",
             "--sampling-command",
             "--root",
-        ):
+        ) or (word.startswith("-") and secret_key(word.lstrip("-"))):
             next(words, None)  # the option's value
         elif not word.startswith("--"):
-            out.append(word if len(word) <= 60 else word[:59] + "…")
+            shown = masked(word)
+            out.append(shown if len(shown) <= 60 else shown[:59] + "…")
     return out
 
 

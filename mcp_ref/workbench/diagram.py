@@ -8,6 +8,7 @@ message through the client's ``trace`` hook and writes a Markdown file holding o
 - its answer a dashed arrow back (``#3 result`` or ``#3 error -32602``);
 - a notification a dashed open arrow (``notifications/progress``);
 - long values are elided: labels name methods, tools, URIs and error codes, never payloads;
+  a URI's secrets, and the title's (the command line's), are masked (:func:`masked`);
 - runs of look-alike messages (the demo's 200 concurrent echo calls) are summarised by
   :class:`LookAlikes`, the same rule ``--trace`` follows;
 - the demo's sections are notes across both lifelines (``Note over C,S: 3. Tools``: :meth:`Recorder.note`).
@@ -222,13 +223,35 @@ def method_label(method: str, message: dict) -> str:
 
 
 def subject_label(message: dict) -> str:
-    """What names a request's subject (its ``name``, ``uri`` or ``level``), :func:`short`; "" when
-    it has none."""
+    """What names a request's subject (its ``name``, ``uri`` or ``level``), :func:`masked` then
+    :func:`short` (no cut leaves part of a secret); "" when it has none."""
     params = message.get("params")
     if not isinstance(params, dict):
         return ""
     subject = params.get("name") or params.get("uri") or params.get("level")
-    return short(subject) if isinstance(subject, str) else ""
+    return short(masked(subject)) if isinstance(subject, str) else ""
+
+
+def masked(text: str) -> str:
+    """``text`` with its secrets masked by the inspector's rules (:mod:`mcp_ref.inspector.masking`):
+    a ``KEY=VALUE`` of a secret key whole (``password=••••••``); else a URL whole as a URL
+    (``https://••••••@host/x?token=••••••``), then all as free text, and the word after a
+    secret-named option (a server's ``--api-key KEY``).  Masked again, it stays as it is: the
+    inspector labels its rows from messages masked already."""
+    # the masking module alone (the inspector's package loads nothing else)
+    from ..inspector.masking import MASK, mask_free_text, mask_url_string, secret_key
+
+    key, equals, _value = text.partition("=")
+    if equals and re.fullmatch(r"[\w.-]+", key) and secret_key(key):
+        return f"{key}={MASK}"
+    text = mask_free_text(mask_url_string(text))
+    return _OPTION_VALUE.sub(
+        lambda m: f"{m.group(1)}{MASK}" if secret_key(m.group(2)) else m.group(0), text
+    )
+
+
+#: An option and the word after it in a command line (``--api-key KEY``; a quoted word whole).
+_OPTION_VALUE = re.compile(r"""((?<!\S)--?([\w.-]+)\s+)(?!-)("[^"]*"|'[^']*'|\S+)""")
 
 
 #: What must not reach a label: line breaks (a line starting with a backtick fence would end the

@@ -973,6 +973,59 @@ def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
     assert "step 1 of 5" not in text  # payloads are elided
 
 
+@pytest.mark.slow
+def test_diagram_masks_secrets_in_its_title_and_its_labels(tmp_path):
+    """``--diagram`` wrote its title from the command line as typed (``password=hunter2``, a
+    server's ``--api-key``) and a ``resources/read`` arrow's URI as sent, cut to 32 characters
+    (``https://ann:s3cret@example.com/…``).  Now both are masked as ``--trace`` masks them,
+    before a label is cut; the file holds neither secret."""
+    (tmp_path / "secrets.py").write_text(SECRETS_SERVER)
+    target = f'"{sys.executable}" "{tmp_path / "secrets.py"}"'
+    called = tmp_path / "call.md"
+    proc = run_cli_process(
+        "--diagram", str(called), "call", target, "login", "user=ann", "password=hunter2"
+    )
+    assert (proc.returncode, proc.stdout) == (0, "welcome ann\n"), proc.stderr
+    text = called.read_text()
+    assert "hunter2" not in text
+    assert text.splitlines()[0].endswith(" login user=ann password=••••••"), text
+    read = tmp_path / "read.md"
+    uri = "https://ann:s3cret@example.com/x?token=T0K3N"
+    server = [sys.executable, str(tmp_path / "secrets.py"), "--api-key", "K3Y", "--token=T0K"]
+    proc = run_cli_process("--diagram", str(read), "read", uri, "--", *server)
+    assert (proc.returncode, proc.stdout) == (0, "private page\n"), proc.stderr
+    text = read.read_text()
+    for secret in ("s3cret", "T0K3N", "K3Y", "T0K"):
+        assert secret not in text, secret
+    assert "https://••••••@example.com/x?token=••••••" in text.splitlines()[0]
+    assert "C->>S: resources/read https://••••••@example.com/x?to… #" in text
+
+
+def test_a_label_masked_again_is_the_same_label():
+    """The inspector labels its rows (``subject_label``) from messages masked already: masking a
+    masked URI, argument or text again leaves it as it is."""
+    from mcp_ref.workbench.diagram import masked, subject_label
+
+    for text in (
+        "https://ann:s3cret@example.com/x?token=T0K3N#access_token=A",
+        "password=hunter 2",
+        "API_KEY=sk-1 python server.py",
+        "run with Bearer eyJhbGciOiJIUzI1NiJ9 and https://u:p@h/ x",
+        "python s.py -v --api-key K3Y --password 'a b' -- --x",
+        "echo",
+    ):
+        once = masked(text)
+        assert masked(once) == once, text
+        for key in ("name", "uri"):
+            label = subject_label({"params": {key: text}})
+            assert subject_label({"params": {key: once}}) == label
+    assert masked("password=hunter 2") == "password=••••••"
+    assert masked("python s.py -v --api-key K3Y --password 'a b' -- --x") == (
+        "python s.py -v --api-key •••••• --password •••••• -- --x"
+    )
+    assert masked("echo") == "echo"
+
+
 def test_diagram_is_bounded():
     from mcp_ref.workbench.diagram import MAX_ARROWS, Recorder
 
