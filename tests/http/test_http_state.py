@@ -836,6 +836,24 @@ def test_a_redis_event_store_expires_a_sessions_keys_after_their_last_use(redis_
     assert connection.client.exists(*keys) == 0
 
 
+def test_a_redis_byte_total_left_by_expired_events_does_not_trim_the_new_ones(redis_connections):
+    """The bytes of a session's events are counted beside them, in its followers' hash; when its
+    events expired and that hash did not (as above), the old total stayed, past ``max_bytes``, and
+    every later store forgot all but its own event: nothing could be resumed for the session's
+    life.  Now a store that leaves its event alone in the stream counts its bytes alone."""
+    connection = redis_connections()
+    store = RedisEventStore(connection, max_bytes=10)
+    store.store("s1", "p1", b"x" * 50)
+    generation, _ = store.claim_stream("s1", "s")
+    store.leave_stream("s1", "s", generation)
+    keys = store.keys("s1")
+    connection.client.delete(keys[0], keys[1])  # the events and counter expired; the hash did not
+    first = store.store("s1", "p1", b"one")
+    second = store.store("s1", "p1", b"two")
+    third = store.store("s1", "p1", b"three")
+    assert store.replay_after("s1", first) == ("p1", [(second, b"two"), (third, b"three")])
+
+
 def test_no_redis_key_or_channel_names_a_session_id(redis_connections):
     """2025-11-25 basic/security_best_practices §Session Hijacking: without authorization the id is
     the session's credential; keys and channels name a digest of it (a key listing, ``PUBSUB

@@ -29,8 +29,9 @@ Each operation is one Lua script, atomic across the workers:
 
 - ``store`` / ``end_stream``: count, append, trim (the oldest entries, one at a time, while the
   stream is past ``max_events`` or, keeping the newest, its ``bytes`` past ``max_bytes``: a stream's
-  ``MAXLEN`` counts entries only), refresh the expiry, ``PUBLISH`` a wake-up on the
-  bus channel ``events:<d>`` (as :class:`~.bus.RedisBus` names it).  Two workers never issue one id
+  ``MAXLEN`` counts entries only; ``bytes`` set again to the entry's own when it is left alone,
+  so a total outliving its entries' expiry is dropped), refresh the expiry, ``PUBLISH`` a wake-up
+  on the bus channel ``events:<d>`` (as :class:`~.bus.RedisBus` names it).  Two workers never issue one id
   (2025-11-25 basic/transports §Resumability and Redelivery: event ids MUST be unique across all
   streams of the session).
 - ``replay_after``: one ``XRANGE`` (one consistent read), filtered to the id's own stream (the
@@ -134,6 +135,9 @@ while kept > tonumber(ARGV[1]) or (kept > 1 and held > tonumber(ARGV[7])) do
   held = redis.call('HINCRBY', KEYS[3], 'bytes', 0 - #oldest[2][4])
   redis.call('XDEL', KEYS[1], oldest[1])
   kept = kept - 1
+end
+if kept == 1 then  -- this entry alone: a total its session's expired entries left is dropped
+  redis.call('HSET', KEYS[3], 'bytes', #ARGV[4])
 end
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
 redis.call('PUBLISH', ARGV[6], '{"n":' .. n .. '}')
