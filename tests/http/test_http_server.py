@@ -794,17 +794,19 @@ def test_standalone_stream_resumes_after_a_dropped_connection(serve, raw_session
 
 
 class ResumedMidWrite(MemoryEventStore):
-    """Holds the first ``tools/list_changed`` the standalone stream writes between its being taken
-    from the stream and its being stored, until a GET resuming the stream has read what was
-    stored (its second ``replay_after``: the one made as it takes the stream over).  Held only
-    outside the stream's lock: inside it, that GET cannot take the stream over meanwhile."""
+    """Holds the first message holding ``marker`` between its being taken from its stream and its
+    being stored, until a GET resuming the stream has read what was stored (its second
+    ``replay_after``: the one made as it takes the stream over).  Held only outside the stream's
+    lock (``lock_of(session_id, stream_id)``): inside it, that GET cannot take the stream over
+    meanwhile."""
 
-    def __init__(self):
+    def __init__(self, marker: bytes):
         super().__init__()
+        self.marker = marker
         self.writing = threading.Event()
         self.resumed = threading.Event()
         self.replays = 0
-        self.stream = None
+        self.lock_of = None
 
     def replay_after(self, session_id: str, event_id: str):
         found = super().replay_after(session_id, event_id)
@@ -814,9 +816,9 @@ class ResumedMidWrite(MemoryEventStore):
         return found
 
     def store(self, session_id: str, stream_id: str, data: bytes) -> str:
-        if b"list_changed" in data and not self.writing.is_set():
+        if self.marker in data and not self.writing.is_set():
             self.writing.set()
-            if not self.stream.cond._is_owned():
+            if not self.lock_of(session_id, stream_id)._is_owned():
                 self.resumed.wait(WAIT)
         return super().store(session_id, stream_id, data)
 
@@ -828,7 +830,7 @@ def test_a_message_being_written_as_the_stream_is_resumed_reaches_the_resuming_g
     a message but not yet stored it: the GET's replay missed it, and its queue no longer held it,
     so it went only to the old connection (the one the client had lost).  Now a message is taken
     and stored in one step: the resuming GET replays it."""
-    store = ResumedMidWrite()
+    store = ResumedMidWrite(b"list_changed")
     srv = serve(event_store=store)
     session = raw_session(srv.mcp)
     session.initialize()
@@ -837,7 +839,7 @@ def test_a_message_being_written_as_the_stream_is_resumed_reaches_the_resuming_g
     caller.version = session.version
     old = SseReader(session.get())
     priming = old.next()
-    store.stream = srv.app.sessions[session.session_id].standalone
+    store.lock_of = lambda session_id, _: srv.app.sessions[session_id].standalone.cond
 
     def add_first() -> None:
         request_id, response = caller.call("tools/call", tool("add_tool", {"name": "first"}))
@@ -857,34 +859,6 @@ def test_a_message_being_written_as_the_stream_is_resumed_reaches_the_resuming_g
     old.close()
 
 
-class ResumedBeforeTheFirstMessage(MemoryEventStore):
-    """Holds the store of a POST stream's first message (its first progress) until a GET resuming
-    the stream from its priming event has read what was stored (its second ``replay_after``: the
-    one made as it takes the stream over).  Held only outside the stream's lock: inside it, that
-    GET cannot take the stream over meanwhile."""
-
-    def __init__(self):
-        super().__init__()
-        self.writing = threading.Event()
-        self.resumed = threading.Event()
-        self.replays = 0
-        self.app = None
-
-    def replay_after(self, session_id: str, event_id: str):
-        found = super().replay_after(session_id, event_id)
-        self.replays += 1
-        if self.replays == 2:
-            self.resumed.set()
-        return found
-
-    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
-        if b"progress" in data and not self.writing.is_set():
-            self.writing.set()
-            if not self.app.sessions[session_id].by_id[stream_id].cond._is_owned():
-                self.resumed.wait(WAIT)
-        return super().store(session_id, stream_id, data)
-
-
 def test_a_posts_first_message_being_written_as_its_stream_is_resumed_reaches_the_resuming_get(
     serve, raw_session
 ):
@@ -895,9 +869,9 @@ def test_a_posts_first_message_being_written_as_its_stream_is_resumed_reaches_th
     taken and stored in one step, under the stream's lock, as every later one is: the resuming
     GET replays it."""
     release = threading.Event()
-    store = ResumedBeforeTheFirstMessage()
+    store = ResumedMidWrite(b"progress")
     srv = serve(forgetful_server(release), event_store=store, inline_handlers=False)
-    store.app = srv.app
+    store.lock_of = lambda session_id, stream_id: srv.app.sessions[session_id].by_id[stream_id].cond
     session = raw_session(srv.mcp)
     session.initialize()
     request_id, response = session.call("tools/call", tool("hold", {}, "h"), stream=True)
