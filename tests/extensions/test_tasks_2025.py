@@ -17,7 +17,7 @@ import threading
 
 import pytest
 from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer, schema_errors  # noqa: F401 - a fixture
-from http_fixtures import serve  # noqa: F401 - a fixture
+from http_fixtures import init_params, serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Extension, McpError, Server
 from mcp_ref.extensions import tasks, tasks_2025
@@ -612,11 +612,7 @@ def test_a_stdio_servers_tasks_are_cancelled_when_its_input_ends(raw_peer):
     lines = Lines(peer)
     lines.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
+        init_params(VERSION),
     )
     lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     call = {"name": "until_stopped", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}}
@@ -660,11 +656,7 @@ def test_over_stateless_http_tasks_work_unlisted(serve):
     http = Http(serve(TASKS.build(), stateless=True).mcp)
     init = http.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "s", "version": "0"},
-        },
+        init_params(VERSION),
     )
     # §Task Isolation: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list capability"
     assert init["result"]["capabilities"]["tasks"] == {
@@ -750,11 +742,7 @@ def test_over_stdio(raw_peer):
     lines = Lines(raw_peer(SERVER))
     init = lines.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
+        init_params(VERSION),
     )
     assert init["result"]["capabilities"]["tasks"] == CAPABILITY
     lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -840,11 +828,7 @@ def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, mon
     http = Http(served.mcp)
     init = http.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
+        init_params(VERSION, {"elicitation": {}}),
     )
     assert init["result"]["capabilities"]["tasks"] == CAPABILITY and http.session
     assert http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
@@ -880,11 +864,7 @@ def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, mon
     other = Http(served.mcp)
     other.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "b", "version": "0"},
-        },
+        init_params(VERSION),
     )
     other.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert other.ask("tasks/get", {"taskId": task["taskId"]})["error"]["code"] == -32602
@@ -903,11 +883,7 @@ def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the
     http = Http(serve(TASKS.build()).mcp)
     http.ask(
         "initialize",
-        {
-            "protocolVersion": VERSION,
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
+        init_params(VERSION, {"elicitation": {}}),
     )
     http.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
     task = http.ask(
