@@ -2,8 +2,8 @@
 
 A server writes its tools' results and structured content through it
 (:func:`mcp_ref.server.signatures.to_jsonable`); a client sends its tool-call arguments, prompt
-arguments, completion context and elicitation answers through it (:func:`sendable_params`, the
-fallback of :func:`mcp_ref.jsonrpc.serialize_answering`, and :func:`as_text`).  So what an mcp_ref
+arguments, completion context and elicitation answers through it (:func:`sendable_params`, in
+:func:`serialize_answering`, and :func:`as_text`).  So what an mcp_ref
 server accepts as a ``datetime``, ``UUID`` or ``Decimal`` parameter (:mod:`mcp_ref.server.rich_types`),
 a client may pass as that Python value, written as the server would write it out (a
 model's fields named as the server reads them):
@@ -38,12 +38,16 @@ import datetime as dt
 import decimal
 import enum
 import json
+import logging
 import math
 import pathlib
 import sys
 import types
 import uuid
 from typing import Any
+
+from .errors import INTERNAL_ERROR
+from .jsonrpc import ErrorResponse, Message, Notification, Request, serialize, serialize_items
 
 __all__ = [
     "as_text",
@@ -466,3 +470,47 @@ def text_arguments(label: str, arguments: dict) -> dict[str, str]:
         return {key: as_text(value, _where("arguments", key)) for key, value in arguments.items()}
     except ValueError as exc:
         raise ValueError(f"{label}: cannot be sent as JSON: {exc}") from None
+
+
+# -- a message the session could not write as it is ----------------------------------------------
+
+
+def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:
+    """The bytes of a message (or a batch list) :func:`mcp_ref.jsonrpc.serialize` refused, as the
+    session writes it (it loads this module only then): an answer whose result (or error data)
+    JSON cannot carry becomes an Internal error answer (logged under ``name``), so the requester
+    is still answered.
+
+    A request or notification (of either role) whose params hold the user's Python values (a
+    ``datetime``, a ``UUID``, a dataclass ...) is sent with them as JSON, written as a server
+    writes them out (:func:`sendable_params`); one that still cannot be encoded (an object of no
+    known kind, a NaN) raises ValueError to its sender naming the method (and tool) and the place
+    (``tools/call 'book': cannot be sent as JSON: arguments.when: ...``); nothing invalid is ever
+    written.  (Any other message gives its bytes too, the slow way.)
+    """
+    if isinstance(message, list):
+        return serialize_items([_encodable(m, name) for m in message])
+    if isinstance(message, (Request, Notification)):
+        # the user's Python values (a datetime, a UUID, a dataclass ...) as JSON, converted
+        # in place, so a transport reads what the body carries (Mcp-Param-* headers)
+        message.params = sendable_params(message.method, message.params)
+        return serialize(message)
+    # (an answer: serialize() raised AttributeError for anything but the four messages)
+    return serialize(_encodable(message, name))  # an error's data no JSON can carry too
+
+
+def _encodable(message: Message, name: str) -> Message:
+    try:
+        serialize(message)
+        return message
+    except (ValueError, TypeError, RecursionError) as exc:
+        logging.getLogger("mcp_ref.session").error(
+            "%s: the answer to request %r is not JSON (%s); answering Internal error",
+            name,
+            getattr(message, "id", None),
+            exc,
+        )
+        return ErrorResponse(
+            getattr(message, "id", None),
+            {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"},
+        )

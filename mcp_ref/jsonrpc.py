@@ -18,12 +18,11 @@ keys present               message
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import INTERNAL_ERROR, InvalidRequest, ParseError
+from .errors import InvalidRequest, ParseError
 
 RequestId = str | int
 
@@ -237,7 +236,7 @@ def _invalid(message: str, request_id: RequestId | None = None, obj: Any = ()) -
 
 
 # No check for a value that holds itself: it raises RecursionError instead of ValueError, which every
-# caller of serialize() already takes for "cannot be sent" (serialize_answering, a tool's result), and
+# caller of serialize() already takes for "cannot be sent" (the session's writes, a tool's result), and
 # no message pays for the bookkeeping of each object it holds.
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
@@ -259,47 +258,3 @@ def serialize(message: Message | list[Message]) -> bytes:
 def serialize_items(messages: Sequence[Message]) -> bytes:
     """The bytes of a batch of messages (see :func:`serialize`)."""
     return _encode([m.to_dict() for m in messages]).encode("ascii")
-
-
-def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:
-    """:func:`serialize`, except that an answer whose result (or error data) JSON cannot carry
-    becomes an Internal error answer (logged under ``name``), so the requester is still answered.
-
-    A request or notification (of either role) whose params hold the user's Python values (a
-    ``datetime``, a ``UUID``, a dataclass ...) is sent with them as JSON, written as a server
-    writes them out (:mod:`mcp_ref.jsonable`: only this slow path loads it); one that still cannot be encoded (an
-    object of no known kind, a NaN) raises ValueError to its sender naming the method (and tool)
-    and the place (``tools/call 'book': cannot be sent as JSON: arguments.when: ...``); nothing
-    invalid is ever written.
-    """
-    try:
-        return serialize(message)
-    except (ValueError, TypeError, RecursionError):
-        if isinstance(message, list):
-            return serialize_items([_encodable(m, name) for m in message])
-        if isinstance(message, (Request, Notification)):
-            # the user's Python values (a datetime, a UUID, a dataclass ...) as JSON, converted
-            # in place, so a transport reads what the body carries (Mcp-Param-* headers)
-            from .jsonable import sendable_params
-
-            message.params = sendable_params(message.method, message.params)
-            return serialize(message)
-        # (an answer: serialize() raised AttributeError for anything but the four messages)
-        return serialize(_encodable(message, name))  # an error's data no JSON can carry too
-
-
-def _encodable(message: Message, name: str) -> Message:
-    try:
-        serialize(message)
-        return message
-    except (ValueError, TypeError, RecursionError) as exc:
-        logging.getLogger("mcp_ref.session").error(
-            "%s: the answer to request %r is not JSON (%s); answering Internal error",
-            name,
-            getattr(message, "id", None),
-            exc,
-        )
-        return ErrorResponse(
-            getattr(message, "id", None),
-            {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"},
-        )

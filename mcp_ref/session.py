@@ -477,7 +477,16 @@ class Session:
             related = next((m.id for m in message if m.id is not None), None)
         elif self._closing and not while_closing:  # answers still go out while closing
             raise ConnectionClosed("the connection is closed")
-        data = jsonrpc.serialize_answering(message, self.name)
+        try:
+            data = jsonrpc.serialize(message)
+        except (
+            ValueError,
+            TypeError,
+            RecursionError,
+        ):  # a value JSON cannot carry: converted or refused
+            from .jsonable import serialize_answering
+
+            data = serialize_answering(message, self.name)
         if self.trace is not None:  # what the hook raises is logged: the message still goes
             run_logged(self.trace, ("-->", data))
         try:

@@ -224,7 +224,8 @@ def test_the_converter_changes_nothing_that_is_json_and_names_the_place():
 
 
 def test_a_message_that_still_does_not_encode_is_a_value_error_naming_its_method():
-    from mcp_ref.jsonrpc import Request, serialize_answering
+    from mcp_ref.jsonable import serialize_answering
+    from mcp_ref.jsonrpc import Request
 
     too_long = 10**5000  # json refuses an integer of more than 4,300 digits
     request = Request(7, "tools/call", {"name": "t", "arguments": {"n": too_long}})

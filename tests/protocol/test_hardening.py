@@ -18,6 +18,7 @@ from http_fixtures import notification, raw_session, request, serve  # noqa: F40
 
 from mcp_ref import Client, McpError, ResourceNotFound, Server, jsonrpc
 from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mcp_ref.jsonable import serialize_answering
 
 HOSTILE = [sys.executable, str(SERVERS / "hostile_raw_server.py")]
 DEEP_ARRAY = b"[" * 100_000 + b"]" * 100_000
@@ -201,7 +202,7 @@ def test_a_tool_result_json_cannot_carry_is_a_tool_error_and_the_connection_goes
 
 
 def test_any_other_answer_json_cannot_carry_is_an_internal_error_never_sent_as_it_is():
-    answer = jsonrpc.serialize_answering(jsonrpc.Response(7, {"ratio": math.nan}))
+    answer = serialize_answering(jsonrpc.Response(7, {"ratio": math.nan}))
     assert json.loads(answer) == {
         "jsonrpc": "2.0",
         "id": 7,
