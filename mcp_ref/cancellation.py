@@ -11,8 +11,9 @@ request whose cancellation is asked for.
 And the other way: an answer to a request of ours that is no longer waited for
 (:func:`unclaimed_answer`), as a cancellation crossing it leaves.
 
-Progress, the other thing a peer reports about a request under way: a malformed report is
-dropped (:func:`malformed_progress`).  Loaded with the first progress report.
+Progress, the other thing reported about a request under way: a handler's report is sent
+(:func:`send_progress`), a peer's malformed report is dropped (:func:`malformed_progress`).
+Loaded with the first progress report.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .jsonrpc import ErrorResponse, Response, valid_id
+from .lifecycle import PROGRESS_MESSAGE
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
@@ -79,6 +81,35 @@ class Cancellation(threading.Event):
                 fn()
             except Exception:
                 log.exception("a cancellation callback failed")
+
+
+def send_progress(context: Any, progress: float, total: float | None, message: str | None) -> bool:
+    """:meth:`mcp_ref.request.RequestContext.report_progress` of ``context``, which asked for
+    progress: False when the request has ended or was cancelled, or the connection has closed (the
+    report is dropped).
+
+    2025-11-25 basic/utilities/progress: "The progress value MUST increase
+    with each notification, even if the total is unknown."  2026-07-28 basic/transports/stdio
+    §Cancellation: servers "MUST NOT send any further messages for" a cancelled request.
+    """
+    with context.send_lock:
+        if context.ended or context.is_cancelled:
+            return False
+        if context.last_progress is not None and progress <= context.last_progress:
+            raise ValueError(f"progress must increase: {progress} after {context.last_progress}")
+        context.last_progress = progress
+        params: dict[str, Any] = {"progressToken": context.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and context.session.protocol_version_at_least(PROGRESS_MESSAGE):
+            params["message"] = message
+        try:
+            context.session.notify(
+                "notifications/progress", params, related_request_id=context.request_id
+            )
+        except ConnectionError:  # the connection has closed: nobody is left to hear it
+            return False
+    return True
 
 
 def malformed_progress(name: str, params: dict) -> bool:

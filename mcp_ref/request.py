@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import jsonrpc
 from .errors import RequestCancelled, RequestTimeout
-from .lifecycle import PROGRESS_MESSAGE
 
 if TYPE_CHECKING:
     from .cancellation import Cancellation
@@ -99,7 +98,7 @@ class RequestContext:
         "params",
         "progress_token",
         "_cancelled",
-        "_last_progress",
+        "last_progress",
         "envelope",
         "role_state",
         "deferred",
@@ -120,7 +119,8 @@ class RequestContext:
         self.progress_token = token if jsonrpc.valid_id(token) else None
         # made when first needed: most requests never are
         self._cancelled: Cancellation | None = None  # mcp_ref.cancellation: loaded with the first
-        self._last_progress: float | None = None
+        #: The progress last reported (:meth:`report_progress`), None before the first report.
+        self.last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.lifecycle.Envelope``), set by the
         #: dispatcher; None in the handshake era.
         self.envelope: Envelope | None = None
@@ -205,24 +205,9 @@ class RequestContext:
         """
         if self.progress_token is None:  # none asked for (or a task took it over)
             return False
-        with self.send_lock:
-            if self.ended or self.is_cancelled:
-                return False
-            if self._last_progress is not None and progress <= self._last_progress:
-                raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
-            self._last_progress = progress
-            params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-            if total is not None:
-                params["total"] = total
-            if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
-                params["message"] = message
-            try:
-                self.session.notify(
-                    "notifications/progress", params, related_request_id=self.request_id
-                )
-            except ConnectionError:  # the connection has closed: nobody is left to hear it
-                return False
-        return True
+        from .cancellation import send_progress  # loaded with the first report
+
+        return send_progress(self, progress, total, message)
 
 
 class PendingRequest(Future):
