@@ -41,7 +41,6 @@ from . import jsonrpc
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    SERVER_BUSY,
     ConnectionClosed,
     InvalidRequest,
     McpError,
@@ -750,27 +749,12 @@ class Session:
             refused = duplicate or busy or at_once
             if not refused:
                 self._incoming[request.id] = context
-        if refused:
-            # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
-            reply: Response | ErrorResponse = ErrorResponse(request.id, _ID_IN_USE)
-            if at_once and not duplicate:
-                reply = Response(request.id, {})
-            elif busy:
-                reply = ErrorResponse(
-                    request.id,
-                    {
-                        "code": SERVER_BUSY,
-                        "message": f"Server busy: {self.max_incoming} requests are already in progress "
-                        "on this connection; retry when some have finished",
-                        "data": {"maxIncoming": self.max_incoming},
-                    },
-                )
-                log.warning(
-                    "%s: %d requests in progress; refused %s",
-                    self.name,
-                    self.max_incoming,
-                    request.method,
-                )
+        if refused:  # a ping is answered {} (an id in use, or past max_incoming: refused)
+            reply: Response | ErrorResponse = Response(request.id, {})
+            if duplicate or busy:
+                from .refusals import id_in_use, too_many
+
+                reply = id_in_use(request) if duplicate else too_many(request, self)
             self._reply(reply, batch)
             return
         if inline:
@@ -779,16 +763,10 @@ class Session:
         with contextlib.suppress(RuntimeError):  # the pool is shut down: the connection is closing
             self._executor.submit(self._run_handler, request, context, batch)
             return
-        # JSON-RPC 2.0 §5: "When a rpc call is made, the Server MUST reply with a Response": so
-        # its transport's waiter (an HTTP POST) is not left waiting for ever
         self._leave(request.id, context)
-        self._reply(
-            ErrorResponse(
-                request.id,
-                {"code": SERVER_BUSY, "message": "Server busy: the server is shutting down"},
-            ),
-            batch,
-        )
+        from .refusals import shutting_down  # answered all the same (JSON-RPC 2.0 §5)
+
+        self._reply(shutting_down(request), batch)
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:
@@ -982,9 +960,3 @@ class Session:
         pending.add_done_callback(self._held.discard)
         if self._closing:  # close() may have looked at _held before the add
             pending.settle_held()
-
-
-_ID_IN_USE = {
-    "code": INVALID_REQUEST,
-    "message": "Invalid Request: this request id is already in use",
-}
