@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, cast
 
-from .errors import ConnectionClosed, MessageTooLarge
+from .errors import ConnectionClosed
 from .session import CLOSING_WRITES, OutgoingRequests, Transport
 
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -50,7 +50,7 @@ class StreamTransport(Transport):
     """Newline-delimited messages over a readable and a writable binary stream.
 
     A line longer than ``max_message_size`` bytes is read to its end and discarded, and
-    ``read()`` raises :class:`MessageTooLarge` (holding the line's first ``max_message_size + 1``
+    ``read()`` raises :class:`~mcp_ref.errors.MessageTooLarge` (holding the line's first ``max_message_size + 1``
     bytes) so the session can refuse it and go on to the next line.  Writes from several threads
     are serialised (one lock), so lines never interleave.
     """
@@ -89,12 +89,9 @@ class StreamTransport(Transport):
             if not line:
                 return None
             if len(line) > limit and not line.endswith(b"\n"):
-                rest = line
-                while rest and not rest.endswith(b"\n"):  # the rest of the line, discarded
-                    rest = self.reader.readline(65536)
-                too_large = MessageTooLarge(f"message larger than the limit of {limit} bytes")
-                too_large.head = line  # its first bytes, in which the session looks for its id
-                raise too_large
+                from .unparsed import line_too_large  # the rest of the line, read and discarded
+
+                raise line_too_large(self.reader, line, limit)
             line = line.rstrip(b"\r\n")
             if line.strip():
                 return line

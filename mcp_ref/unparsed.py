@@ -13,7 +13,8 @@ message has that many brackets.
 
 A message longer than the transport's limit is refused the same way
 (:func:`refuse_too_large`): its id is read from the top level of its first bytes, the part the
-transport read before it discarded the rest.  Loaded only when one comes.
+transport read before it discarded the rest (:func:`line_too_large`, for a line-delimited
+transport).  Loaded only when one comes.
 
 A message that could not be parsed at all, or is no valid JSON-RPC message, is refused by
 :func:`refuse_unparsed`; :func:`not_json` words the parse error of text that is not JSON.  Loaded
@@ -26,6 +27,7 @@ import json
 import logging
 import re
 from itertools import accumulate
+from typing import IO
 
 from .errors import INVALID_REQUEST, InvalidRequest, LimitExceeded, MessageTooLarge, ParseError
 
@@ -135,6 +137,18 @@ def too_deep(text: str, limit: int) -> ParseError | InvalidRequest:
     refusal.request_id = request_id
     refusal.answer = answer
     return refusal
+
+
+def line_too_large(reader: IO[bytes], head: bytes, limit: int) -> MessageTooLarge:
+    """A line-delimited transport's refusal of a line longer than ``limit`` bytes, of which it read
+    ``head`` (the limit and one byte more): the rest of the line is read from ``reader`` and
+    discarded, so the next line is the next message; ``head`` is kept, for its id."""
+    rest = head
+    while rest and not rest.endswith(b"\n"):
+        rest = reader.readline(65536)
+    too_large = MessageTooLarge(f"message larger than the limit of {limit} bytes")
+    too_large.head = head  # its first bytes, in which the session looks for its id
+    return too_large
 
 
 def refuse_too_large(too_large: MessageTooLarge, session) -> tuple[dict, str | int | None] | None:
