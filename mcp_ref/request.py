@@ -224,6 +224,9 @@ class PendingRequest(Future):
     #: its own cancellation travels with that one's messages.
     related_request_id: Any = None
     outlives_related = False
+    #: Its ``on_progress`` is called after the answer too, until ``Session.end_progress``
+    #: (``Session.send_request``'s ``progress_outlives_answer``).
+    progress_outlives_answer = False
     #: Given the result of an answer that comes after the session gave up on this request
     #: (``Session.send_request``'s ``late_answer``), or None.
     late_answer: Callable[[dict[str, Any]], None] | None = None

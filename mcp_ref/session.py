@@ -276,8 +276,6 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
-        # requests whose progress outlives their answer (end_progress)
-        self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
         # answered requests whose answer is held for the callback thread (PendingRequest.hold)
         self._held: set[PendingRequest] = set()
@@ -445,12 +443,11 @@ class Session:
             pending.related_request_id = related_request_id
             pending.outlives_related = outlives_related
             pending.late_answer = late_answer
+            pending.progress_outlives_answer = progress_outlives_answer
             if on_progress is not None:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
                 self._progress[request_id] = pending
-                if progress_outlives_answer:  # its token lasts until end_progress
-                    self._lasting.add(request_id)
         try:
             if before_write is not None:
                 before_write(request_id)
@@ -520,16 +517,15 @@ class Session:
         """Stop calling ``pending``'s ``on_progress``, sent with ``progress_outlives_answer``: it was
         called after the answer too, until now."""
         with self._lock:
-            self._lasting.discard(pending.id)
             self._progress.pop(pending.id, None)
 
     def _forget(self, request_id, answered: bool = False) -> PendingRequest | None:
         """Take our request ``request_id`` out of the table (None: it was not there).  Unless its
         answer came, remember that we gave up on it (see :data:`GIVEN_UP_IDS_KEPT`)."""
         with self._lock:
-            if self._progress and request_id not in self._lasting:
-                self._progress.pop(request_id, None)
             pending = self._pending.pop(request_id, None)
+            if pending is not None and not pending.progress_outlives_answer:
+                self._progress.pop(request_id, None)  # (one whose progress lasts: end_progress)
             if pending is not None and not answered:
                 self._given_up[request_id] = pending.late_answer
                 if len(self._given_up) > GIVEN_UP_IDS_KEPT:
@@ -594,7 +590,6 @@ class Session:
             held = list(self._held)
             self._pending.clear()
             self._progress.clear()
-            self._lasting.clear()
         for request in held:  # no caller waits past the end for the callbacks queued before it
             request.settle_held()
         for request in pending:
