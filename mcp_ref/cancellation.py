@@ -12,8 +12,9 @@ And the other way: an answer to a request of ours that is no longer waited for
 (:func:`unclaimed_answer`), as a cancellation crossing it leaves.
 
 Progress, the other thing reported about a request under way: a handler's report is sent
-(:func:`send_progress`), a peer's malformed report is dropped (:func:`malformed_progress`).
-Loaded with the first progress report.
+(:func:`send_progress`), a peer's is given to the request's ``on_progress``
+(:func:`progress_reported`) unless it is malformed (:func:`malformed_progress`).  Loaded with the
+first progress report.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -125,6 +127,27 @@ def malformed_progress(name: str, params: dict) -> bool:
         return False
     log.debug("%s: dropped a progress report whose token, progress or total is malformed", name)
     return True
+
+
+def progress_reported(
+    name: str, params: dict, by_token: dict[Any, Any], call_soon: Callable[..., bool]
+) -> None:
+    """The peer's ``notifications/progress`` (``params``) for the session ``name``, whose requests
+    that asked for progress are ``by_token`` (progress token -> its
+    :class:`~mcp_ref.request.PendingRequest`): unless malformed, it restarts the request's timeout
+    (``reset_timeout_on_progress``) and is given to its ``on_progress`` on the callback thread
+    (``call_soon``).  Progress for a token no request holds is dropped."""
+    if malformed_progress(name, params):  # before it resets a timeout or is reported
+        return
+    pending = by_token.get(params.get("progressToken"))
+    if pending is None:
+        log.debug("%s: progress for an unknown token dropped", name)
+        return
+    if pending.reset_on_progress and pending.timeout is not None:
+        pending.deadline = time.monotonic() + pending.timeout
+    call_soon(
+        pending.on_progress, params.get("progress"), params.get("total"), params.get("message")
+    )
 
 
 def cancel_at_end_of_input(pool: Any, contexts: list[Any]) -> None:

@@ -903,24 +903,9 @@ class Session:
                 self._handle_notification(method, params)
             return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
         if method == "notifications/progress":
-            from .cancellation import malformed_progress  # loaded with the first progress report
+            from .cancellation import progress_reported  # loaded with the first progress report
 
-            if malformed_progress(self.name, params):  # before it resets a timeout or is reported
-                return
-            token = params.get("progressToken")
-            with self._lock:
-                pending = self._progress.get(token)
-            if pending is not None:
-                if pending.reset_on_progress and pending.timeout is not None:
-                    pending.deadline = time.monotonic() + pending.timeout
-                self.call_soon(
-                    pending.on_progress,
-                    params.get("progress"),
-                    params.get("total"),
-                    params.get("message"),
-                )
-            else:
-                log.debug("%s: progress for an unknown token dropped", self.name)
+            progress_reported(self.name, params, self._progress, self.call_soon)
             return
         self._handle_notification(method, params)
 

@@ -670,11 +670,13 @@ class SessionClock:
 def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire, monkeypatch):
     # Deadlines are read on the session's clock, which the test moves: a busy machine that delays a
     # progress report past the timeout in real time cannot end the call by its timeout.
+    import mcp_ref.cancellation  # where a progress report resets the timeout
     import mcp_ref.request
     import mcp_ref.session
 
     assert DEFAULT_MAX_TOTAL_FACTOR == 10
     clock = SessionClock()
+    monkeypatch.setattr(mcp_ref.cancellation, "time", clock)
     monkeypatch.setattr(mcp_ref.request, "time", clock)
     monkeypatch.setattr(mcp_ref.session, "time", clock)
     client = connect(UNTESTED)
