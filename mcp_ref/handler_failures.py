@@ -4,13 +4,14 @@ way out (:func:`log_failure`).
 The known cause: a ``sqlite3`` connection made on one thread (in the lifespan, say) and used on a
 handler thread, which ``sqlite3`` refuses.  The session and the tools log a handler's failure
 through :func:`log_failure`; what the client is told is theirs (a generic error, never these
-details).
+details).  What a handler raised to end the process is raised again (:func:`raised_again`).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 #: Words of the message ``sqlite3`` raises for an object used on another thread than its own.
@@ -47,3 +48,11 @@ def log_failure(logger: logging.Logger, message: str, *args: Any) -> None:
     exc = sys.exc_info()[1]
     hint = "" if exc is None else thread_hint(exc)
     logger.error(message + hint.replace("%", "%%"), *args, exc_info=True, stacklevel=2)
+
+
+def raised_again(exc: BaseException) -> BaseException | None:
+    """``exc``, which a handler raised, if its session is to raise it again once the request is
+    answered: a handler's ``sys.exit()`` or Ctrl-C (SystemExit, KeyboardInterrupt) on the main
+    thread (an inline handler's); None for anything else, or on another thread."""
+    ending = isinstance(exc, (SystemExit, KeyboardInterrupt))
+    return exc if ending and threading.current_thread() is threading.main_thread() else None

@@ -790,16 +790,11 @@ class Session:
             reply = None
         # never leak internals to the peer (nor leave the request unanswered)
         except BaseException as exc:
-            from .handler_failures import log_failure  # with a known cause (sqlite3 threads)
+            from .handler_failures import log_failure, raised_again  # sqlite3: a known cause
 
             log_failure(log, "%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
-            fatal = (
-                exc
-                if isinstance(exc, (SystemExit, KeyboardInterrupt))
-                and threading.current_thread() is threading.main_thread()
-                else None
-            )
+            fatal = raised_again(exc)
         context.end()  # no progress after the answer, from a thread the handler left behind either
         self._leave(request.id, context)
         if context.is_cancelled and not context.cancelled.ours:
