@@ -670,6 +670,23 @@ def answer_ids(data: str | bytes) -> set:
     }
 
 
+def relayed(event: Any, url: str, strict: bool) -> bool:
+    """Whether an SSE ``event`` from ``url`` carries a message for the session: a ``message``
+    event with data and, unless ``strict`` (a request's stream, where answers belong), no answer.
+    2025-11-25 basic/transports §Listening for Messages from the Server (2025-03-26, 2025-06-18
+    alike): on the standalone GET stream the server "MUST NOT send a JSON-RPC response on the
+    stream unless resuming a stream associated with a previous client request"; that stream only
+    ever resumes itself: an answer there settles no request, it is dropped with a warning."""
+    if not event.data or event.event not in ("message", None, ""):
+        return False
+    if strict or not answer_ids(event.data):
+        return True
+    log.warning(
+        "dropped an answer %s sent on its standalone GET stream, which carries none", shown(url)
+    )
+    return False
+
+
 def media_type(response) -> str:
     """The media type of ``response``'s ``Content-Type``, in lower case (``""`` without one)."""
     return response.headers.get("Content-Type", "").split(";")[0].strip().lower()

@@ -84,6 +84,7 @@ from .bounded_reads import (
     no_answer,
     read_body,
     read_bound,
+    relayed,
     resolve_environment,
     sent_request,
     stream_chunks,
@@ -794,9 +795,10 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
 
     def _relay(self, response, cursor: Cursor, *, strict: bool = False):
         """Put every message of an SSE response on the incoming queue (and yield it), keeping
-        the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
+        the stream's last event id and ``retry`` in ``cursor`` for resuming it; unless ``strict``
+        (a request's stream), an answer is dropped (:func:`relayed`)."""
         for event in self._events(response, cursor, strict=strict):
-            if event.data and event.event in ("message", None, ""):
+            if relayed(event, self.url, strict):
                 if not self._incoming.put_streamed(event.data.encode("utf-8")):
                     return  # closed while it waited for room
                 yield event.data

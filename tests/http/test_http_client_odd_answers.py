@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import WAIT, outcome_within
+from conftest import WAIT, Collector, outcome_within
 from test_hardening_origins import Recorder, Redirector, plain_server, serve, stop_after  # noqa: F401
 from test_http_client_sessions import (  # noqa: F401
     LONG,
@@ -188,3 +188,49 @@ def test_a_resumption_answered_with_no_sse_stream_fails_its_request_clearly(scri
         assert isinstance(failure, McpError), failure
         assert "text/html" in str(failure) and "text/event-stream" in str(failure)
         assert client.call_tool("x").content == []
+
+
+def test_an_answer_on_the_standalone_get_stream_is_dropped_with_a_warning_and_settles_nothing(
+    scripted, caplog
+):
+    """An answer carrying a pending call's id on the standalone GET stream settled the call with
+    it, and the call's own answer, on its POST, was then thrown away.  2025-11-25 basic/transports
+    §Listening for Messages from the Server (2025-03-26 and 2025-06-18 alike): the server "MUST NOT
+    send a JSON-RPC response on the stream unless resuming a stream associated with a previous
+    client request"; the client drops it with a warning, and the call gets its POST's answer."""
+    release = threading.Event()
+    logged = Collector()
+
+    def own_answer(message: dict):
+        result = {"content": [{"type": "text", "text": "own"}]}
+        body = json_answer({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return lambda connection: release.wait(WAIT) and connection.sendall(body)
+
+    def stolen_on_get(connection) -> None:
+        connection.sendall(SSE_HEAD)
+        call = server.wait_for(posted("tools/call"), "the call")["json"]
+        result = {"content": [{"type": "text", "text": "stolen"}]}
+        stolen = {"jsonrpc": "2.0", "id": call["id"], "result": result}
+        # a log message after it: once the client has it, it has handled the answer before it
+        note = {"jsonrpc": "2.0", "method": "notifications/message"}
+        note["params"] = {"level": "info", "data": "after"}
+        connection.sendall(f"data: {json.dumps(stolen)}\n\ndata: {json.dumps(note)}\n\n".encode())
+        server.stop.wait(WAIT)
+
+    def script(request: dict):
+        message = request["json"] or {}
+        if request["method"] == "GET":
+            return stolen_on_get
+        return own_answer(message) if message.get("method") == "tools/call" else None
+
+    server: ScriptedServer = scripted(script)
+    with ThreadPoolExecutor(1) as pool:
+        with Client.http(
+            server.url, transport="streamable", era="handshake", timeout=LONG, on_log=logged
+        ) as client:
+            called = pool.submit(client.call_tool, "x")
+            logged.wait_for(1)
+            release.set()
+            assert called.result(WAIT).content[0].text == "own"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("standalone GET stream" in message for message in warned), warned
