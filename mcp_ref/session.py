@@ -678,7 +678,8 @@ class Session:
             self._refuse_batch()
             return
         try:
-            message = jsonrpc.parse(data)
+            # parsed already by a transport that looked into it (the HTTP client's Parsed)
+            message = getattr(data, "parsed", None) or jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
             # a malformed answer fails its request at once; anything else is answered an error
             from .unparsed import refuse_unparsed

@@ -24,8 +24,8 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import InvalidRequest, MCPRefError, RequestTimeout
-from ..jsonrpc import RequestId, valid_id
+from ..errors import InvalidRequest, MCPRefError, ParseError, RequestTimeout
+from ..jsonrpc import ErrorResponse, RequestId, Response, parse, valid_id
 from ..session import OutgoingRequests
 from .connection_limits import shut_down
 from .not_reached import content_kind, shown
@@ -685,6 +685,32 @@ def relayed(event: Any, url: str, strict: bool) -> bool:
         "dropped an answer %s sent on its standalone GET stream, which carries none", shown(url)
     )
     return False
+
+
+class Parsed(bytes):
+    """A message's bytes with what :func:`~mcp_ref.jsonrpc.parse` made of them, ``parsed``: the
+    session takes that instead of parsing the bytes again (:meth:`~mcp_ref.session.Session.receive`)."""
+
+    parsed: Any
+
+
+def own_answer(body: bytes, request_id: RequestId) -> bytes | None:
+    """``body``, a JSON answer to our request ``request_id``, parsed once (:class:`Parsed`); None
+    when it answers another request of ours (by :func:`answer_ids`' rule), which it would settle;
+    ``body`` as it is when it cannot be parsed (the session refuses it, failing what it answers)."""
+    try:
+        message = parse(body)
+    except (ParseError, InvalidRequest):
+        return None if answer_ids(body) - {request_id} else body
+    items = message if isinstance(message, list) else [message]
+    # a batch's malformed answer (an InvalidRequest) fails the request it names, as answer_ids says
+    ids = {item.id for item in items if isinstance(item, (Response, ErrorResponse))}
+    ids |= {item.request_id for item in items if isinstance(item, InvalidRequest) and item.answer}
+    if ids - {request_id, None}:
+        return None
+    parsed = Parsed(body)
+    parsed.parsed = message
+    return parsed
 
 
 def media_type(response) -> str:

@@ -82,6 +82,7 @@ from .bounded_reads import (
     event_stream,
     media_type,
     no_answer,
+    own_answer,
     read_body,
     read_bound,
     relayed,
@@ -633,7 +634,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
             body = read_body(response, self.max_message_size)
             if body is None:
                 self._incoming.put(self._too_large(request, "answer"))
-            elif answer_ids(body) - {request.id}:
+            elif (body := own_answer(body, request.id)) is None:
                 # 2025-11-25 basic/transports §Sending Messages: to a request, "one JSON object",
                 # its answer (a 2025-03-26 array of answers too: this client POSTs one request);
                 # one naming another id would settle another request of ours with it
@@ -641,7 +642,7 @@ class HttpClientTransport(LegacySseClient, Notices, Transport):
                     request.id, f"the server answered {request.method} with another request's id"
                 )
             else:
-                self._incoming.put(body)
+                self._incoming.put(body)  # parsed once: the session takes it as it is
                 # nothing once the body answered it; to a first request, a body that did not
                 # answer it says no MCP server is there
                 self._incoming.put(

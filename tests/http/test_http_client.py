@@ -601,6 +601,29 @@ def test_netrc_credentials_are_read_once_when_the_client_is_made(serve, tmp_path
     assert posts and all(headers.get("authorization") == expected for headers in posts)
 
 
+def test_a_json_answer_is_decoded_once_on_its_way_to_the_caller(serve, monkeypatch):
+    """A JSON body answering a POST was decoded twice: once to check it answers the request POSTed,
+    and again by the session.  The transport parses it once and hands the session the message."""
+    from mcp_ref import jsonrpc
+
+    text = "x" * 1234  # in the answer only
+    decoded: list[str] = []
+
+    def counted(decode):
+        def decoding(data, *args, **kwargs):
+            decoded.extend([text] if isinstance(data, (str, bytes)) and text in str(data) else [])
+            return decode(data, *args, **kwargs)
+
+        return decoding
+
+    srv = serve(tools_server())
+    with Client.http(srv.mcp, timeout=WAIT) as client:
+        monkeypatch.setattr(json, "loads", counted(json.loads))
+        monkeypatch.setattr(jsonrpc, "_decode", counted(jsonrpc._decode))
+        assert client.call_tool("big", {"size": len(text)}).text == text
+    assert len(decoded) == 1
+
+
 @pytest.mark.parametrize("bypass", [False, True], ids=["proxied", "no_proxy"])
 def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
     """HTTP_PROXY sends the requests to the proxy (absolute-form target); NO_PROXY bypasses it."""
