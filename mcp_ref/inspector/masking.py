@@ -16,8 +16,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   ``client_secret``, ``code_verifier``, ``password``, ``token``, ``api_key`` ...) or ends in one
   of :data:`SECRET_ENDINGS` (``github_token``, ``openaiApiKey``; not ``progressToken``); a string that
   reads as an ``Authorization`` value (``Bearer x``) under any such key keeps its scheme word;
-  and a string that is a URL whole (a resource's ``uri``, a link), under any key, as a URL is
-  masked (:func:`mask_url`, below: ``https://••••••@host/x``, ``?token=••••••``);
+  and a URL in a string (the string whole: a resource's ``uri``, a link; or one in its text: an
+  error message's), under any key, as a URL is masked (:func:`mask_url`, below:
+  ``https://••••••@host/x``, ``?token=••••••``);
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
   URL's userinfo (``https://••••••@host/``);
@@ -27,7 +28,7 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a quoted secret key's string,
   array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
   ``{'api_key': '...'}``), ``client_secret=...`` with its value bare or quoted
-  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), a URL's userinfo.
+  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), a URL masked as a URL is (its userinfo, ``?code=``).
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -271,9 +272,21 @@ def mask_url(url: str) -> str:
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S*")
 
 
+#: A URL inside longer text (a log line, an error message): a scheme, read from the start of its
+#: run of scheme characters and once (possessive: a long run is not read again from each of its
+#: characters), then ``://`` and what follows up to a space, a quote or an angle bracket, less
+#: the punctuation that may end a sentence.
+_URL_IN_TEXT = re.compile(
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>`]*[^\s\"'<>`.,;:!?)\]}]"
+)
+
+
 def mask_url_string(text: str) -> str:
-    """``text`` masked as :func:`mask_url` masks a URL when it is one whole, else as it is."""
-    return mask_url(text) if _URL.fullmatch(text) else text
+    """``text`` masked as :func:`mask_url` masks a URL when it is one whole, and each URL in it
+    (``see https://u:p@h/x?access_token=...``); as it is when it holds none."""
+    if _URL.fullmatch(text):
+        text = mask_url(text)
+    return _URL_IN_TEXT.sub(lambda url: mask_url(url.group()), text) if "://" in text else text
 
 
 #: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a
@@ -328,15 +341,15 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
     quoted secret key's value (``"access_token": "..."``; an array or an object to its closing
-    bracket, or to the end of text cut short), a ``key=value`` of a secret key, a URL's userinfo
-    (an error that names the target URL), and a secret's string value in JSON written inside
-    another string (``\\"password\\": \\"...\\"``).
+    bracket, or to the end of text cut short), a ``key=value`` of a secret key, a URL as
+    :func:`mask_url` masks one (an error naming the target URL), and a secret's string value in
+    JSON written inside another string (``\\"password\\": \\"...\\"``).
 
     ``cut_short``: ``text`` is what was kept of a longer text, cut before it is masked (masking
     takes time as the text's length does).  Its last word may then be the start of a secret the
     cut split, too short to read as one: after a scheme word (``Bearer ey``) or a URL's ``//``
     (``https://user:pa``) it is masked to the end."""
-    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", mask_url_string(text))
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if cut_short:
         text = _CUT_SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)

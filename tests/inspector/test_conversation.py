@@ -454,6 +454,16 @@ def test_stderr_lines_and_what_is_not_json_are_masked_too():
     assert "S-xC: (not a JSON-RPC message)" in conv.mermaid("t")
 
 
+def test_a_stderr_line_naming_a_url_loses_the_url_s_secret_query_values():
+    """A launched server's stderr line naming a URL kept the URL's ``?code=`` (an authorization
+    code) and what followed a ``#``: only its userinfo was masked.  The URL in it is masked as a
+    URL is now."""
+    conv = Conversation()
+    conv.stderr("redirected to https://app/cb?state=s&code=AUTH-C0DE#id_token=ID-T0KEN\n")
+    line = conv.records()[0]["line"]
+    assert line == f"redirected to https://app/cb?state=s&code={MASK}#id_token={MASK}"
+
+
 def test_a_long_line_is_cut_before_it_is_masked_and_the_cut_shows_no_secret():
     """A line that is no JSON, longer than what is shown, is cut first and then masked (masking
     takes time as the text's length does): a credential the cut splits, its first characters

@@ -326,6 +326,24 @@ def test_a_url_in_json_loses_its_credentials_under_any_key():
     assert uri in hidden_strings(message) and "https://host/x?" not in hidden_strings(message)
 
 
+def test_a_url_inside_longer_text_loses_its_userinfo_and_secret_query_values():
+    """Only a string that was a URL whole was masked as one: a log line's or an error message's URL
+    kept its ``?code=`` and ``#token=`` (its userinfo too, in a JSON string).  Each URL in a text
+    is masked as a URL is now, in free text and in JSON strings, a JSON-RPC error's ``code``
+    kept; its end (a quote, a full stop) stays as written."""
+    line = 'see https://u:p@h/x?access_token=abc&code=xyz#token=q, or "ftp://h/?api_key=k".'
+    shown = (
+        f"see https://{MASK}@h/x?access_token={MASK}&code={MASK}#token={MASK}, "
+        f'or "ftp://h/?api_key={MASK}".'
+    )
+    assert mask_free_text(line) == shown
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": line}}
+    assert mask_json(error) == {**error, "error": {"code": -32000, "message": shown}}
+    assert mask_json(["failed: see:https://ann:pw@h/"]) == [f"failed: see:https://{MASK}@h/"]
+    assert line in hidden_strings(error)
+    assert mask_free_text("docs at https://h/x?page=2.") == "docs at https://h/x?page=2."
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
@@ -382,6 +400,7 @@ MEGABYTE_SHAPES = {
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
     "a key of each quote, unclosed": '"' + "a'" * 500_000,
     "urls without end": "a://b:" * 170_000,
+    "urls with secrets": "see https://u:p@h/x?token=a&b=c " * 30_000,
     "escaped pairs": '\\"a\\":\\"' * 125_000,
     "an escaped secret never closed": '\\"password\\":\\"' + "x" * 1_000_000,
 }
