@@ -21,7 +21,7 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   ``https://••••••@host/x``, ``?token=••••••``);
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
   and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
-  URL's userinfo (``https://••••••@host/``);
+  URL's userinfo (``https://••••••@host/``); ``code`` in an OAuth exchange's JSON too;
 - SSE data and other text: as JSON when it parses (at any depth: JSON nested deeper than the
   session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
@@ -107,7 +107,8 @@ SECRET_ENDINGS = ("token",) + tuple(
 )
 #: Keys that end so and are no secret: the protocol's own progress token.
 NOT_SECRET_KEYS = frozenset({"progresstoken"})
-#: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code).
+#: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code,
+#: or a tool's argument), and in an OAuth exchange's JSON (:func:`mask_json`'s ``oauth``).
 FORM_ONLY_KEYS = frozenset({"code"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")
 #: The authentication schemes whose word is kept when a JSON value holds a credential.
@@ -182,9 +183,12 @@ def mask_headers(headers) -> list[list[str]]:
     return [[str(name), mask_header(str(name), str(value))] for name, value in pairs]
 
 
-def mask_json(value: Any) -> Any:
+def mask_json(value: Any, oauth: bool = False) -> Any:
     """A copy of a parsed JSON value with every secret key's value masked, at any depth.  Walked
-    with a stack, never recursing: a value nested as deep as the parser takes is masked too."""
+    with a stack, never recursing: a value nested as deep as the parser takes is masked too.
+
+    ``oauth``: the body of an OAuth exchange (a token request or response), where ``code`` is an
+    authorization code: masked as in a form (a number under it, an error's code, stays)."""
     root: list[Any] = [value]
     stack: list[tuple[Any, Any]] = [(root, 0)]  # (the copy holding an item, the item's key)
     while stack:
@@ -193,7 +197,7 @@ def mask_json(value: Any) -> Any:
         if isinstance(item, dict):
             copy = parent[key] = dict(item)
             for name, sub in item.items():
-                if secret_key(str(name)):
+                if secret_key(str(name), form=oauth):
                     copy[name] = _masked_value(sub)
                 else:
                     stack.append((copy, name))

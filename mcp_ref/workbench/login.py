@@ -67,7 +67,7 @@ def _body(data, content_type: str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
     if "json" in content_type:
         try:
-            return json.dumps(mask_json(json.loads(text)), ensure_ascii=False)
+            return json.dumps(mask_json(json.loads(text), oauth=True), ensure_ascii=False)
         except ValueError:
             return "(not JSON)"
     if "x-www-form-urlencoded" in content_type:

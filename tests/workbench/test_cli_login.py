@@ -20,6 +20,7 @@ from conftest import WAIT, run_cli, watch_stderr
 from test_http_deploy import LineReader, stop
 
 from mcp_ref.http.wsgi_server import WsgiServer
+from mcp_ref.inspector.masking import MASK
 
 BROWSER_SCRIPT = """
 import pathlib, sys, requests
@@ -167,6 +168,36 @@ def test_the_login_trace_masks_a_url_s_userinfo_and_a_client_secret():
         "http< 302 Location: http://••••••@127.0.0.1/cb?code=••••••&state=s"
         ' {"client_id": "c1", "client_secret": "••••••", "clientSecret": "••••••"}'
     )
+
+
+def test_the_login_trace_masks_an_authorization_code_sent_or_answered_as_json():
+    """An authorization code was masked only in a form or a URL's query: a token request sent as
+    JSON (``{"code": "..."}``), or an answer quoting it, showed it in the ``--trace``.  In an
+    OAuth exchange's JSON, a string under ``code`` is masked now; a number there (an error's
+    code) stays."""
+    from mcp_ref.workbench.login import traced_http
+
+    def authorization_server(environ, start_response):
+        answer = {"error": "invalid_grant", "code": "C0DE-2", "details": {"code": 400}}
+        start_response("400 Bad Request", [("Content-Type", "application/json")])
+        return [json.dumps(answer).encode()]
+
+    httpd = WsgiServer(("127.0.0.1", 0), authorization_server)
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+    trace = io.StringIO()
+    try:
+        sent = {"grant_type": "authorization_code", "code": "C0DE-1", "code_verifier": "V3R"}
+        traced_http(trace).post(httpd.url + "/token", json=sent, timeout=WAIT)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert trace.getvalue().splitlines() == [
+        f"http> POST {httpd.url}/token"
+        f' {{"grant_type": "authorization_code", "code": "{MASK}", "code_verifier": "{MASK}"}}',
+        f'http< 400 {{"error": "invalid_grant", "code": "{MASK}", "details": {{"code": 400}}}}',
+    ]
 
 
 def test_no_browser_only_prints_the_url(protected_demo, env):
