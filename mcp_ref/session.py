@@ -165,7 +165,8 @@ class Transport:
 
         May raise :class:`~mcp_ref.errors.MessageTooLarge` for a message over the
         transport's limit (already discarded; its ``head``, the bytes read of it, names its id
-        when it can); any other exception ends the connection.
+        when it can); any other exception ends the connection.  A transport that parsed the
+        message already may return bytes that carry it as ``parsed`` (the session then takes that).
         """
         raise NotImplementedError
 
@@ -678,7 +679,7 @@ class Session:
             self._refuse_batch()
             return
         try:
-            # parsed already by a transport that looked into it (the HTTP client's Parsed)
+            # parsed already by a transport that looked into it (see Transport.read)
             message = getattr(data, "parsed", None) or jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
             # a malformed answer fails its request at once; anything else is answered an error
