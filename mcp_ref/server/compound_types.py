@@ -8,7 +8,8 @@ the Python value (an Enum member, a dataclass instance, a tuple, a set), and sen
 markers and the rich types (dates, UUIDs, pydantic models ...) on to
 :mod:`mcp_ref.server.constraints` and :mod:`mcp_ref.server.rich_types`.  It imports nothing of
 the package at its top: the analysis of the member types is passed in (``analyse``, signatures'
-own).
+own).  It also finds a handler's ``Context`` parameter (:func:`context_parameter`), which a
+signature may annotate in the same ways (``Optional[Context]``, ``Annotated[Context, ...]``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Set
 from typing import Any, Literal, Union, cast, get_args, get_origin
 
 __all__ = [
     "OUTPUT",
     "compound",
     "container",
+    "context_parameter",
     "enum_schema",
     "fixed_tuple",
     "literal",
@@ -477,3 +479,32 @@ def _expected(schema: dict) -> str:
     if isinstance(kind, str) and "enum" not in schema:
         return f"of type {json.dumps(kind)}"
     return "of the type expected there"
+
+
+# -- the Context parameter ------------------------------------------------------------------------
+
+
+def context_parameter(
+    owner: str, names: Iterable[str], hints: dict[str, Any], skip_types: tuple[type, ...]
+) -> str | None:
+    """The parameter among ``names`` whose annotation (``hints``) is (a subclass of) one of
+    ``skip_types`` (:class:`~mcp_ref.server.context.Context`), maybe under Annotated or in an
+    Optional; None when none is.  TypeError naming ``owner`` when more than one is
+    (:func:`~mcp_ref.server.signatures.compile_arguments` leaves it out of the schema)."""
+    found = [name for name in names if _is_context(hints.get(name, Any), skip_types)]
+    if len(found) > 1:
+        raise TypeError(f"{owner}: more than one context parameter ({found[0]!r}, {found[1]!r})")
+    return found[0] if found else None
+
+
+def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
+    """True when ``tp`` is (a subclass of) one of ``skip_types``, maybe under Annotated or in an
+    Optional."""
+    origin = get_origin(tp)
+    if origin is typing.Annotated:
+        return _is_context(get_args(tp)[0], skip_types)
+    if origin in _UNION_ORIGINS:
+        rest = [a for a in get_args(tp) if a is not _NONE]
+        return len(rest) == 1 and _is_context(rest[0], skip_types)
+    base = origin or tp
+    return isinstance(base, type) and issubclass(base, skip_types)

@@ -29,10 +29,9 @@ import functools
 import inspect
 import math
 import sys
-import types
 import typing
 from collections.abc import Callable
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 __all__ = [
     "ArgumentPlan",
@@ -58,7 +57,6 @@ _SIMPLE = {
     _NONE: "null",
     None: "null",
 }
-_UNION_ORIGINS = (Union, types.UnionType)
 _FLOAT_MAX = sys.float_info.max
 #: In ``seen``: the schema describes what the server sends (a tool's output), not what it takes
 #: (the word :data:`mcp_ref.server.compound_types.OUTPUT` looks for)
@@ -242,19 +240,6 @@ def _function_hints(func: Callable) -> dict[str, Any]:
     return _hints(func)
 
 
-def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
-    """True when ``tp`` is (a subclass of) one of ``skip_types``, maybe under Annotated or in an
-    Optional."""
-    origin = get_origin(tp)
-    if origin is typing.Annotated:
-        return _is_context(get_args(tp)[0], skip_types)
-    if origin in _UNION_ORIGINS:
-        rest = [a for a in get_args(tp) if a is not _NONE]
-        return len(rest) == 1 and _is_context(rest[0], skip_types)
-    base = origin or tp
-    return isinstance(base, type) and issubclass(base, skip_types)
-
-
 def runs_in_thread(func: Callable) -> Callable:
     """``func`` as a plain function: an ``async def`` is run to completion on the calling thread.
 
@@ -304,7 +289,13 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     props: dict[str, Any] = {}
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
-    context_param: str | None = None
+    context_param = None
+    if skip_types:  # an annotation that is not a scalar: loads compound_types, as _analyse does
+        from .compound_types import context_parameter
+
+        context_param = context_parameter(
+            name, [n for n in sig.parameters if n not in bound], hints, skip_types
+        )
     # the values of Field() defaults, filled in by convert
     defaults: list[tuple[str, Callable[[], Any]]] = []
     for p in sig.parameters.values():
@@ -321,12 +312,7 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
 
             hint, default, fill = field_default(hint, default, p.empty)
             defaults.append((p.name, fill))
-        if skip_types and _is_context(hint, skip_types):
-            if context_param is not None:
-                raise TypeError(
-                    f"{name}: more than one context parameter ({context_param!r}, {p.name!r})"
-                )
-            context_param = p.name
+        if p.name == context_param:
             continue
         try:
             schema, conv = _analyse(hint, ())
