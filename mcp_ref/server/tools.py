@@ -9,7 +9,6 @@ hints); the handlers below serve it.  How a return value becomes a
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import sys
@@ -20,7 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
+from ..errors import InvalidParams, McpError, RequestCancelled
 from ..types import CallToolResult, WireModel, drop_none, text_block
 from .connection import OPEN
 from .signatures import (
@@ -37,8 +36,6 @@ from .signatures import (
 if TYPE_CHECKING:
     from ..request import RequestContext
     from .seams import Caller
-
-log = logging.getLogger(__name__)
 
 
 class ToolError(Exception):
@@ -210,6 +207,8 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
 
     def run(run_context: RequestContext) -> dict:
         if problem is not None:
+            from .tool_errors import bad_arguments
+
             return bad_arguments(connection, run_context, name, problem)
         return run_tool(connection, tool, arguments, run_context)
 
@@ -223,20 +222,6 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     return run(context)
 
 
-def error_result(message: str) -> dict:
-    """A ``CallToolResult`` reporting a failure the model should see: ``message``, ``isError``."""
-    return {"content": [text_block(message)], "isError": True}
-
-
-def bad_arguments(connection: Caller, context: RequestContext, name: str, problem: Any) -> dict:
-    """Invalid arguments: -32602 before 2025-11-25, an ``isError`` result from it on."""
-    message = f"Invalid arguments for tool {name}: {problem}"
-    if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
-        # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
-        return error_result(message)
-    raise InvalidParams(message)
-
-
 def run_tool(
     connection: Caller, tool: RegisteredTool, arguments: dict, context: RequestContext
 ) -> dict:
@@ -245,6 +230,8 @@ def run_tool(
     try:  # valid JSON may still be a bad value: an ISO date that does not exist, a pydantic validator's no
         arguments = tool.plan.convert(arguments)
     except ValueError as exc:
+        from .tool_errors import bad_arguments
+
         return bad_arguments(connection, context, name, exc)
     if tool.plan.context_param is not None:  # its Context annotation loaded the module already
         from .context import with_context
@@ -254,18 +241,14 @@ def run_tool(
         value = tool.func(**arguments)
     except (McpError, RequestCancelled):
         raise
-    except ToolError as exc:
-        return error_result(str(exc))
-    except CapabilityError as exc:
-        # The tool needs something this client did not declare (sampling, roots, elicitation):
-        # the client's situation, not an internal error; say which, with no traceback.
-        log.info("tool %s cannot run for this client: %s", name, exc)
-        return error_result(f"Tool {name} cannot run for this client: {exc}")
-    except Exception:  # the client sees a generic error, stderr the traceback
-        from ..handler_failures import log_failure  # with a known cause (sqlite3 threads)
+    except ToolError as exc:  # the message the tool chose, for the model
+        from .tool_errors import error_result
 
-        log_failure(log, "tool %s failed", name)
-        return error_result(f"Tool {name} failed with an internal error")
+        return error_result(str(exc))
+    except Exception as exc:  # an isError result: the client sees no traceback (the log does)
+        from .tool_errors import failed
+
+        return failed(name, exc)
     return tool_result(tool, value, connection.version_for(context))
 
 
@@ -282,11 +265,9 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     # json.dumps: "Object of type X is not JSON serializable", a NaN ...; a value that holds itself
     # or nests too deeply (RecursionError); a dataclass's init=False field never set (AttributeError)
     except (TypeError, ValueError, RecursionError, AttributeError) as exc:
-        problem = "nested too deeply (or holds itself)" if type(exc) is RecursionError else exc
-        log.error("tool %s returned a value that cannot be serialised: %s", tool.name, problem)
-        return error_result(
-            f"Tool {tool.name} returned a value that cannot be serialised: {problem}"
-        )
+        from .tool_errors import unserialisable
+
+        return unserialisable(tool.name, exc)
 
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
@@ -306,14 +287,10 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     structured = result.get("structuredContent")
     if tool.output_schema is not None and not result.get("isError"):
         problem = None if structured is None else first_error(tool.output_validator, structured)
-        if structured is None or problem:
-            # 2025-11-25 server/tools §Output Schema: "Servers MUST provide structured results that conform to this schema."
-            log.error(
-                "tool %s returned output that does not match its outputSchema: %s",
-                tool.name,
-                problem,
-            )
-            return error_result(f"Tool {tool.name} produced invalid output")
+        if structured is None or problem:  # 2025-11-25 server/tools §Output Schema
+            from .tool_errors import invalid_output
+
+            return invalid_output(tool.name, problem)
     # structured content and resource links came in the same revision (2025-06-18)
     if not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         from ..older_revisions import tool_result_for_revision  # loaded only for an older peer

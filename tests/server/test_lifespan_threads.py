@@ -90,7 +90,8 @@ def test_a_sqlite_connection_made_in_the_lifespan_fails_in_tools_and_the_log_say
         message = record.getMessage()
         assert "a sqlite3 connection made on another thread (in the lifespan?)" in message
         assert "mcp_ref.PerThread" in message and "check_same_thread=False" in message
-        assert record.filename in ("tools.py", "session.py")  # the line that logged it, not ours
+        # the line that logged it, not ours
+        assert record.filename in ("tool_errors.py", "session.py")
     assert "handler for resources/read failed: a sqlite3 connection" in logged[1].getMessage()
 
 
