@@ -408,6 +408,21 @@ def _refusal(value: Any, path: str) -> str | None:
     return f"{path or 'the value'}: a value of type {type(value).__name__} has no JSON form"
 
 
+def is_json(value: Any) -> bool:
+    """True when ``value`` is made only of what a JSON document holds as it is written: None,
+    booleans, numbers (finite floats only), strings, lists, and dicts with string keys.  Stricter
+    than :func:`no_json_form`, which takes what ``json.dumps`` writes (a tuple, an int key): a
+    parameter's default goes into its schema only when it is JSON as it stands
+    (:mod:`mcp_ref.server.signatures`)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(is_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_json(v) for k, v in value.items())
+    return value is None or isinstance(value, (bool, int, str))
+
+
 def no_json_form(value: Any, path: str = "") -> str | None:
     """Where ``value`` (as it is: nothing converted) holds what JSON cannot carry, and what (an
     object of no JSON form, a NaN or an infinity, a nesting too deep); None when it is all JSON.

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import math
 import sys
 import typing
 from collections.abc import Callable
@@ -85,17 +84,6 @@ def to_jsonable(value: Any) -> Any:
     return converted(value)
 
 
-def _is_json(value: Any) -> bool:
-    """True when ``value`` is made only of JSON types (finite floats only)."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_is_json(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
-    return value is None or isinstance(value, (bool, int, str))
-
-
 def _finite(number: Any) -> Any:
     """A ``float`` argument as it came, unless a float cannot hold it: ``1e400``, which the JSON
     parser reads as infinity (RFC 8259 §6: JSON has no infinity; §9: "An implementation may set
@@ -114,8 +102,12 @@ def _whole(number: Any) -> Any:
 
 
 def _add_default(schema: dict, default: Any) -> None:
+    """Put ``default`` on ``schema`` as JSON, when it is JSON once converted
+    (:func:`~mcp_ref.jsonable.is_json`)."""
+    from ..jsonable import is_json, to_jsonable  # loaded by the first parameter with a default
+
     value = to_jsonable(default)
-    if _is_json(value):
+    if is_json(value):
         schema["default"] = value
 
 
