@@ -233,10 +233,8 @@ def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
     if method == "resources/read":
         uri = params.get("uri")
         found = server.find_resource(uri) if isinstance(uri, str) else None
-        if found is not None and found[0].cache is not None:
-            own_ttl, own_scope = found[0].cache
-            ttl_ms = ttl_ms if own_ttl is None else own_ttl
-            scope = scope if own_scope is None else own_scope
+        if found is not None:  # the resource's own hints, where it sets them
+            ttl_ms, scope = found[0].hints(ttl_ms, scope)
     if server.gate.restricts and method != "server/discover":
         # What a caller may see is its own, so "private" outright, even over a scope the result
         # carries (a proxy keeps its target's): 2026-07-28 server/utilities/caching §Cache Scope

@@ -45,6 +45,14 @@ class RegisteredResource:
     #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
     accepts: Callable[[dict[str, str]], bool] | None = None
 
+    def hints(self, ttl_ms: int | None, scope: str | None) -> tuple[int | None, str | None]:
+        """The caching hints of a ``resources/read`` of it: those it sets itself (:attr:`cache`),
+        else the server's, ``ttl_ms`` and ``scope``."""
+        if self.cache is None:
+            return ttl_ms, scope
+        own_ttl, own_scope = self.cache
+        return (ttl_ms if own_ttl is None else own_ttl, scope if own_scope is None else own_scope)
+
 
 #: 2026-07-28 server/utilities/caching: the values of ``cacheScope`` (the hints are added to a
 #: result by :func:`mcp_ref.server.connection.add_hints`).
