@@ -239,20 +239,13 @@ def runs_in_thread(func: Callable) -> Callable:
     ``async def`` (written for the official SDK, or calling an async library) gets a loop of
     its own for each call (``asyncio.run``), on the handler thread that serves the request.
     Anything else is returned as it is; an async ``functools.partial`` stays a partial (of its
-    function so run), which :func:`compile_arguments` describes as it does any partial.
+    function so run): :func:`mcp_ref.server.async_handlers.run_to_completion`.
     """
     if not inspect.iscoroutinefunction(func):
         return func
-    if isinstance(func, functools.partial):
-        return functools.partial(runs_in_thread(func.func), *func.args, **func.keywords)
+    from .async_handlers import run_to_completion  # loaded by the first async def
 
-    @functools.wraps(func)  # signature and type hints: the async function's
-    def run(*args: Any, **kwargs: Any) -> Any:
-        import asyncio
-
-        return asyncio.run(func(*args, **kwargs))
-
-    return run
+    return run_to_completion(func)
 
 
 def context_types() -> tuple[type, ...]:
