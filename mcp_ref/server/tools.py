@@ -9,10 +9,7 @@ hints); the handlers below serve it.  How a return value becomes a
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -134,31 +131,13 @@ def build_tool(
     )
 
 
-#: mcp_ref's own directory: a frame whose file is under it is not the user's.
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _registering_stacklevel() -> int:
-    """The ``stacklevel`` that makes its caller's ``warnings.warn`` name the first line outside
-    mcp_ref: the user's registering line, whichever way it registered (``@server.tool``,
-    ``@server.tool(...)``, ``server.add_tool(f)``, or an extension registering for it)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
     """``entry``, after a UserWarning when ``present``: a name registered twice (as the official SDK warns);
     the later registration replaces the earlier one.  The warning names the user's registering line."""
     if present:
-        warnings.warn(
-            f"{kind} {name!r} is registered already: this registration replaces it",
-            UserWarning,
-            stacklevel=_registering_stacklevel(),
-        )
+        from .registration_warnings import warn
+
+        warn(f"{kind} {name!r} is registered already: this registration replaces it")
     return entry
 
 
@@ -170,10 +149,11 @@ def check_tool_name(name: str) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError("a tool needs a non-empty string name")
     if not _TOOL_NAME.fullmatch(name):
-        warnings.warn(
+        from .registration_warnings import warn
+
+        warn(
             f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
-            f"A-Z, a-z, 0-9, '_', '-' and '.'",
-            stacklevel=_registering_stacklevel(),
+            f"A-Z, a-z, 0-9, '_', '-' and '.'"
         )
 
 
