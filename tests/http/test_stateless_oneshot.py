@@ -6,10 +6,12 @@ Real sockets on 127.0.0.1; raw HTTP, so every byte of the reply is the server's.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import socket
 import threading
+import weakref
 
 import pytest
 from conftest import WAIT
@@ -232,3 +234,39 @@ def test_a_tool_calling_sys_exit_gets_an_internal_error_and_the_server_goes_on(s
     assert messages[0]["error"] == {"code": -32603, "message": "Internal error"}
     status, _, messages = send(srv, era, "echo", {"text": "after"})
     assert status == 200 and messages[0]["result"]["content"][0]["text"] == "after"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_stateless_posts_request_is_freed_once_answered_not_left_to_the_garbage_collector(
+    serve, era
+):
+    """The one-request exchange held its request (the environ, its header fields, the WSGI
+    server's ``start_response``) as long as its connection and session, which refer to each
+    other: every POST left all of it to the garbage collector, whose passes then cost every
+    request.  The exchange now lets go once its answer is out: nothing of the request outlives it.
+    """
+    server = Server("freed")
+    fields = []
+
+    @server.tool()
+    def note(ctx: Context) -> str:
+        """Keep a weak reference to the request's header fields."""
+        assert ctx.http is not None
+        fields.append(weakref.ref(ctx.http.environ["mcp_ref.headers"]))
+        return "noted"
+
+    srv = serve(server, stateless=True)
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=WAIT)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for request_id in (1, 2):  # one connection: the first POST is over once the second is
+            body, headers = post(era, "note", {}, request_id=request_id)
+            conn.request("POST", "/mcp", body=body, headers=headers)
+            response = conn.getresponse()
+            assert response.status == 200 and b"noted" in response.read()
+        assert fields[0]() is None
+    finally:
+        if collecting:
+            gc.enable()
+        conn.close()

@@ -123,6 +123,17 @@ class Exchange(InlineReply, Transport):
         except Exception as exc:  # the client went away: that cancels the request
             self.lost(exc)
 
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned; the exchange then lets go of what the
+        request holds (its environ, the WSGI server's ``start_response``), freed at once: the
+        exchange stays referred to by its connection's session, and that session and its
+        connection refer to each other, a cycle only the garbage collector frees."""
+        body = super().finish()
+        self.http = None
+        self.start_response = None
+        self.connection = None
+        return body
+
     def lost(self, why: object) -> None:
         """Its client has gone (a write failed, or the WSGI server noticed the close).  2026-07-28
         streamable-http §Cancellation: closing the stream "MUST be treated by the server as
