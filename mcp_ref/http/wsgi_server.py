@@ -148,31 +148,34 @@ class Headers:
 
     def __init__(self, fields: Iterable[tuple[str, str]] = ()):
         self._fields: list[tuple[str, str]] = list(fields)
-        # each name lower-cased, once, with its values in order: a lookup is one dict lookup
-        self._values: dict[str, list[str]] = {}
-        for name, value in self._fields:
-            self._values.setdefault(name.lower(), []).append(value)
+        # each name lower-cased, once, with its first value: a lookup is one dict lookup (a
+        # name's other values are looked for in the fields only when some name is repeated)
+        self._first = {name.lower(): value for name, value in reversed(self._fields)}
 
     def add(self, name: str, value: str) -> None:
         self._fields.append((name, value))
-        self._values.setdefault(name.lower(), []).append(value)
+        self._first.setdefault(name.lower(), value)
 
     def get(self, name: str, default=None):
         """The first field called ``name`` (any case), or ``default``."""
-        values = self._values.get(name.lower())
-        return default if values is None else values[0]
+        return self._first.get(name.lower(), default)
 
     def get_all(self, name: str) -> list[str]:
         """Every value of the fields called ``name``."""
-        return list(self._values.get(name.lower(), ()))
+        lowered = name.lower()
+        if len(self._first) == len(self._fields):  # no name repeated: its one value, if any
+            return [self._first[lowered]] if lowered in self._first else []
+        return [value for field, value in self._fields if field.lower() == lowered]
 
     def joined(self, name: str) -> str | None:
         """The values of the fields called ``name`` joined by commas (RFC 9110 §5.3), or None."""
-        values = self._values.get(name.lower())
-        return None if values is None else ",".join(values)
+        if len(self._first) == len(self._fields):
+            return self._first.get(name.lower())
+        values = self.get_all(name)
+        return ",".join(values) if values else None
 
     def __contains__(self, name: str) -> bool:
-        return name.lower() in self._values
+        return name.lower() in self._first
 
     def __getitem__(self, name: str):
         return self.get(name)
@@ -460,7 +463,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 body.drop_arrived()
             if body.left:
                 self._close_lingering()
-        headers = list(state["headers"])
+        headers = state["headers"]
         status = state["status"]
         no_content = status[:1] == "1" or status[:3] in ("204", "304")
         if no_content:
@@ -474,16 +477,19 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 else ("transfer-encoding", "content-length")
             )
             headers = [(name, value) for name, value in headers if name.lower() not in dropped]
-        sized = no_content or any(name.lower() == "content-length" for name, _ in headers)
-        if not sized and length is not None:
-            headers.append(("Content-Length", str(length)))
-            sized = True
-        head = [f"{self.protocol_version} {state['status']}\r\n"]
+        head = [f"{self.protocol_version} {status}\r\n"]
+        sized = no_content
         announced = False
         for name, value in headers:
             head.append(f"{name}: {value}\r\n")
-            if name.lower() == "connection" and value.lower() == "close":
+            lowered = name.lower()
+            if lowered == "content-length":
+                sized = True
+            elif lowered == "connection" and value.lower() == "close":
                 self.close_connection = announced = True
+        if not sized and length is not None:
+            head.append(f"Content-Length: {length}\r\n")
+            sized = True
         if self.close_connection and not announced:
             # RFC 9112 §9.6: a server closing after this response says so: it SHOULD when the
             # client sent "close", and a server that sends "close" MUST then close.
