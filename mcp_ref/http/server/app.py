@@ -125,13 +125,14 @@ class McpWsgiApp(HttpAppBase):
     def _route(self, environ: dict, start_response, path: str, method: str):
         """The transport's answer to a request at ``path``; 404 or 405 for what is not served."""
         if path == self.path:
-            streamable = self.streamable
-            routes = {"POST": self._post, "GET": streamable.get, "DELETE": streamable.delete}
-            handler = routes.get(method)
-            if handler is None:
-                allow = [("Allow", "GET, POST, DELETE")]
-                raise MethodNotAllowed(f"Method not allowed: {method}", headers=allow)
-            return handler(environ, start_response)
+            if method == "POST":
+                return self._post(environ, start_response)
+            if method == "GET":
+                return self.streamable.get(environ, start_response)
+            if method == "DELETE":
+                return self.streamable.delete(environ, start_response)
+            allow = [("Allow", "GET, POST, DELETE")]
+            raise MethodNotAllowed(f"Method not allowed: {method}", headers=allow)
         if self.legacy_sse and path == self.sse_path and method == "GET":
             return self.legacy.stream(environ, start_response)
         if self.legacy_sse and path == self.messages_path and method == "POST":
