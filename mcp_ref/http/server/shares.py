@@ -138,11 +138,14 @@ class ClientCounts:
             if cap is not None and held >= cap:
                 return None
             self._held[client] = held + 1
-        first = threading.Lock()  # once(give_back), one call less on every POST
+        given_back = False
 
-        def release() -> None:
-            if first.acquire(blocking=False):
-                self.give_back(client, 1)
+        def release() -> None:  # once(give_back), under the count's own lock: no lock of its own
+            nonlocal given_back
+            with self._lock:
+                if not given_back:
+                    given_back = True
+                    self._count_down(client, 1)
 
         return release
 
@@ -160,11 +163,15 @@ class ClientCounts:
     def give_back(self, client: str, count: int) -> None:
         """``count`` of ``client``'s places are free again."""
         with self._lock:
-            left = self._held.get(client, count) - count
-            if left > 0:
-                self._held[client] = left
-            else:
-                self._held.pop(client, None)
+            self._count_down(client, count)
+
+    def _count_down(self, client: str, count: int) -> None:
+        """:meth:`give_back`, under the lock."""
+        left = self._held.get(client, count) - count
+        if left > 0:
+            self._held[client] = left
+        else:
+            self._held.pop(client, None)
 
     def hold_places(self, client: str, count: int, cap: int | None) -> Places:
         """Up to ``count`` more for ``client`` (:meth:`hold_some`), held for the jobs this thread
