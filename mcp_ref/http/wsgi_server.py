@@ -37,6 +37,7 @@ for ``Mcp-Session-Id``): it is dropped there, as gunicorn, Werkzeug and nginx do
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import logging
 import os
@@ -184,6 +185,20 @@ class Headers:
         return list(self._fields)
 
 
+@functools.lru_cache(maxsize=512)  # as cgi_name: the names clients send are few
+def _environ_key(name: str) -> str | None:
+    """The ``HTTP_*`` environ key of a header field called ``name``; None for a field that has
+    none: Content-Type and Content-Length (``CONTENT_TYPE``, ``CONTENT_LENGTH``), and a name with
+    ``_``: "Mcp_Param_Region" and "Mcp-Param-Region" would both be HTTP_MCP_PARAM_REGION, and a
+    field an intermediary does not see as Mcp-Param-Region would be taken for one (2026-07-28
+    streamable-http §Server Behavior for Custom Headers: a header the client omits MUST be
+    rejected).  Dropped, as gunicorn, Werkzeug, nginx do."""
+    if "_" in name:
+        return None
+    key = cgi_name(name)
+    return None if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH") else key
+
+
 class WsgiRequestHandler(BaseHTTPRequestHandler):
     """Runs the server's WSGI application for every request method."""
 
@@ -265,16 +280,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "mcp_ref.headers": self.headers,
         }
         for name, value in self.headers.items():
-            if "_" in name:
-                # "Mcp_Param_Region" and "Mcp-Param-Region" would both be HTTP_MCP_PARAM_REGION: a
-                # field an intermediary does not see as Mcp-Param-Region would be taken for one
-                # (2026-07-28 streamable-http §Server Behavior for Custom Headers: a header the
-                # client omits MUST be rejected).  Dropped, as gunicorn, Werkzeug, nginx do.
-                continue
-            key = cgi_name(name)
-            if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
-                continue
-            environ[key] = f"{environ[key]},{value}" if key in environ else value
+            key = _environ_key(name)
+            if key is not None:
+                environ[key] = f"{environ[key]},{value}" if key in environ else value
         return environ
 
     def parse_request(self) -> bool:
