@@ -427,18 +427,21 @@ class HttpAppBase:
         """A connection of the server served on ``transport``, its handlers on the shared pool,
         counted as ``client``'s (``max_handlers_per_client``; shared sessions: its requests to the
         client numbered ``<worker>-<n>``, unique across workers)."""
-        shared = isinstance(transport, HttpSession) and transport.shared
-        options = {"ids": self.shared_sessions.request_ids()} if shared else {}
         # a WSGI app has no start: its first connection enters the lifespan, which the app holds as
         # serving does until close() (mcp_ref.server.lifespan)
         self.server.enter_lifespan()
         pool = self._pool or self.handler_pool()  # made by the first connection
         counted = None if client is None else CountedPool(pool, self._handlers, client)
+        options = {}
         if isinstance(transport, HttpSession):
             transport.jobs = counted
+            if transport.shared:
+                options["ids"] = self.shared_sessions.request_ids()
         executor = pool if counted is None else counted
-        connection = self.server.new_connection(transport, executor=executor, name=name, **options)
-        return cast(Connection, connection)
+        connection: Connection = self.server.new_connection(
+            transport, executor=executor, name=name, **options
+        )
+        return connection
 
     def live_session(self, session_id: str) -> HttpSession | None:
         """The session ``session_id`` of this process, if there is one."""
