@@ -22,7 +22,8 @@ module            one idea
 ``answering``     what the server sends: its requests answered (extensions' methods,
                   else sampling, elicitation, roots; what a root may be), its
                   notifications routed to streams and callbacks (loaded with the first)
-``mrtr``          answering a modern server's input requests (loaded when asked)
+``mrtr``          a modern call past its first answer: input requests answered, retries,
+                  cancelling (loaded when needed)
 ``listening``     listen streams and the change callbacks' stream
 ``cache``         2026-07-28 results kept by their ``ttlMs``
 ``tool_headers``  the listed tools' ``x-mcp-header`` schemas (HTTP)

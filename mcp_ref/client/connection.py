@@ -26,7 +26,9 @@ in the handshake era one JSON-RPC request and its answer.  In the 2026-07-28 era
   are now other than the call sent (a tool not listed before, or one the server changed).
 
 Every one of these is bounded (``Client(max_input_rounds=)``, default :data:`MAX_INPUT_ROUNDS`;
-:data:`MAX_REISSUES`; one version retry, one header retry).  A modern server has no handshake:
+the retries by :data:`mcp_ref.client.mrtr.RETRIES`: one version retry, one header retry,
+:data:`~mcp_ref.client.mrtr.MAX_REISSUES` re-issues).  A call whose first answer is its final result
+needs none of it; any other goes on in :mod:`mcp_ref.client.mrtr`, loaded then.  A modern server has no handshake:
 the client learns its era once (:func:`probe`), and from then on every request names its own
 protocol version and capabilities in ``_meta`` (:func:`with_envelope`).
 
@@ -47,8 +49,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
@@ -86,8 +87,6 @@ PROBE_TIMEOUT = 10.0
 #: forever must not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).
 #: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.
 MAX_INPUT_ROUNDS = 16
-#: Times a request whose HTTP response stream broke is re-issued before the caller gets the error.
-MAX_REISSUES = 2
 
 #: Answers to the probe raised as they are, never taken for a legacy server's: the errors this
 #: revision defines for a modern server's refusal, -32020 and -32021 (basic/versioning §Backward
@@ -428,8 +427,10 @@ class Call:
         #: The connection the call travels on.
         self.connection = connection
         self.method = method
-        self._params = params
-        self._options = options
+        #: Its params as the caller gave them (each 2026-07-28 round sends them again, with more).
+        self.params = params
+        #: Its options (:meth:`Session.send_request`'s), given to each request it sends.
+        self.options = options
         #: The extensions its 2026-07-28 per-request capabilities declare (on every round).
         self.declares = declares
         #: The JSON-RPC request on the wire now.
@@ -456,12 +457,16 @@ class Call:
 
     def request_options(self) -> dict:
         """The call's options that apply to each request it sends (its timeout)."""
-        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
+        return {"timeout": self.options["timeout"]} if "timeout" in self.options else {}
 
 
 class ModernCall(Call):
     """One request of the caller's, across the rounds the modern era may need (see the module
-    docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
+    docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round.
+
+    A first answer that is a complete result is the result; past any other (``input_required``,
+    an error retried) the call goes on in :mod:`mcp_ref.client.mrtr` (loaded then), which also
+    decides :meth:`done` and :meth:`cancel`."""
 
     def __init__(
         self,
@@ -476,111 +481,58 @@ class ModernCall(Call):
             from .mrtr import ProgressAcrossRounds
 
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
-        self._cancelled: str | None = None  # set by a cancel() that took effect
-        self._contexts: list[RequestContext] = []  # of the input handlers running now
-        self._settled = False  # result() returned or raised
-        self._state_lock = threading.Lock()  # orders cancel() against the call's settling
-        # the retries used (see the module docstring): each is made at most once, a lost stream
-        # MAX_REISSUES times
-        self._version_retried = self._headers_retried = False
-        self._reissues = 0
+        #: The reason of the ``cancel()`` that took effect (None while none did).
+        self.cancel_reason: str | None = None
+        #: The contexts of the input handlers running for the call now (a cancel cancels them).
+        self.contexts: list[RequestContext] = []
+        #: True once ``result()`` returned or raised.
+        self.settled = False
+        #: Orders ``cancel()`` against the call's settling.
+        self.state_lock = threading.Lock()
+        #: The retries made so far, by the error class that asked for each (bounded by
+        #: :data:`mcp_ref.client.mrtr.RETRIES`).
+        self.retries: dict[type, int] = {}
         super().__init__(connection, method, params, options, declares)
 
     def done(self) -> bool:
         """True once the call's outcome is fixed: ``result()`` returned or raised, a ``cancel()``
         took effect, or the answer that came ends it (``result()`` sends no ``input_required``
         round and no retry after it)."""
-        with self._state_lock:
-            return self._finished()
+        with self.state_lock:
+            return self.finished()
 
-    def _finished(self) -> bool:
-        """:meth:`done`, under the state lock."""
-        if self._settled or self._cancelled is not None:
-            return True
-        if not self.pending.done():
-            return False
-        try:
-            answer = self.pending.result()  # it came: at once
-        except UnsupportedProtocolVersionError:
-            return self._version_retried  # retried once
-        except ResponseStreamLost:
-            return self._reissues >= MAX_REISSUES
-        except HeaderMismatchError:
-            return self._headers_retried  # (retried once, if the tool's headers can be learnt)
-        except BaseException:  # an error answer, a timeout: the call's outcome
-            return True
-        # input_required for a request no server may ask for input in ends it: InvalidResult
-        if (
-            answer.get("resultType", lifecycle.COMPLETE) != lifecycle.INPUT_REQUIRED
-            or self.method not in lifecycle.MRTR_METHODS
-        ):
-            return True
-        return self.rounds >= self.max_input_rounds  # the next round would be one too many
+    def finished(self) -> bool:
+        """:meth:`done`, under the state lock (:func:`mcp_ref.client.mrtr.finished`)."""
+        from .mrtr import finished
+
+        return finished(self)
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the call at whatever round it is (the server is told, as the transport requires;
-        an input handler running for it sees its context cancelled): ``result()`` then raises
-        RequestCancelled.  False if the call's outcome was fixed already (:meth:`done`)."""
-        with self._state_lock:
-            if self._finished():
-                return False
-            self._cancelled = reason or "cancelled"
-        for context in list(self._contexts):
-            context.cancelled.set()
-        # between rounds no request is on the wire: result() raises RequestCancelled before the next
-        self.pending.cancel(reason)
-        return True
+        """Cancel the call at whatever round it is (:func:`mcp_ref.client.mrtr.cancel`):
+        ``result()`` then raises RequestCancelled.  False if the call's outcome was fixed already
+        (:meth:`done`)."""
+        from .mrtr import cancel
+
+        return cancel(self, reason)
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
         try:
-            return self._drive_rounds()
-        finally:
-            with self._state_lock:
-                self._settled = True
-
-    def _drive_rounds(self) -> dict:
-        connection = self.connection
-        params = self._params
-        while True:
             try:
-                result = self.pending.result()
-            except UnsupportedProtocolVersionError as exc:
-                self._check_cancelled()  # a cancelled call retries nothing
-                # once: a version from the error's ``supported`` list, else the error
-                choice = pick_version(exc.supported, connection.client.pinned_version)
-                if self._version_retried or choice is None:
-                    raise
-                self._version_retried = True
-                connection.session.protocol_version = choice
-            except ResponseStreamLost:
-                self._check_cancelled()
-                if self._reissues >= MAX_REISSUES:
-                    raise
-                self._reissues += 1
-            except HeaderMismatchError:
-                self._check_cancelled()
-                # list the tools again (:meth:`~mcp_ref.client.tool_headers.KnownTools.learn`):
-                # retried when the tool's header parameters are now other than the call sent
-                # (never off HTTP, where no header is sent)
-                known = connection.known_tools
-                if self._headers_retried or known is None or not known.learn(self.method, params):
-                    raise
-                self._headers_retried = True
-            else:
-                # absent: "MUST treat ... as complete"
-                kind = result.get("resultType", lifecycle.COMPLETE)
-                if kind == lifecycle.COMPLETE:
-                    # the answer came after a cancel() that took effect (it said True): that wins
-                    self._check_cancelled()
-                    return result
-                if kind != lifecycle.INPUT_REQUIRED:
-                    return self.settle(kind, result)
-                self._check_cancelled()  # a cancel() that took effect wins, as over a result
-                from . import mrtr
+                answer = self.pending.result()
+            except (UnsupportedProtocolVersionError, ResponseStreamLost, HeaderMismatchError):
+                answer = None  # perhaps retried: mcp_ref.client.mrtr.RETRIES
+            # absent: "MUST treat ... as complete"
+            if answer is None or answer.get("resultType", lifecycle.COMPLETE) != lifecycle.COMPLETE:
+                from .mrtr import drive
 
-                params = mrtr.next_round(self, self._params, result)
-            self._resend(params)  # every way on is a request: a retry, or the next round
+                return drive(self)
+            # the answer came after a cancel() that took effect (it said True): that wins
+            self.check_cancelled()
+            return answer
+        finally:
+            with self.state_lock:
+                self.settled = True
 
     def settle(self, kind: str, result: dict) -> dict:
         """The final result of an answer whose ``resultType`` is neither complete nor input_required:
@@ -590,34 +542,10 @@ class ModernCall(Call):
             f"client did not ask for"
         )
 
-    def _resend(self, params: dict | None) -> None:
-        self._check_cancelled()
-        # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-        self.pending = self.connection.send_request(
-            self.method, params, declares=self.declares, **self._options
-        )
-        # cancel() came meanwhile, perhaps seeing the previous request only
-        if self._cancelled is not None:
-            self.pending.cancel(self._cancelled)
-
-    @property
-    def max_input_rounds(self) -> int:
-        """Rounds of input requests the client answers for this call (``Client(max_input_rounds=)``)."""
-        return self.connection.client.max_input_rounds
-
-    @contextmanager
-    def input_handler(self, context: RequestContext) -> Iterator[None]:
-        """While an input handler serves ``context``: cancelling the call cancels it too."""
-        self._contexts.append(context)
-        try:
-            self._check_cancelled()  # after the append: a cancel() that comes later sees the context
-            yield
-        finally:
-            self._contexts.remove(context)
-
-    def _check_cancelled(self) -> None:
-        if self._cancelled is not None:
-            raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")
+    def check_cancelled(self) -> None:
+        """RequestCancelled if a ``cancel()`` took effect."""
+        if self.cancel_reason is not None:
+            raise RequestCancelled(f"{self.method}: cancelled ({self.cancel_reason})")
 
 
 # -- the 2026-07-28 era: the probe, the per-request envelope, the version retry -------------------
@@ -661,14 +589,6 @@ def _plain(method: str, result: dict) -> bool:
     )
 
 
-def pick_version(offered: list, pinned: str | None) -> str | None:
-    """The modern version to speak, given the versions a server offers: the pinned one if offered,
-    else the newest modern version both sides know; None when there is none."""
-    if pinned is not None:
-        return pinned if pinned in offered else None
-    return next((v for v in MODERN_VERSIONS if v in offered), None)
-
-
 class LegacyServer(Exception):
     """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
 
@@ -706,6 +626,8 @@ def probe(
         except UnsupportedProtocolVersionError as exc:
             # A modern server that does not speak ``version``: "Use one of the versions in its
             # advertised supported list. Do not fall back to initialize."
+            from .mrtr import pick_version
+
             choice = pick_version(exc.supported, pinned)
             if choice is None or retried:
                 raise no_common_version(exc.supported, pinned) from None
@@ -738,7 +660,11 @@ def probe(
         # a modern server's answer: InvalidResult if it does not have the shape (its capabilities)
         built(DiscoverResult.from_wire, "server/discover", raw, version)
         offered = [v for v in result.supported_versions if isinstance(v, str)]
-        choice = pick_version(offered, pinned) if version not in offered else version
+        if version in offered:
+            return version, result
+        from .mrtr import pick_version
+
+        choice = pick_version(offered, pinned)
         if choice is None:
             raise no_common_version(offered, pinned)
         return choice, result

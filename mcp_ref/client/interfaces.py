@@ -10,8 +10,8 @@ no module imports one above it, not even for the type checker.  Modules import t
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from ..extension import Extension
@@ -109,19 +109,29 @@ class Connection(Protocol):
 
 
 class InputCall(Protocol):
-    """What :mod:`mcp_ref.client.mrtr` uses of a call whose server asks for input."""
+    """What :mod:`mcp_ref.client.mrtr` uses of a :class:`~mcp_ref.client.connection.ModernCall`."""
 
     method: str
+    params: dict[str, Any] | None
+    options: dict[str, Any]
+    declares: tuple[str, ...]
     rounds: int
     pending: PendingRequest
+    cancel_reason: str | None
+    contexts: list[RequestContext]
+    settled: bool
+    state_lock: threading.Lock
+    retries: dict[type, int]
 
     @property
     def connection(self) -> Connection:
         """The connection the call travels on."""
 
-    @property
-    def max_input_rounds(self) -> int:
-        """Rounds of input requests answered for the call."""
+    def finished(self) -> bool:
+        """``done()``, under the state lock."""
 
-    def input_handler(self, context: RequestContext) -> AbstractContextManager[None]:
-        """While an input handler serves ``context``: cancelling the call cancels it too."""
+    def settle(self, kind: str, result: dict) -> dict:
+        """The final result of an answer of another ``resultType``."""
+
+    def check_cancelled(self) -> None:
+        """RequestCancelled if a ``cancel()`` took effect."""

@@ -103,19 +103,19 @@ class TaskCall(ModernCall):
         options = dict(options, late_answer=self._late_answer)
         super().__init__(connection, method, params, options, (EXTENSION,))
 
-    def _finished(self) -> bool:
+    def finished(self) -> bool:
         """As any call's (the answer that came ends it: a result, an error), except for a task
         handle: that answer is only the task's start, so the call is finished once ``result()``
         returned or raised (a cancelled task may still end with its result, see :meth:`cancel`)."""
-        if self._settled or not self.pending.done():
-            return self._settled
+        if self.settled or not self.pending.done():
+            return self.settled
         try:
             answer = self.pending.result()  # it came: at once
         except BaseException:
             answer = None
         if isinstance(answer, dict) and answer.get("resultType") == TASK:
             return False
-        return super()._finished()
+        return super().finished()
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request, or the task it became; False if it had finished.
@@ -172,7 +172,7 @@ class TaskCall(ModernCall):
         """A task handle (``resultType: "task"``): follow the task to its end."""
         if kind != TASK:
             return super().settle(kind, result)
-        return follow(self, result, self._stop, self._options.get("max_total_timeout"))
+        return follow(self, result, self._stop, self.options.get("max_total_timeout"))
 
 
 def interval(task: dict, field: str = "pollIntervalMs") -> float:
@@ -229,7 +229,7 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
             )
             if fresh:
                 rounds += 1
-                if rounds > call.max_input_rounds:
+                if rounds > call.connection.client.max_input_rounds:
                     # A server that asks again and again must not hold the caller (nor run its
                     # handlers) forever: the same bound as input_required rounds; the task ends.
                     _cancel(connection, task_id, options)

@@ -315,7 +315,7 @@ class LegacyTaskCall(Call):
 
     def _follow_task(self, task: dict) -> dict:
         task_id = self.task_id = task["taskId"]
-        deadline = deadline_of(task.get("ttl"), self._options.get("max_total_timeout") or None)
+        deadline = deadline_of(task.get("ttl"), self.options.get("max_total_timeout") or None)
         state, rounds, previous = task, 0, None
         while True:
             status = state.get("status")
@@ -354,7 +354,7 @@ class LegacyTaskCall(Call):
 
     def _send(self, method: str, task_id: str, deadline: float | None) -> dict:
         """One request of the follower's: the call's timeout, cut to what is left before ``deadline``."""
-        timeout = self._options.get("timeout", DEFAULT)
+        timeout = self.options.get("timeout", DEFAULT)
         if timeout is DEFAULT:
             timeout = self.connection.session.default_timeout
         if deadline is not None:
