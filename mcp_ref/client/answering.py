@@ -35,7 +35,7 @@ from .callbacks import call_handler, notify_callbacks, result_dict
 
 if TYPE_CHECKING:
     from .cache import ResultCache
-    from .interfaces import Connection
+    from .interfaces import ClientSettings, Connection
     from .listening import Streams
 
 log = logging.getLogger(__name__)
@@ -257,19 +257,32 @@ HANDLERS = {
 }
 
 
+def offered(client: ClientSettings, version: str | None) -> dict[str, Any]:
+    """The capabilities of the requests this client answers itself (:data:`HANDLERS`) at
+    ``version``: sampling with a handler; elicitation with a handler and a revision that has it;
+    roots, roots given.  What ``Client.capabilities`` declares before its extensions' own."""
+    caps: dict[str, Any] = {}
+    if client.roots is not None:
+        # 2026-07-28 has no roots list_changed (the server asks for the roots when it needs them).
+        caps["roots"] = {} if version in lifecycle.MODERN_VERSIONS else {"listChanged": True}
+    if client.sampling_handler is not None:
+        caps["sampling"] = {}
+        if client.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
+            caps["sampling"]["tools"] = {}
+    if client.elicitation_handler is not None and lifecycle.at_least(
+        version, lifecycle.ELICITATION
+    ):
+        url_mode = lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE)
+        caps["elicitation"] = {mode: {} for mode in client.elicitation_modes} if url_mode else {}
+    return caps
+
+
 def check_offered(connection: Connection, method: str) -> None:
-    """Raise MethodNotFound unless this client answers ``method`` (one of :data:`HANDLERS`) at all:
-    sampling needs a handler; elicitation a handler and a revision that has it; roots, roots given.
-    Checked before the request is shown to the extensions (an ``approve``) or its handler runs."""
-    client = connection.client
-    offered = {
-        "sampling/createMessage": client.sampling_handler is not None,
-        "elicitation/create": client.elicitation_handler is not None
-        and lifecycle.at_least(connection.protocol_version, lifecycle.ELICITATION),
-        "roots/list": client.roots is not None,
-    }
-    if not offered[method]:
-        feature = method.partition("/")[0]
+    """Raise MethodNotFound unless this client answers ``method`` (one of :data:`HANDLERS`) at all
+    (:func:`offered`).  Checked before the request is shown to the extensions (an ``approve``) or
+    its handler runs."""
+    feature = method.partition("/")[0]
+    if feature not in offered(connection.client, connection.protocol_version):
         raise MethodNotFound(f"Method not found: this client does not offer {feature}")
 
 

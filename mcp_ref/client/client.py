@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
 from ..errors import CapabilityError, ConnectionClosed
-from ..lifecycle import MODERN_VERSIONS, __version__
+from ..lifecycle import __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
@@ -352,18 +352,14 @@ class Client:
         asks for), from the handlers it was given."""
         version = version or self.requested_version
         caps: dict[str, Any] = {}
-        if self._roots is not None:
-            # 2026-07-28 has no roots list_changed (the server asks for the roots when it needs them).
-            caps["roots"] = {} if version in MODERN_VERSIONS else {"listChanged": True}
-        if self.sampling_handler is not None:
-            caps["sampling"] = {}
-            if self.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
-                caps["sampling"]["tools"] = {}
-        if self.elicitation_handler is not None and lifecycle.at_least(
-            version, lifecycle.ELICITATION
+        if (
+            self._roots is not None
+            or self.sampling_handler is not None
+            or self.elicitation_handler is not None
         ):
-            url_mode = lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE)
-            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes} if url_mode else {}
+            from .answering import offered  # what the client answers of the server's requests
+
+            caps = offered(self, version)
         for extension in self.extensions:
             for key, value in (extension.capabilities(version, None) or {}).items():
                 merged = key in ("extensions", "experimental") and isinstance(caps.get(key), dict)
