@@ -46,7 +46,6 @@ only: :meth:`ClientConnection.start` passes every request the client their ``sta
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -73,8 +72,6 @@ if TYPE_CHECKING:
     from .interfaces import ClientSettings, Connection
     from .listening import CallbackFeed, Streams
     from .tool_headers import KnownTools
-
-log = logging.getLogger(__name__)
 
 #: The eras a client may ask for (``Client(era=...)``).
 AUTO, MODERN, HANDSHAKE = "auto", "modern", "handshake"
@@ -222,46 +219,33 @@ class ClientConnection:
         2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
         the server's era with transport-specific mechanics": :func:`probe`,
         which waits at most ``probe_timeout`` seconds for an answer on a stream transport.
-        ``pinned`` is a revision the caller insists on (None: the newest).
+        ``pinned`` is a revision the caller insists on (None: the newest).  A server found to
+        speak the handshake only is spoken to as :func:`mcp_ref.client.fallback.initialize_instead`
+        says (loaded then).
         """
+        if era == HANDSHAKE:
+            self.initialize(timeout)
+            return
         wait = self.session.default_timeout if timeout is DEFAULT else timeout
         # ``timeout`` bounds connecting: the probe and then ``initialize`` share one deadline
         deadline = None if wait is None else time.monotonic() + wait
-        if era != HANDSHAKE:
-            # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
-            bounded = None if self.http_hooks is not None else probe_timeout
-            try:
-                version, result = probe(self, pinned, wait, bounded=bounded)
-            except LegacyServer as legacy:
-                if era == MODERN:
-                    raise McpError(
-                        f"the server does not speak {pinned or 'a modern revision'}: it did not answer server/"
-                        f"discover as a 2026-07-28 server does ({legacy.__cause__ or 'a handshake-era server?'})"
-                    ) from None
-                if legacy.args[0] is not None:
-                    self.client.requested_version = legacy.args[0]
-                silent = isinstance(legacy, ProbeUnanswered)
-                log.debug(
-                    "server/discover was not answered as a modern server would: falling back to initialize"
-                )
-            else:
-                self._become_modern(version, result)
-                return
-            late = RequestTimeout(f"server/discover, initialize: no answer within {wait:g} s")
-            if deadline is not None:  # initialize gets what the probe left of the bound
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    raise late
-            try:
-                self.initialize(timeout, after_silent_probe=silent)
-            except RequestTimeout:
-                if deadline is None:
-                    raise
-                raise late from None
-            return
-        self.initialize(timeout)
+        # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
+        legacy = self.discover(pinned, wait, None if self.http_hooks is not None else probe_timeout)
+        if legacy is not None:
+            from .fallback import initialize_instead
 
-    def _become_modern(self, version: str, result: DiscoverResult) -> None:
+            initialize_instead(self, legacy, era == MODERN, wait, deadline)
+
+    def discover(
+        self, pinned: str | None, timeout: float | None, bounded: float | None
+    ) -> LegacyServer | None:
+        """Speak 2026-07-28 if the server does (:func:`probe`, whose arguments these are): None;
+        else the :class:`LegacyServer` that says why, and nothing changed."""
+        try:
+            version, result = probe(self, pinned, timeout, bounded=bounded)
+        except LegacyServer as legacy:
+            return legacy
+
         def discovered() -> None:
             self.session.protocol_version = version
             self.discover_result = result
@@ -275,16 +259,20 @@ class ClientConnection:
 
             self.known_tools = KnownTools(self)
             self.http_hooks.stateless(self.known_tools.input_schema)
+        return None
 
     def initialize(
-        self, timeout: float | None | Default = DEFAULT, *, after_silent_probe: bool = False
+        self,
+        timeout: float | None | Default = DEFAULT,
+        *,
+        refused: Callable[[], bool] | None = None,
     ) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
 
         ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).
-        ``after_silent_probe``: ``server/discover`` went unanswered within its bound; a server that
-        refuses ``initialize`` with -32022 is then a modern one slow to start, asked again.
-
+        ``refused``: called when the server refuses ``initialize`` with -32022 (after a probe that
+        went unanswered: :func:`mcp_ref.client.fallback.initialize_instead`); True when it connected
+        otherwise, else the refusal is raised.
         Run once when the client is created, and again by a transport whose
         server forgot the session (Streamable HTTP's 404: :mod:`mcp_ref.client.renewal`).
         """
@@ -294,21 +282,11 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        asked = time.monotonic()
         try:
             raw = self.request("initialize", params, timeout=timeout)
-        except UnsupportedProtocolVersionError as refusal:
-            if not after_silent_probe:
+        except UnsupportedProtocolVersionError:
+            if refused is None or not refused():
                 raise
-            # It answered the probe after the client gave up on it, and refuses initialize: -32022
-            # "identifies a modern server" (2026-07-28 basic/versioning §Backward Compatibility)
-            try:
-                wait = self.session.default_timeout if timeout is DEFAULT else timeout
-                left = None if wait is None else wait - (time.monotonic() - asked)  # one bound
-                version, found = probe(self, client.pinned_version, left, bounded=None)
-            except LegacyServer:
-                raise refusal from None
-            self._become_modern(version, found)
             return
         result = built(InitializeResult.from_wire, "initialize", raw, client.requested_version)
         # "If the client does not support the version in the server's response, it SHOULD
@@ -590,12 +568,18 @@ def _plain(method: str, result: dict) -> bool:
 
 
 class LegacyServer(Exception):
-    """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
+    """The probe found a handshake-era server (internal: the connection falls back to
+    ``initialize``); its argument: the handshake revision the server offered, or None."""
+
+    #: True when the probe went unanswered within its bound (:class:`ProbeUnanswered`).
+    silent = False
 
 
 class ProbeUnanswered(LegacyServer):
     """No answer to the probe within its bound: a handshake-era server, or a modern one slow to
     start (internal)."""
+
+    silent = True
 
 
 def probe(

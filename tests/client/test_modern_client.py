@@ -132,7 +132,7 @@ def test_a_modern_server_slow_to_start_is_spoken_to_in_2026_though_the_probe_gav
     fifo = tmp_path / "start"
     os.mkfifo(fifo)
     gave_up = LoggedOnce("falling back to initialize")
-    logger = logging.getLogger("mcp_ref.client.connection")
+    logger = logging.getLogger("mcp_ref.client.fallback")
     logger.addHandler(gave_up)
     level = logger.level
     logger.setLevel(logging.DEBUG)
