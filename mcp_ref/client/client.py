@@ -147,13 +147,15 @@ class Client:
         **shorthand: Any,
     ):
         era, pinned = resolve_era(era, protocol_version)
-        for setting, value in (
-            ("max_pages", max_pages),
-            ("max_items", max_items),
-            ("max_input_rounds", max_input_rounds),
+        for setting, value, kind in (
+            ("max_pages", max_pages, int),
+            ("max_items", max_items, int),
+            ("max_input_rounds", max_input_rounds, int),
+            ("probe_timeout", probe_timeout, (int, float)),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{setting} must be a positive int, not {value!r}")
+            if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
+                what = "int" if kind is int else "number of seconds"
+                raise ValueError(f"{setting} must be a positive {what}, not {value!r}")
         #: Pages ``list_tools()`` and the other listings follow before raising LimitExceeded.
         self.max_pages = max_pages
         #: Items ``list_tools()`` and the other listings gather, over all their pages, before
@@ -171,14 +173,6 @@ class Client:
             extensions = (*extensions, *build(**shorthand))
         for extension in extensions:
             self.add_extension(extension)
-        if (
-            not isinstance(probe_timeout, (int, float))
-            or isinstance(probe_timeout, bool)
-            or not probe_timeout > 0
-        ):
-            raise ValueError(
-                f"probe_timeout must be a positive number of seconds, not {probe_timeout!r}"
-            )
         #: Seconds the era probe waits for a stdio server that does not answer ``server/discover``.
         self.probe_timeout = probe_timeout
         self.client_info = {"name": name, "version": version}
@@ -212,7 +206,7 @@ class Client:
 
                 ask_for_logs(self, log_level)
             if self.on_list_changed is not None and self.connection.modern:
-                self.connection.feed.start(
+                self.connection.streams.feed.start(
                     initialize_timeout if initialize_timeout is not DEFAULT else timeout
                 )
         except BaseException:

@@ -70,7 +70,7 @@ from ..types import DiscoverResult, InitializeResult
 if TYPE_CHECKING:
     from .cache import ResultCache
     from .interfaces import ClientSettings, Connection
-    from .listening import CallbackFeed, Streams
+    from .listening import Streams
     from .tool_headers import KnownTools
 
 #: The eras a client may ask for (``Client(era=...)``).
@@ -184,11 +184,6 @@ class ClientConnection:
 
                 self._streams = Streams(self)
             return self._streams
-
-    @property
-    def feed(self) -> CallbackFeed:
-        """The stream behind the change callbacks and ``Client.subscribe`` (its ``uris``, both eras)."""
-        return self.streams.feed
 
     def stop_feed(self) -> None:
         """Close the callbacks' stream for good, if one was made (the client is closing)."""

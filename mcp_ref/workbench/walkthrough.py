@@ -262,7 +262,10 @@ def _lifecycle(client: Client, steps: _Steps) -> None:
     )
     if modern:
         steps.check(
-            bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
+            bool(
+                client.connection.streams.feed.stream
+                and client.connection.streams.feed.stream.acknowledged
+            ),
             "a subscriptions/listen stream is open for the change callbacks, and acknowledged",
         )
 
