@@ -428,10 +428,6 @@ class Call:
         """Wait for the result (raises RequestTimeout, RequestCancelled, McpError ...)."""
         return self.pending.result()
 
-    def request_options(self) -> dict:
-        """The call's options that apply to each request it sends (its timeout)."""
-        return {"timeout": self.options["timeout"]} if "timeout" in self.options else {}
-
 
 class ModernCall(Call):
     """One request of the caller's, across the rounds the modern era may need (see the module

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..client.connection import ModernCall
+from ..client.connection import Call, ModernCall
 from ..client.mrtr import answer, too_many_rounds
 from ..errors import McpError, RequestCancelled, RequestTimeout
 from ..extension import Extension
@@ -155,7 +155,7 @@ class TaskCall(ModernCall):
         self.task_id = task_id
         try:
             self.connection.send_request(
-                "tasks/cancel", {"taskId": task_id}, declares=(EXTENSION,), **self.request_options()
+                "tasks/cancel", {"taskId": task_id}, declares=(EXTENSION,), **request_options(self)
             )
         except ConnectionError:
             log.debug("tasks/cancel of %s not sent: the connection is closed", task_id)
@@ -166,13 +166,18 @@ class TaskCall(ModernCall):
             if self._task_cancelled:
                 return
             self._task_cancelled = True
-        _cancel(self.connection, task_id, self.request_options())
+        _cancel(self.connection, task_id, request_options(self))
 
     def settle(self, kind: str, result: dict) -> dict:
         """A task handle (``resultType: "task"``): follow the task to its end."""
         if kind != TASK:
             return super().settle(kind, result)
         return follow(self, result, self._stop, self.options.get("max_total_timeout"))
+
+
+def request_options(call: Call) -> dict[str, Any]:
+    """The call's options that apply to each request it sends for its task (its timeout)."""
+    return {"timeout": call.options["timeout"]} if "timeout" in call.options else {}
 
 
 def interval(task: dict, field: str = "pollIntervalMs") -> float:
@@ -202,7 +207,7 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
         raise McpError(f"{call.method}: the server's task handle has no taskId")
     call.task_id = task_id
     deadline = deadline_of(created.get("ttlMs"), max_total)
-    options = call.request_options()
+    options = request_options(call)
     answered: set[str] = set()
     rounds = 0
     state = created

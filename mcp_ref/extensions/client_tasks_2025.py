@@ -65,7 +65,7 @@ from ..extension import Extension
 from ..feature_types import Page
 from ..request import DEFAULT
 from ..session import PendingRequest
-from .client_tasks import deadline_of, interval
+from .client_tasks import deadline_of, interval, request_options
 
 if TYPE_CHECKING:
     from ..client.answering import IncomingRequest
@@ -392,7 +392,7 @@ class LegacyTaskCall(Call):
         cancelled).  False when the server answers -32602: "already in a terminal status" (§Task
         Cancellation), the task had finished."""
         try:
-            self.connection.request("tasks/cancel", {"taskId": task_id}, **self.request_options())
+            self.connection.request("tasks/cancel", {"taskId": task_id}, **request_options(self))
         except InvalidParams:
             return False
         except (McpError, ConnectionError, TimeoutError):
