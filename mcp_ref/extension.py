@@ -61,6 +61,9 @@ replaced before ``proceed()``, which may be called later on another thread), in 
   ``cancel()`` and ``done()``), perhaps with its params or options changed (an option of its own
   taken out, as ``task`` of ``client.call_tool(..., task=True)``), or a call of its own that takes
   over how the answer is awaited (:class:`~mcp_ref.client.connection.Call` is the one to extend).
+* ``connection_ended(connection)`` — also the client's: its connection ended for good (its input
+  ended or it was closed), told once, before ``close()`` returns (the client-hosted tasks stop
+  their tasks then).  One that raises is logged, and the others are told all the same.
 """
 
 from __future__ import annotations
@@ -107,8 +110,8 @@ class Extension:
         return []
 
     def connection_ended(self, connection: Any) -> None:
-        """A connection of the server ended for good: its input ended, it was closed, or it was a
-        handshake-era HTTP session that ended for good (server)."""
+        """A connection ended for good: its input ended, it was closed, or it was a handshake-era
+        HTTP session that ended for good (server); the client's connection ended (client)."""
 
     # -- the client's part: a Client calls these, a Server never does ---------------------------
 

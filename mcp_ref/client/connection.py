@@ -63,7 +63,7 @@ from ..errors import (
     UnsupportedProtocolVersionError,
 )
 from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS, Lifecycle
-from ..request import DEFAULT, Default
+from ..request import DEFAULT, Default, run_logged
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult
 
@@ -377,7 +377,11 @@ class ClientConnection:
         route_notification(self, method, params, self._cache, self._streams)
 
     def ended(self) -> None:
-        """The connection ended: nothing more to do here (the client's ``close()`` ends the rest)."""
+        """The connection ended for good: its input ended or it was closed (the session's reader
+        says so).  Each of the client's extensions' ``connection_ended`` is told; one that raises
+        is logged, and the others are told."""
+        for extension in self.client.extensions:
+            run_logged(extension.connection_ended, (self,))
 
 
 # -- the caller's requests: a Call in either era, a ModernCall's rounds in 2026-07-28 -------------

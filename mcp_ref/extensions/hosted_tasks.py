@@ -197,8 +197,8 @@ class HostedTasks(TaskReceiver):
         return {"task": created}
 
     def _store_of(self, connection: Connection) -> TaskStore:
-        """The tasks (in memory), made with the first one from the limits above; when the
-        connection ends, every task still working is told to stop (:meth:`TaskStore.cancel_all`)."""
+        """The tasks (in memory), made with the first one from the limits above (every task still
+        working is told to stop when the connection ends: :meth:`connection_ended`)."""
         with self._lock:
             if self._store is None:
                 store = self._store = TaskStore(
@@ -213,15 +213,12 @@ class HostedTasks(TaskReceiver):
                 )
                 waiters = waiters_of(store)
                 waiters.limit = waiters.per_connection = self.max_result_waiters
-                threading.Thread(
-                    target=_cancel_when_closed,
-                    args=(connection, store),
-                    name="mcp-hosted-tasks-watch",
-                    daemon=True,
-                ).start()
             return self._store
 
-
-def _cancel_when_closed(connection: Connection, store: TaskStore) -> None:
-    connection.session.closed.wait()
-    store.cancel_all()
+    def connection_ended(self, connection: Any) -> None:
+        """The client's connection ended: every task still working is told to stop
+        (:meth:`TaskStore.cancel_all`); nobody can reach them any more."""
+        with self._lock:
+            store = self._store
+        if store is not None:
+            store.cancel_all()

@@ -130,6 +130,36 @@ def test_an_extension_sees_every_request_both_ways_and_takes_its_own_option(era)
     ]  # a request of the server's, or an inputRequests entry
 
 
+class EndWatcher(Extension):
+    """Records each ``connection_ended`` it is told, and fails at it (the next one is told all the same)."""
+
+    name = "end watcher"
+
+    def __init__(self) -> None:
+        self.ended: list = []
+
+    def connection_ended(self, connection) -> None:
+        self.ended.append(connection)
+        raise RuntimeError("an extension that fails at the end")
+
+
+@ERAS
+def test_a_clients_extensions_are_told_once_when_its_connection_ends(era):
+    """A client's extensions were never told that its connection ended (a server's are, through
+    ``Extension.connection_ended``): what one kept for the connection could only be let go by a
+    thread of its own watching the session.  Now each is told once, by the time ``close()``
+    returns, even after one before it raised."""
+    first = EndWatcher()
+    second = EndWatcher()
+    client = Client.stdio(
+        SERVER, era=era, timeout=WAIT, stderr="discard", extensions=[first, second]
+    )
+    assert first.ended == []
+    client.close()
+    assert first.ended == [client.connection]
+    assert second.ended == [client.connection]
+
+
 @ERAS
 def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
     with Client.stdio(

@@ -489,6 +489,28 @@ def test_closing_the_client_tells_a_running_task_to_stop(peer, wire):
     assert gate.cancelled.wait(WAIT)
 
 
+def test_a_running_task_is_told_to_stop_when_close_returns_and_no_thread_watches_for_it(peer, wire):
+    """The client-hosted tasks watched their connection's end with a thread of their own, which
+    told the running tasks to stop only some time after ``close()`` returned.  They are now told
+    through the client's ``Extension.connection_ended``: no watcher thread, and the task's
+    handler has been told by the time ``close()`` returns."""
+    contexts = []
+    entered = threading.Event()
+
+    def handler(params, context):
+        contexts.append(context)
+        entered.set()
+        context.cancelled.wait(WAIT)
+        return ACCEPTED
+
+    client, _ = peer(tasks=True, elicitation_handler=handler)
+    create(client)
+    assert entered.wait(WAIT)
+    assert [t for t in threading.enumerate() if t.name == "mcp-hosted-tasks-watch"] == []
+    client.close()
+    assert contexts[0].is_cancelled
+
+
 # -- other revisions: nothing changes --------------------------------------------------------------
 
 
