@@ -68,7 +68,7 @@ replaced before ``proceed()``, which may be called later on another thread), in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -125,3 +125,15 @@ class Extension:
     ) -> Any:
         """Around starting each request the client sends (client); the default sends it."""
         return start(method, params, options)
+
+
+def declare_for_client(extensions: Iterable[Extension], version: str, capabilities: dict) -> None:
+    """Add to ``capabilities`` (``Client.capabilities``) what ``extensions`` declare at
+    ``version``, in their order: a key replaces what was there, the ``extensions`` and
+    ``experimental`` maps are merged key by key (see the module docstring)."""
+    for extension in extensions:
+        for key, value in (extension.capabilities(version, None) or {}).items():
+            merged = key in ("extensions", "experimental") and isinstance(
+                capabilities.get(key), dict
+            )
+            capabilities[key] = {**capabilities[key], **value} if merged else value

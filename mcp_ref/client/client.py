@@ -354,10 +354,10 @@ class Client:
             from .answering import offered  # what the client answers of the server's requests
 
             caps = offered(self, version)
-        for extension in self.extensions:
-            for key, value in (extension.capabilities(version, None) or {}).items():
-                merged = key in ("extensions", "experimental") and isinstance(caps.get(key), dict)
-                caps[key] = {**caps[key], **value} if merged else value
+        if self.extensions:
+            from ..extension import declare_for_client
+
+            declare_for_client(self.extensions, version, caps)
         return caps
 
     def add_extension(self, extension: Extension) -> None:
