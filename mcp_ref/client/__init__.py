@@ -19,8 +19,8 @@ module            one idea
                   the era, the handshake and lifecycle; a request of the caller's in
                   either era (``Call``, ``ModernCall``: the 2026-07-28 probe, envelope
                   and retries)
-``fallback``      the handshake instead, after the probe found a handshake-era server
-                  (loaded then)
+``fallback``      the era probe's answers other than a modern server's, and the handshake
+                  instead (loaded then)
 ``answering``     what the server sends: its requests answered (extensions' methods,
                   else sampling, elicitation, roots; what a root may be), its
                   notifications routed to streams and callbacks (loaded with the first)

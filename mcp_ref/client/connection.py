@@ -56,7 +56,7 @@ from ..errors import (
     CapabilityError,
     HeaderMismatchError,
     McpError,
-    MissingRequiredClientCapabilityError,
+    MCPRefError,
     RequestCancelled,
     RequestTimeout,
     ResponseStreamLost,
@@ -85,13 +85,6 @@ PROBE_TIMEOUT = 10.0
 #: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.
 MAX_INPUT_ROUNDS = 16
 
-#: Answers to the probe raised as they are, never taken for a legacy server's: the errors this
-#: revision defines for a modern server's refusal, -32020 and -32021 (basic/versioning §Backward
-#: Compatibility: "a recognized modern JSON-RPC error ... identifies a modern server";
-#: UnsupportedProtocolVersionError, -32022, is handled first).  Any other code means a legacy
-#: server (stdio §Backward Compatibility: "The fallback MUST NOT be keyed to one specific error
-#: code"), mcp_ref's own -31005 too.
-PROBE_REFUSALS = (HeaderMismatchError, MissingRequiredClientCapabilityError)
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset(
@@ -224,22 +217,18 @@ class ClientConnection:
         wait = self.session.default_timeout if timeout is DEFAULT else timeout
         # ``timeout`` bounds connecting: the probe and then ``initialize`` share one deadline
         deadline = None if wait is None else time.monotonic() + wait
-        # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
-        legacy = self.discover(pinned, wait, None if self.http_hooks is not None else probe_timeout)
-        if legacy is not None:
-            from .fallback import initialize_instead
-
-            initialize_instead(self, legacy, era == MODERN, wait, deadline)
-
-    def discover(
-        self, pinned: str | None, timeout: float | None, bounded: float | None
-    ) -> LegacyServer | None:
-        """Speak 2026-07-28 if the server does (:func:`probe`, whose arguments these are): None;
-        else the :class:`LegacyServer` that says why, and nothing changed."""
         try:
-            version, result = probe(self, pinned, timeout, bounded=bounded)
-        except LegacyServer as legacy:
-            return legacy
+            # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
+            self.discover(pinned, wait, None if self.http_hooks is not None else probe_timeout)
+        except MCPRefError as exc:
+            from .fallback import initialize_instead  # raises exc unless it is a LegacyServer
+
+            initialize_instead(self, exc, era == MODERN, wait, deadline)
+
+    def discover(self, pinned: str | None, timeout: float | None, bounded: float | None) -> None:
+        """Speak 2026-07-28 if the server does (:func:`probe`, whose arguments these are); else
+        raise what the probe raised (a handshake-era server: a ``LegacyServer``), nothing changed."""
+        version, result = probe(self, pinned, timeout, bounded=bounded)
 
         def discovered() -> None:
             self.session.protocol_version = version
@@ -254,7 +243,6 @@ class ClientConnection:
 
             self.known_tools = KnownTools(self)
             self.http_hooks.stateless(self.known_tools.input_schema)
-        return None
 
     def initialize(
         self,
@@ -562,21 +550,6 @@ def _plain(method: str, result: dict) -> bool:
     )
 
 
-class LegacyServer(Exception):
-    """The probe found a handshake-era server (internal: the connection falls back to
-    ``initialize``); its argument: the handshake revision the server offered, or None."""
-
-    #: True when the probe went unanswered within its bound (:class:`ProbeUnanswered`).
-    silent = False
-
-
-class ProbeUnanswered(LegacyServer):
-    """No answer to the probe within its bound: a handshake-era server, or a modern one slow to
-    start (internal)."""
-
-    silent = True
-
-
 def probe(
     connection: Connection,
     pinned: str | None,
@@ -586,12 +559,11 @@ def probe(
 ) -> tuple[str, DiscoverResult]:
     """Ask ``server/discover``; return the version to speak and the server's answer.
 
-    Raises :class:`LegacyServer` when the answer says the server is handshake-only:
-    any error that is not a recognized modern one or, with ``bounded`` (stream
-    transports, where no HTTP status drives the fallback: ``Client(probe_timeout=)``,
-    in seconds), no answer within that time.  2026-07-28 basic/transports/stdio §Backward Compatibility:
-    "The fallback MUST NOT be keyed to one specific error code".  A modern error
-    is raised as it is (-32022 is handled here: one retry with a supported version).
+    With ``bounded`` (stream transports, where no HTTP status drives the fallback:
+    ``Client(probe_timeout=)``, in seconds) it waits at most that long.  What any other outcome
+    means is :mod:`mcp_ref.client.fallback`'s to say (loaded then): a handshake-era server
+    (its ``LegacyServer`` raised), or an error raised as it is.  -32022 is retried once, with a
+    version from the error's ``supported`` list.
     """
     version = pinned or MODERN_VERSIONS[0]
     wait = timeout
@@ -603,63 +575,39 @@ def probe(
         try:
             raw = connection.session.request("server/discover", params, timeout=wait)
         except UnsupportedProtocolVersionError as exc:
-            # A modern server that does not speak ``version``: "Use one of the versions in its
-            # advertised supported list. Do not fall back to initialize."
-            from .mrtr import pick_version
+            from .fallback import choose_version
 
-            choice = pick_version(exc.supported, pinned)
-            if choice is None or retried:
-                raise no_common_version(exc.supported, pinned) from None
-            version, retried = choice, True
+            # A modern server that does not speak ``version``: "Use one of the versions in its
+            # advertised supported list. Do not fall back to initialize."  Once.
+            version = choose_version(exc.supported, pinned, retried=retried)
+            retried = True
             continue
-        except McpError as exc:
-            # Over HTTP a 429 Too Many Requests is raised as well: RFC 6585 §4, "the user has sent
-            # too many requests in a given amount of time", says nothing of the era (the HTTP
-            # fallback inspects a 400's body, streamable-http §Backward Compatibility), and an
-            # initialize sent at once would be one request too many.  Try again later.
-            if isinstance(exc, PROBE_REFUSALS) or (
-                isinstance(exc.data, dict) and exc.data.get("httpStatus") == 429
-            ):
-                raise
-            raise LegacyServer(None) from exc
-        except RequestTimeout:
-            if bounded is not None:
-                raise ProbeUnanswered(None) from None
-            raise
+        except (McpError, RequestTimeout) as exc:
+            from .fallback import judge_refusal
+
+            judge_refusal(exc, bounded)
+        try:
+            result: DiscoverResult | None = DiscoverResult.from_wire(raw)
+        except TypeError:
+            result = None
         # Not a DiscoverResult: a server that answers any method it does not know with
         # something; "any other" answer than a modern one identifies a legacy server.
-        try:
-            result = DiscoverResult.from_wire(raw)
-        except TypeError:
-            raise LegacyServer(None) from None
-        if not isinstance(result.supported_versions, list) or not isinstance(
-            result.capabilities, dict
+        if (
+            result is None
+            or not isinstance(result.supported_versions, list)
+            or not isinstance(result.capabilities, dict)
         ):
+            from .fallback import LegacyServer
+
             raise LegacyServer(None)
         # a modern server's answer: InvalidResult if it does not have the shape (its capabilities)
         built(DiscoverResult.from_wire, "server/discover", raw, version)
         offered = [v for v in result.supported_versions if isinstance(v, str)]
         if version in offered:
             return version, result
-        from .mrtr import pick_version
+        from .fallback import choose_version
 
-        choice = pick_version(offered, pinned)
-        if choice is None:
-            raise no_common_version(offered, pinned)
-        return choice, result
-
-
-def no_common_version(offered: list, pinned: str | None) -> Exception:
-    """What a probe raises when the server offers no modern version to speak: :class:`LegacyServer`
-    when it offers a handshake revision we speak (and none is pinned), else
-    :class:`UnsupportedProtocolVersionError`."""
-    handshake = [v for v in SUPPORTED_VERSIONS if v in offered]
-    if handshake and pinned is None:
-        return LegacyServer(handshake[0])
-    return UnsupportedProtocolVersionError(
-        f"the server speaks {', '.join(offered) or 'no listed version'}; "
-        f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
-    )
+        return choose_version(offered, pinned), result
 
 
 def with_envelope(params: dict | None, meta: dict) -> dict:

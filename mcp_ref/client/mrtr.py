@@ -26,9 +26,10 @@ from ..errors import (
     ResponseStreamLost,
     UnsupportedProtocolVersionError,
 )
-from ..lifecycle import MODERN_VERSIONS, MRTR_METHODS
+from ..lifecycle import MRTR_METHODS
 from ..session import RequestContext
 from .answering import HANDLERS
+from .fallback import pick_version
 
 if TYPE_CHECKING:
     from .interfaces import InputCall
@@ -138,14 +139,6 @@ def cancel(call: InputCall, reason: str | None) -> bool:
     # between rounds no request is on the wire: result() raises RequestCancelled before the next
     call.pending.cancel(reason)
     return True
-
-
-def pick_version(offered: list, pinned: str | None) -> str | None:
-    """The modern version to speak, given the versions a server offers: the pinned one if offered,
-    else the newest modern version both sides know; None when there is none."""
-    if pinned is not None:
-        return pinned if pinned in offered else None
-    return next((v for v in MODERN_VERSIONS if v in offered), None)
 
 
 def next_round(call: InputCall, params: dict | None, result: dict) -> dict:
