@@ -216,14 +216,17 @@ class ClientConnection:
             return
         wait = self.session.default_timeout if timeout is DEFAULT else timeout
         # ``timeout`` bounds connecting: the probe and then ``initialize`` share one deadline
-        deadline = None if wait is None else time.monotonic() + wait
+        began = time.monotonic()
         try:
             # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
             self.discover(pinned, wait, None if self.http_hooks is not None else probe_timeout)
+            return
         except MCPRefError as exc:
-            from .fallback import initialize_instead  # raises exc unless it is a LegacyServer
+            found = exc
+        # past the except: the handshake's own errors are not chained to the probe's finding
+        from .fallback import initialize_instead  # raises found unless it is a LegacyServer
 
-            initialize_instead(self, exc, era == MODERN, wait, deadline)
+        initialize_instead(self, found, era == MODERN, wait, began)
 
     def discover(self, pinned: str | None, timeout: float | None, bounded: float | None) -> None:
         """Speak 2026-07-28 if the server does (:func:`probe`, whose arguments these are); else

@@ -119,12 +119,13 @@ def initialize_instead(
     legacy: Exception,
     modern_only: bool,
     wait: float | None,
-    deadline: float | None,
+    began: float,
 ) -> None:
     """``initialize``, after the probe found a handshake-era server (``legacy``, a
     :class:`LegacyServer`, which may name the handshake revision to ask for; any other error the
     probe raised is raised again), within what the probe left of connecting's bound
-    (``deadline``, ``wait`` seconds after connecting began; None: none).  ``modern_only``
+    (``wait`` seconds from ``began``, the ``time.monotonic()`` connecting began at; None: no bound).
+    ``modern_only``
     (``Client(era="modern")``): an McpError instead.
 
     A server that went unanswered within the probe's bound (``legacy.silent``) and then refuses
@@ -145,6 +146,7 @@ def initialize_instead(
     log.debug(
         "server/discover was not answered as a modern server would: falling back to initialize"
     )
+    deadline = None if wait is None else began + wait
     late = RequestTimeout(f"server/discover, initialize: no answer within {wait:g} s")
     timeout = None
     if deadline is not None:  # initialize gets what the probe left of the bound

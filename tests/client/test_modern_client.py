@@ -169,6 +169,17 @@ def test_a_version_the_client_does_not_speak_is_refused_at_once_after_a_silent_p
     assert len(wire.sent("server/discover")) == 1
 
 
+def test_an_error_of_the_fallback_handshake_is_not_chained_to_the_probes_internal_one():
+    """The handshake after the fallback ran while the probe's internal finding (a handshake-era
+    server, never raised to the caller) was being handled, so an error of ``initialize`` came out
+    chained to it: the traceback showed ``ProbeUnanswered`` and "During handling of the above
+    exception, another exception occurred".  Now the handshake's error is raised as it is."""
+    with pytest.raises(UnsupportedProtocolVersionError) as refused:
+        Client.stdio([*SCRIPTED, "silent-old"], timeout=WAIT, stderr="capture", probe_timeout=0.2)
+    assert refused.value.__context__ is None
+    assert refused.value.__cause__ is None
+
+
 #: A server that reads its input and never answers anything (nor the probe, nor initialize).
 SILENT_SERVER = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
 
