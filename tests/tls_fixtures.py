@@ -28,7 +28,7 @@ class Pki:
         self.root = root
         self.key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.certificate = (
             x509.CertificateBuilder()
             .subject_name(subject)
@@ -80,7 +80,7 @@ class Pki:
                 alternatives.append(x509.IPAddress(ipaddress.ip_address(name)))
             except ValueError:
                 alternatives.append(x509.DNSName(name))
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
         certificate = (
             x509.CertificateBuilder()

@@ -94,7 +94,7 @@ _DATE_EXAMPLE = "an RFC 3339 date, e.g. '2027-01-01'"
 def _offset(text: str) -> dt.timezone:
     """The fixed offset of an RFC 3339 ``time-offset`` (``-00:00``, "unknown local offset", is UTC)."""
     if text in "Zz":
-        return dt.timezone.utc
+        return dt.UTC
     hours, minutes = int(text[1:3]), int(text[4:6])
     if minutes > 59:
         raise ValueError(text)

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -63,7 +63,7 @@ def _json(value: Any) -> Any:
 
 def iso_now() -> str:
     """Now as a task's ``lastUpdatedAt`` (UTC, milliseconds, ``Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- rate-limit buckets ---------------------------------------------------------------------------

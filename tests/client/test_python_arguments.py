@@ -27,7 +27,7 @@ SERVER = [sys.executable, str(SERVERS / "python_values_server.py")]
 PARIS_WINTER = dt.timezone(dt.timedelta(hours=1))
 
 
-class Mood(str, enum.Enum):
+class Mood(str, enum.Enum):  # noqa: UP042 -- the (str, Enum) form users still write
     """A string Enum: JSON writes its value."""
 
     OK = "ok"
@@ -99,7 +99,7 @@ def test_a_value_with_no_json_form_is_a_clear_error_and_the_client_keeps_working
     client = connect(SERVER)
     with pytest.raises(ValueError) as refused:
         client.call_tool(
-            "book", {**booking(dt.datetime(2027, 1, 1, tzinfo=dt.timezone.utc)), "slot": object()}
+            "book", {**booking(dt.datetime(2027, 1, 1, tzinfo=dt.UTC)), "slot": object()}
         )
     assert str(refused.value) == (
         "tools/call 'book': cannot be sent as JSON: arguments.slot: "
@@ -108,7 +108,7 @@ def test_a_value_with_no_json_form_is_a_clear_error_and_the_client_keeps_working
     with pytest.raises(ValueError, match=r"arguments\.slot\.seats\[1\]: nan is not a JSON number"):
         client.call_tool("book", {"slot": {"seats": [1, float("nan")]}})
     assert arguments_sent(wire, "book") == []  # nothing was sent
-    when = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
     assert not client.call_tool("book", booking(when)).is_error  # the next call succeeds
 
 
@@ -180,7 +180,7 @@ def test_prompt_arguments_and_completions_are_sent_as_strings(connect, wire):
 @pytest.mark.slow
 def test_an_elicitation_answer_may_hold_dates(connect, wire):
     def answer(request):
-        at = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
+        at = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
         return ElicitResult(action="accept", content={"day": dt.date(2027, 1, 1), "at": at})
 
     client = connect(SERVER, elicitation_handler=answer)
@@ -246,7 +246,7 @@ def test_a_pydantic_model_argument_is_sent_as_its_json_form():
 
     welcome.__annotations__ = {"guest": guest_model, "return": str}
     server.tool()(welcome)
-    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.timezone.utc)
+    arrives = dt.datetime(2027, 1, 1, 9, tzinfo=dt.UTC)
     with Client.in_memory(server) as client:
         result = client.call_tool("welcome", {"guest": guest_model(name="Ada", arrives=arrives)})
     assert result.text == "Ada at 2027-01-01T09:00:00+00:00", result.text

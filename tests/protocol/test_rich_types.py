@@ -33,7 +33,7 @@ MODERN = "2026-07-28"  # an isError result too (server/tools §Error Handling)
 BEFORE = "2025-06-18"  # bad arguments are -32602 before 2025-11-25, an isError result from it on
 
 ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
-WHEN = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
+WHEN = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
 
 
 class Colour(enum.Enum):
@@ -587,7 +587,7 @@ def test_a_warning_about_a_tool_name_off_the_spec_names_the_registering_line():
 # -- dates and times are RFC 3339: a datetime or a time carries its offset (issue 34, item 6) ------------
 
 #: A value the server holds, aware (as ``datetime.now(timezone.utc)`` gives).
-DEADLINE = dt.datetime(2027, 1, 1, 12, tzinfo=dt.timezone.utc)
+DEADLINE = dt.datetime(2027, 1, 1, 12, tzinfo=dt.UTC)
 
 
 def clock_server() -> Server:

@@ -36,7 +36,7 @@ from test_rich_types import BEFORE, LATEST, refused
 
 from mcp_ref import Client, InvalidParams, Server
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 START = dt.datetime(2025, 1, 1, tzinfo=UTC)
 
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from conftest import SERVERS, WAIT
@@ -420,5 +420,5 @@ def test_the_recipe_box_written_for_fastmcp_2(tmp_path):
         ).structured_content
         assert cooked["days_since_update"] == 9
         assert datetime.fromisoformat(cooked["cooked_at"]) == datetime(
-            2026, 2, 24, 7, 0, tzinfo=timezone.utc
+            2026, 2, 24, 7, 0, tzinfo=UTC
         )

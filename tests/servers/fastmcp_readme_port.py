@@ -1,7 +1,7 @@
 # server.py: the shapes of FastMCP's README server (v2), written as a FastMCP user writes them, on mcp_ref.
 # Our own text; each line that had to change is marked "mcp_ref:" (issue 23; tests/server/test_fastmcp_port.py runs it).
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 from uuid import UUID, uuid5
@@ -54,7 +54,7 @@ def place_order(order: Order, unit_price: Decimal) -> Receipt:
     """Place an order; the receipt says what it costs."""
     return Receipt(
         order_id=uuid5(UUID(int=0), order.item),
-        placed_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+        placed_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC),
         total=unit_price * order.quantity,
         order=order,
     )

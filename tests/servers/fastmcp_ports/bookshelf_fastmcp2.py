@@ -5,7 +5,7 @@ before a delete, a resource, a resource template and a prompt.  tests/server/tes
 changes only its import line to mcp_ref's and serves it over stdio.
 """
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
 from fastmcp import Context, FastMCP
@@ -15,7 +15,7 @@ mcp = FastMCP("Bookshelf", instructions="A reading list: add books, rate them, p
 
 Status = Literal["to-read", "reading", "done"]
 #: When every book here was added: a fixed moment, so the answers are the same on every run.
-ADDED_AT = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+ADDED_AT = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 
 class NewBook(BaseModel):

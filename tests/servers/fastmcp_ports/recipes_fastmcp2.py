@@ -6,7 +6,7 @@ stdio.
 """
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from fastmcp import Context, FastMCP
 from pydantic import BaseModel, Field
@@ -35,7 +35,7 @@ class CookedLog(BaseModel):
     days_since_update: int
 
 
-UPDATED = datetime(2026, 2, 14, 18, 0, tzinfo=timezone.utc)
+UPDATED = datetime(2026, 2, 14, 18, 0, tzinfo=UTC)
 RECIPES = {
     "pancakes": Recipe(
         slug="pancakes",

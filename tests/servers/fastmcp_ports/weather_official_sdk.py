@@ -9,7 +9,7 @@ stdio to mcp_ref's client and to the official SDK's.
 
 import base64
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from mcp.server.fastmcp import Context, FastMCP, Image
@@ -28,7 +28,7 @@ BADGE = base64.b64decode(
 STATIONS = {"KSEA": "Seattle", "EGLL": "London Heathrow", "RJTT": "Tokyo Haneda"}
 TEMPERATURES = {"KSEA": 11.5, "EGLL": 9.0, "RJTT": 17.25}
 #: When every reading was taken: fixed, so the answers are the same on every run.
-TAKEN_AT = datetime(2026, 4, 2, 6, 0, tzinfo=timezone.utc)
+TAKEN_AT = datetime(2026, 4, 2, 6, 0, tzinfo=UTC)
 
 
 class Reading(BaseModel):
