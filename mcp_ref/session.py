@@ -476,11 +476,8 @@ class Session:
             raise ConnectionClosed("the connection is closed")
         try:
             data = jsonrpc.serialize(message)
-        except (
-            ValueError,
-            TypeError,
-            RecursionError,
-        ):  # a value JSON cannot carry: converted or refused
+        # a value JSON cannot carry: converted or refused
+        except (ValueError, TypeError, RecursionError):
             from .jsonable import serialize_answering
 
             data = serialize_answering(message, self.name)

@@ -48,6 +48,11 @@ RETRIES: dict[type[Exception], int] = {
 }
 
 
+def retried_as(error: Exception) -> type[Exception]:
+    """The :data:`RETRIES` entry ``error`` counts against (its class, or the class it derives from)."""
+    return next(kind for kind in RETRIES if isinstance(error, kind))
+
+
 def drive(call: InputCall) -> dict:
     """The final result of a call whose first answer was not it: answer ``input_required``
     rounds, retry what :data:`RETRIES` allows; each way on is a new request, with a new id."""
@@ -57,7 +62,7 @@ def drive(call: InputCall) -> dict:
             result = call.pending.result()
         except tuple(RETRIES) as exc:
             call.check_cancelled()  # a cancelled call retries nothing
-            kind = type(exc)
+            kind = retried_as(exc)
             if call.retries.get(kind, 0) >= RETRIES[kind] or not retry(call, exc, params):
                 raise
             call.retries[kind] = call.retries.get(kind, 0) + 1
@@ -113,7 +118,7 @@ def finished(call: InputCall) -> bool:
         answer = call.pending.result()  # it came: at once
     except tuple(RETRIES) as exc:
         # retried as often as it may be (a -32020 only if the tool's headers can be learnt)
-        return call.retries.get(type(exc), 0) >= RETRIES[type(exc)]
+        return call.retries.get(retried_as(exc), 0) >= RETRIES[retried_as(exc)]
     except BaseException:  # an error answer, a timeout: the call's outcome
         return True
     # input_required for a request no server may ask for input in ends it: InvalidResult

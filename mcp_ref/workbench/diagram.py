@@ -239,12 +239,12 @@ def masked(text: str) -> str:
     secret-named option (a server's ``--api-key KEY``).  Masked again, it stays as it is: the
     inspector labels its rows from messages masked already."""
     # the masking module alone (the inspector's package loads nothing else)
-    from ..inspector.masking import MASK, mask_free_text, mask_url_string, secret_key
+    from ..inspector.masking import MASK, mask_free_text, secret_key
 
     key, equals, _value = text.partition("=")
     if equals and re.fullmatch(r"[\w.-]+", key) and secret_key(key):
         return f"{key}={MASK}"
-    text = mask_free_text(mask_url_string(text))
+    text = mask_free_text(text)
     return _OPTION_VALUE.sub(
         lambda m: f"{m.group(1)}{MASK}" if secret_key(m.group(2)) else m.group(0), text
     )

@@ -140,8 +140,9 @@ class Exchange(InlineReply, Transport):
         cancellation of that request", and the server "MUST NOT send any further messages for it"."""
         log.debug("one-request POST %r: %s; cancelled", self.request_id, why)
         self.broken = True
-        if self.connection is not None:
-            self.connection.cancel_incoming(self.request_id)
+        connection = self.connection  # read once: finish() may let it go meanwhile
+        if connection is not None:
+            connection.cancel_incoming(self.request_id)
 
     def read(self) -> bytes | None:
         """Never called: the WSGI application feeds the exchange."""
