@@ -501,7 +501,7 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
     writes them out (:func:`sendable_params`); one that still cannot be encoded (an object of no
     known kind, a NaN) raises ValueError to its sender naming the method (and tool) and the place
     (``tools/call 'book': cannot be sent as JSON: arguments.when: ...``); nothing invalid is ever
-    written.  (Any other message gives its bytes too, the slow way.)
+    written.
     """
     if isinstance(message, list):
         return serialize_items([_encodable(m, name) for m in message])
@@ -510,8 +510,8 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
         # in place, so a transport reads what the body carries (Mcp-Param-* headers)
         message.params = sendable_params(message.method, message.params)
         return serialize(message)
-    # (an answer: serialize() raised AttributeError for anything but the four messages)
-    return serialize(_encodable(message, name))  # an error's data no JSON can carry too
+    # an answer: its result, or its error's data, made an Internal error when JSON cannot carry it
+    return serialize(_encodable(message, name))
 
 
 def _encodable(message: Message, name: str) -> Message:
