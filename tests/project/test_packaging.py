@@ -75,10 +75,11 @@ def test_the_metadata_says_what_it_is(wheel):
     for line in (
         "License :: OSI Approved :: MIT License",
         "Typing :: Typed",
-        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
         "Development Status ::",
     ):
         assert f"Classifier: {line}" in text
+    assert "Requires-Python: >=3.11" in text  # the masking's expressions need 3.11
     assert "Project-URL: Specification, https://modelcontextprotocol.io/specification" in text
 
 
