@@ -22,9 +22,9 @@ a principal, a ``Context`` or a 2026-07-28 handler's ask.
   run)`` around running a tool (:func:`intercept`).
 * :class:`RequestState` — what the server keeps per request on ``RequestContext.role_state``
   (the 2026-07-28 MRTR answers, what extensions keep about it).
-* **What extensions add** — :func:`hooks_of`, :func:`declare`, :func:`methods_of`: a server's
-  extensions' hooks, capabilities and methods, gathered when the server asks; and
-  :func:`tell_ended`, each one told that a connection ended for good.
+* **What extensions add** — :func:`hooks_of`, :func:`declare`, :func:`methods_of` (kept by
+  :func:`extension_method`): a server's extensions' hooks, capabilities and methods, gathered when
+  the server asks; and :func:`tell_ended`, each one told that a connection ended for good.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import RESOURCE_NOT_FOUND, InvalidParams, McpError
-from ..lifecycle import MODERN_VERSIONS
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .principal import Principal
 
 if TYPE_CHECKING:
@@ -542,3 +542,21 @@ def methods_of(extensions: list, version: str | None) -> dict[str, Handler]:
     """The request methods ``extensions`` answer at ``version``, and their handlers (the first
     added wins a method two give)."""
     return dict(ChainMap(*(extension.methods(version) for extension in extensions)))
+
+
+def extension_method(
+    cache: dict[str | None, dict[str, Handler]], extensions: list, method: str, version: str | None
+) -> Handler | None:
+    """``Server.extension_method``: the handler ``extensions`` give ``method`` at ``version``, their
+    methods at each version kept in ``cache`` (the server's, replaced when an extension is added).
+
+    The server reads its cache before its extensions (``add_extension`` replaces them in the other
+    order): what is built from a list an extension was added to meanwhile goes into the cache that
+    ``add_extension`` threw away, never into the new one."""
+    methods = cache.get(version)
+    if methods is None:
+        methods = methods_of(extensions, version)
+        # bounded: the version is a peer's
+        if len(cache) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):
+            cache[version] = methods
+    return methods.get(method)

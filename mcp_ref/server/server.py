@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .. import lifecycle
-from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .connection import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, ServerConnection
 from .tools import RegisteredTool, build_tool, replacing
 
@@ -616,7 +615,7 @@ class Server:
             self.request_hooks, self.tool_call_hooks, self._context_attributes = hooks_of(
                 extensions
             )
-            # The list first, then a new cache: see extension_method.
+            # The list first, then a new cache: see seams.extension_method.
             self._extensions = extensions
             self._methods = {}
         return extension
@@ -633,19 +632,10 @@ class Server:
 
     def extension_method(self, method: str, version: str | None) -> Handler | None:
         """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""
-        # The cache read before the extensions (add_extension replaces them in the other order):
-        # what is built from a list an extension was added to meanwhile goes into the cache that
-        # add_extension threw away, never into the new one.
-        cache = self._methods
-        methods = cache.get(version)
-        if methods is None:
-            from .seams import methods_of
+        from .seams import extension_method  # asked only for a method the protocol has not
 
-            methods = methods_of(self._extensions, version)
-            # bounded: the version is a peer's
-            if len(cache) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):
-                cache[version] = methods
-        return methods.get(method)
+        # the cache read before the extensions: see seams.extension_method
+        return extension_method(self._methods, self._extensions, method, version)
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
         """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
