@@ -638,14 +638,11 @@ class Server:
         return extension_method(self._methods, self._extensions, method, version)
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
-        """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
-        attribute = self._context_attributes.get(name)
-        # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
-        if attribute is None:
-            from .shorthand import CONTEXT_DEFAULTS
+        """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context`` (else
+        ``ctx.start_task``, ``ctx.in_task`` of a server without tasks: the shorthand's), or None."""
+        from .shorthand import context_attribute
 
-            attribute = CONTEXT_DEFAULTS.get(name)
-        return attribute
+        return context_attribute(self._context_attributes, name)
 
     # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
 

@@ -203,3 +203,12 @@ CONTEXT_DEFAULTS: dict[str, Callable[[Any], Any]] = {
     "start_task": _plain_call,
     "in_task": lambda ctx: False,
 }
+
+
+def context_attribute(
+    attributes: dict[str, Callable[[Any], Any]], name: str
+) -> Callable[[Any], Any] | None:
+    """``Server.context_attribute``: what gives ``ctx.<name>``: the extensions' (``attributes``),
+    else the :data:`CONTEXT_DEFAULTS`, else None."""
+    attribute = attributes.get(name)
+    return CONTEXT_DEFAULTS.get(name) if attribute is None else attribute
