@@ -140,7 +140,7 @@ def initialize_instead(
             f"the server does not speak {client.pinned_version or 'a modern revision'}: it did not "
             f"answer server/discover as a 2026-07-28 server does "
             f"({legacy.__cause__ or 'a handshake-era server?'})"
-        ) from None
+        ) from legacy.__cause__  # the server's own answer (an HTTP 401 the CLI reads), if any
     if legacy.args[0] is not None:
         client.requested_version = legacy.args[0]
     log.debug(
