@@ -24,8 +24,13 @@ def print_json(value: Any) -> None:
 
 
 def to_stderr(text: str) -> None:
-    """Print a line for the user on stderr (what the command says, not what it answers), flushed."""
-    print(text, file=sys.stderr, flush=True)
+    """Print a line for the user on stderr (what the command says, not what it answers), flushed.
+
+    One write, the line with its end: a server's stderr line relayed from the reading thread is
+    never split by a line the main thread writes meanwhile (``--trace``), as print()'s two writes
+    could be."""
+    sys.stderr.write(f"{text}\n")
+    sys.stderr.flush()
 
 
 def number(value: Any) -> str:

@@ -1252,3 +1252,26 @@ def test_a_diagram_that_cannot_be_written_fails_a_verb_that_went_well(tmp_path):
     proc = cli("tools", TARGET, "--diagram", str(tmp_path / "missing" / "d.md"))
     assert proc.returncode == 2
     assert "cannot write the diagram" in proc.stderr
+
+
+def test_a_line_for_the_user_is_one_write_so_a_relayed_server_line_is_never_split(monkeypatch):
+    """A server's stderr line, relayed by its reading thread, was print()ed: the text and its line
+    end were two writes, and a ``--trace`` line the main thread wrote between them ran on the same
+    line (the trace's JSON could not be read back).  Now the line and its end are one write."""
+    from mcp_ref.workbench.cli_output import to_stderr
+
+    class Writes:
+        def __init__(self):
+            self.calls: list[str] = []
+
+        def write(self, text: str) -> int:
+            self.calls.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    stderr = Writes()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    to_stderr("server says hello")
+    assert stderr.calls == ["server says hello\n"]
