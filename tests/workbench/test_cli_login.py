@@ -5,6 +5,7 @@ is one line and exit code 7; ``--trace`` shows the flow with every secret masked
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -126,6 +127,20 @@ def test_trace_shows_the_flow_with_secrets_masked(protected_demo, env):
     assert not re.search(r"[?&]code=(?!••••••)", proc.stderr)
 
 
+@contextlib.contextmanager
+def serving(app):
+    """A WsgiServer of ``app`` on 127.0.0.1 (port 0), serving on a thread while the block runs."""
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_the_login_trace_masks_a_url_s_userinfo_and_a_client_secret():
     """The login's ``--trace`` had rules of its own, narrower than the inspector's: a URL's userinfo
     (``https://ann:s3cret@host/``) was shown, and only keys of one exact spelling were hidden (an
@@ -144,18 +159,11 @@ def test_the_login_trace_masks_a_url_s_userinfo_and_a_client_secret():
         )
         return [json.dumps(answer).encode()]
 
-    httpd = WsgiServer(("127.0.0.1", 0), authorization_server)
-    threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    ).start()
     trace = io.StringIO()
-    try:
+    with serving(authorization_server) as httpd:
         url = httpd.url.replace("http://", "http://ann:s3cret@") + "/token?api_key=K3Y"
         form = {"grant_type": "client_credentials", "client_secret": "SEKRIT-3"}
         traced_http(trace).post(url, data=form, timeout=WAIT, allow_redirects=False)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     for secret in ("s3cret", "K3Y", "SEKRIT", "pa55", "C0DE"):
         assert secret not in trace.getvalue(), trace.getvalue()
     sent, received = trace.getvalue().splitlines()
@@ -182,17 +190,10 @@ def test_the_login_trace_masks_an_authorization_code_sent_or_answered_as_json():
         start_response("400 Bad Request", [("Content-Type", "application/json")])
         return [json.dumps(answer).encode()]
 
-    httpd = WsgiServer(("127.0.0.1", 0), authorization_server)
-    threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    ).start()
     trace = io.StringIO()
-    try:
+    with serving(authorization_server) as httpd:
         sent = {"grant_type": "authorization_code", "code": "C0DE-1", "code_verifier": "V3R"}
         traced_http(trace).post(httpd.url + "/token", json=sent, timeout=WAIT)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert trace.getvalue().splitlines() == [
         f"http> POST {httpd.url}/token"
         f' {{"grant_type": "authorization_code", "code": "{MASK}", "code_verifier": "{MASK}"}}',
