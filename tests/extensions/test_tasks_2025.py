@@ -590,12 +590,15 @@ def test_an_in_memory_connections_tasks_are_cancelled_when_it_ends(ended_by):
     try:
         ids = [create(client, "until_stopped")["taskId"], create(client, "forever")["taskId"]]
         assert started.wait(WAIT)
+        [connection] = server.connections()
         if ended_by == "the server (connection.close)":
-            [connection] = server.connections()
             connection.close()  # the client sees the end of its input
         else:
             client.close()
         assert stopped.wait(WAIT)  # its handler was told to stop
+        # The extensions are told before the connection counts as closed; the tasks are cancelled
+        # one by one, so the first handler's stop does not mean the second record is cancelled yet.
+        assert connection.session.wait_closed(WAIT)
     finally:
         client.close()
     for task_id in ids:
