@@ -69,7 +69,10 @@ class Channel(Protocol):
 
 
 class Dispatcher(Protocol):
-    """The role (server or client) that gives methods their meaning."""
+    """The role (server or client) that gives methods their meaning.  A
+    :class:`~mcp_ref.session.Session` calls all three methods, so each is required, ``ended`` too
+    (what it raises is logged; a missing one is the reader thread's error; the connection ends and
+    ``closed`` is set all the same)."""
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict: ...
 

@@ -651,19 +651,20 @@ class Session:
         # and reply, for ENDING_GRACE at most.
         with self._lock:
             self._input_ended = True
-        self._fail_pending("the connection ended")
-        self._end_all_deferred()
-        if self._pool is not None and not self._pool.drain(ENDING_GRACE):
-            from .cancellation import cancel_at_end_of_input
+        try:
+            self._fail_pending("the connection ended")
+            self._end_all_deferred()
+            if self._pool is not None and not self._pool.drain(ENDING_GRACE):
+                from .cancellation import cancel_at_end_of_input
 
-            cancel_at_end_of_input(self._pool, list(self._incoming.values()))
-        self._end_callbacks(wait=True)
-        self._close_transport()
-        with self._lock:
-            self._closing = True
-        # what it raises is logged: the connection has ended all the same
-        run_logged(self.dispatcher.ended, ())
-        vars(self).setdefault("_closed", ENDED).set()
+                cancel_at_end_of_input(self._pool, list(self._incoming.values()))
+            self._end_callbacks(wait=True)
+            self._close_transport()
+            self._closing = True  # (no lock: send_request refuses already, as _input_ended)
+            # what it raises is logged: the connection has ended all the same
+            run_logged(self.dispatcher.ended, ())
+        finally:  # whatever a step raised (a dispatcher without ended()): no one waits for ever
+            vars(self).setdefault("_closed", ENDED).set()
 
     def receive(self, data: bytes) -> None:
         """Handle one transport message (a message or a batch), on the reader thread."""

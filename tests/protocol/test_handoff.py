@@ -396,3 +396,48 @@ def test_a_dispatcher_whose_end_hook_raises_still_ends_its_connection(caplog):
     with caplog.at_level(logging.ERROR, logger="mcp_ref"):
         close_both(client, server)
     assert "the end hook failed" in caplog.text
+
+
+class NoEndHook:
+    """A dispatcher without ``ended()``, which the Dispatcher protocol requires."""
+
+    def handle_request(self, context, method, params):
+        return {}
+
+    def handle_notification(self, method, params):
+        pass
+
+
+class ExitingEndHook(Role):
+    """A dispatcher whose ``ended()`` calls ``sys.exit()``: no Exception, so the hook's guard lets it out."""
+
+    def ended(self):
+        sys.exit(3)
+
+
+@pytest.mark.parametrize(
+    "role, raised",
+    [(NoEndHook, AttributeError), (ExitingEndHook, SystemExit)],
+    ids=["no ended()", "ended() exits"],
+)
+def test_the_end_of_input_sets_closed_whatever_the_dispatchers_end_hook_raises(
+    role, raised, monkeypatch
+):
+    """The reader's end set ``closed`` only after ``ended()`` returned: a dispatcher without the
+    hook (AttributeError) or whose hook raised what is no Exception (``sys.exit()``) left ``closed``
+    unset, so ``wait_closed()`` (and a stdio server, which waits for it to exit) waited for ever.
+    Now ``closed`` is set whatever the hook does; what it raised is the reader thread's error."""
+    errors = []
+    reported = threading.Event()
+
+    def excepthook(args):
+        errors.append(args.exc_type)
+        reported.set()
+
+    monkeypatch.setattr(threading, "excepthook", excepthook)
+    client, server, _ = pair(role())
+    client.close()  # the server's input ends
+    assert server.wait_closed(WAIT)
+    assert reported.wait(WAIT)
+    assert errors == [raised]
+    close_both(client, server)
