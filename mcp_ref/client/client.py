@@ -23,6 +23,7 @@ and methods standing for this package's own (``approve=``, ``task=`` ...) are th
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -75,6 +76,8 @@ DEFAULT_MAX_PAGES = 1000
 DEFAULT_MAX_ITEMS = 100_000
 #: ``Client(cache_size=)``'s default: :data:`mcp_ref.client.cache.DEFAULT_MAX_ENTRIES` (likewise).
 DEFAULT_CACHE_SIZE = 256
+#: How long ``Client.close()`` waits for the connection's end: its own handlers to return.
+CLOSE_WAIT = 5.0
 
 SamplingHandler = Callable[["CreateMessageParams"], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[["ElicitParams"], "ElicitResult | dict"]
@@ -420,10 +423,18 @@ class Client:
         return self._answer.instructions
 
     def close(self) -> None:
-        """End the connection (for stdio: stop the server process). Idempotent."""
+        """End the connection (for stdio: stop the server process). Idempotent.  It waits
+        :data:`CLOSE_WAIT` seconds at most for the client's own handlers (sampling, elicitation,
+        roots) to return; a handler that ignores its cancellation longer is left running, with a
+        warning (a thread cannot be stopped from outside)."""
         self.connection.stop_feed()
         self.session.close()
-        self.session.wait_closed(5.0)
+        if not self.session.wait_closed(CLOSE_WAIT):
+            logging.getLogger(__name__).warning(
+                "%s: closed without waiting longer: a handler of this client still runs after %s s",
+                self.session.name,
+                CLOSE_WAIT,
+            )
         self._after_close()
 
     def _after_close(self):  # type: () -> None

@@ -885,3 +885,35 @@ def test_cancelling_a_call_cancels_what_its_handler_asked_the_client(wire):
     }
     # the cancelled call got no answer (cancellation: "Not send a response for the cancelled request")
     assert not [m for m in wire.received() if m.get("id") == call.request_id and "method" not in m]
+
+
+def test_close_warns_when_a_handler_of_the_client_ignores_its_cancellation(monkeypatch, caplog):
+    """``close()`` waits a bounded time for the client's own handlers.  Was: when an elicitation
+    handler ignored its cancellation past that wait, ``close()`` returned in silence, the handler's
+    thread still running; now it says so in a warning (and still returns)."""
+    from mcp_ref.client import client as client_module
+
+    monkeypatch.setattr(client_module, "CLOSE_WAIT", 0.05)  # the handler below outlasts any wait
+    server = Server("asks")
+    asked, release = threading.Event(), threading.Event()
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks the user."""
+        return ctx.elicit("name?", {"type": "object", "properties": {}}).action
+
+    def answer(params):
+        asked.set()
+        release.wait(WAIT)  # deaf to its cancellation
+        return {"action": "accept", "content": {}}
+
+    client = Client.in_memory(server, era="handshake", elicitation_handler=answer, timeout=WAIT)
+    try:
+        client.start_tool_call("ask")
+        assert asked.wait(WAIT)
+        with caplog.at_level("WARNING", logger="mcp_ref.client.client"):
+            client.close()
+        assert "a handler of this client still runs" in caplog.text
+    finally:
+        release.set()
+    assert client.session.wait_closed(WAIT)  # the handler returned: the connection ended

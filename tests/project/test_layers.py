@@ -280,8 +280,10 @@ PLAIN_MAX_MODULES = 16  # target 16 (met)
 # client's extensions are told when its connection ends, as a server's are (+22).  Then an
 # extension's request methods are looked up by seams.py and a task-less Context's fallbacks by
 # shorthand.py, each loaded at its first use (-66); the fallback handshake runs outside the
-# probe's exception handler, its deadline worked out in fallback.py (-4).
-PLAIN_MAX_TOKENS = 28_808
+# probe's exception handler, its deadline worked out in fallback.py (-4).  A session's end sets
+# ``closed`` whatever its dispatcher's end hook raises (-1, session.py), and a client's close()
+# that stops waiting for a handler deaf to its cancellation says so in a warning (+27, client.py).
+PLAIN_MAX_TOKENS = 28_834
 PLAIN_MAX_MENTIONS = 12  # target 30 (met)
 PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
@@ -344,7 +346,7 @@ def run_plain(tmp: Path, client_script: str) -> tuple[str, dict[str, dict]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "run, max_modules, max_tokens",
-    [("server-handshake", 13, 23_444), ("server-modern", 13, 23_444), ("client", 20, 18_924)],
+    [("server-handshake", 13, 23_444), ("server-modern", 13, 23_444), ("client", 20, 18_950)],
 )
 def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     plain_runs, run, max_modules, max_tokens
