@@ -278,10 +278,11 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S*")
 
 #: A URL inside longer text (a log line, an error message): a scheme, read from the start of its
 #: run of scheme characters and once (possessive: a long run is not read again from each of its
-#: characters), then ``://`` and what follows up to a space, a quote or an angle bracket, less
-#: the punctuation that may end a sentence.
+#: characters), past the digits, dots, ``+`` and ``-`` before its first letter (kept: ``1.https://``
+#: is ``1.`` then a URL), then ``://`` and what follows up to a space, a quote or an angle
+#: bracket, less the punctuation that may end a sentence.
 _URL_IN_TEXT = re.compile(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>`]*[^\s\"'<>`.,;:!?)\]}]"
+    r"(?<![A-Za-z0-9+.-])([0-9+.-]*+)([A-Za-z][A-Za-z0-9+.-]*+://[^\s\"'<>`]*[^\s\"'<>`.,;:!?)\]}])"
 )
 
 
@@ -290,7 +291,9 @@ def mask_url_string(text: str) -> str:
     (``see https://u:p@h/x?access_token=...``); as it is when it holds none."""
     if _URL.fullmatch(text):
         text = mask_url(text)
-    return _URL_IN_TEXT.sub(lambda url: mask_url(url.group()), text) if "://" in text else text
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda url: url.group(1) + mask_url(url.group(2)), text)
 
 
 #: A credential in free text: a scheme word, then a token68 of 8 characters or more that is not a

@@ -344,6 +344,19 @@ def test_a_url_inside_longer_text_loses_its_userinfo_and_secret_query_values():
     assert mask_free_text("docs at https://h/x?page=2.") == "docs at https://h/x?page=2."
 
 
+@pytest.mark.parametrize("before", ["1.", "9", "-", "+", "2.0-"])
+def test_a_url_right_after_a_digit_a_dot_a_plus_or_a_dash_loses_its_secrets(before):
+    """A URL written right after a digit, ``.``, ``+`` or ``-`` (a numbered list's
+    ``1.https://...``) was read as no URL: in a JSON string its userinfo and its query's secrets
+    were shown, in free text its ``?code=``.  It is masked as any URL is now, what comes before it
+    kept."""
+    url = "https://u:p@h/cb?access_token=abc&code=xyz"
+    shown = f"https://{MASK}@h/cb?access_token={MASK}&code={MASK}"
+    assert mask_json({"m": f"see {before}{url}"}) == {"m": f"see {before}{shown}"}
+    assert mask_json([f"{before}{url}"]) == [f"{before}{shown}"]
+    assert mask_free_text(f"see {before}{url}") == f"see {before}{shown}"
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
@@ -395,6 +408,7 @@ MEGABYTE_SHAPES = {
     "escaped quotes": '"\\' * 500_000,
     "dotted words": "a." * 500_000,
     "dashed words": "a-" * 500_000,
+    "words after a digit": "1.a" * 330_000,
     "quoted keys before objects": "'a': {" * 170_000,
     "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
