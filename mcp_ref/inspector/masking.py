@@ -28,7 +28,8 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a quoted secret key's string,
   array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
   ``{'api_key': '...'}``), ``client_secret=...`` with its value bare or quoted
-  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), a URL masked as a URL is (its userinfo, ``?code=``).
+  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), ``code=...`` after ``?`` or ``&`` (an access log's
+  ``GET /callback?code=...``), a URL masked as a URL is (its userinfo, ``?code=``).
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -373,8 +374,11 @@ def _masked_escaped(pair: re.Match) -> str:
 
 
 def _masked_pair(pair: re.Match) -> str:
-    """A ``key=value`` with the value masked when the key names a secret (its quotes kept)."""
-    if not secret_key(pair.group(1)):
+    """A ``key=value`` with the value masked when the key names a secret (its quotes kept), or is
+    ``code`` in a query or a form (after ``?``, ``&`` or ``#``: an access log's ``GET
+    /callback?code=...``); as it is when masked already (a URL's ``code=••••••#token=••••••``)."""
+    in_query = pair.string[pair.start() - 1 : pair.start()] in ("?", "&", "#")
+    if pair.group(2).startswith(MASK) or not secret_key(pair.group(1), form=in_query):
         return pair.group(0)
     quote = pair.group(2)[0] if pair.group(2)[0] in "\"'" else ""
     return f"{pair.group(1)}={quote}{MASK}{quote}"

@@ -357,6 +357,20 @@ def test_a_url_right_after_a_digit_a_dot_a_plus_or_a_dash_loses_its_secrets(befo
     assert mask_free_text(f"see {before}{url}") == f"see {before}{shown}"
 
 
+def test_an_authorization_code_in_a_query_without_a_host_is_masked_in_free_text():
+    """An access log's request line (``"GET /callback?code=... HTTP/1.1" 200``: a server's own
+    OAuth callback, logged to stderr) and a token request's body in a log line showed the
+    authorization code: ``code`` was masked in a URL only.  After ``?``, ``&`` or ``#`` it is
+    masked now; ``exit code=1`` stays."""
+    line = '127.0.0.1 - "GET /callback?code=abc&state=s HTTP/1.1" 200; exit code=1'
+    shown = f'127.0.0.1 - "GET /callback?code={MASK}&state=s HTTP/1.1" 200; exit code=1'
+    assert mask_free_text(line) == shown
+    body = "sent grant_type=authorization_code&code=abc&code_verifier=v"
+    assert mask_free_text(body) == (
+        f"sent grant_type=authorization_code&code={MASK}&code_verifier={MASK}"
+    )
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
