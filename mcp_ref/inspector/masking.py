@@ -25,8 +25,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
 - SSE data and other text: as JSON when it parses (at any depth: JSON nested deeper than the
   session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
-  what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a quoted secret key's string,
-  array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
+  what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a secret header's line
+  (``Authorization: token xyz``, ``X-Api-Key: xyz``, ``Cookie: sid=...``), a quoted secret key's
+  string, array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
   ``{'api_key': '...'}``), ``client_secret=...`` with its value bare or quoted
   (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), ``code=...`` after ``?`` or ``&`` (an access log's
   ``GET /callback?code=...``), a URL masked as a URL is (its userinfo, ``?code=``).
@@ -309,6 +310,14 @@ _CREDENTIAL = re.compile(
 #: word's start, each word of a long line of ``a.a.a.`` was read to the end of the line (time
 #: growing with the square of its length), and bounded, a longer scheme's userinfo was shown.
 _USERINFO = re.compile(r"(://)[^\s/?#@]++@")
+#: A secret header written as an HTTP message's line in text (``curl -v``'s ``> Authorization:
+#: token ghp_...``, ``http.client``'s ``send: b'...\r\nX-Api-Key: k\r\n'``): its value, to the
+#: line's end, a backslash (an escaped line break, after which a name starts too), a quote or a
+#: ``<``, masked as :func:`mask_header` masks it (a scheme word or a cookie's name kept).
+_HEADER_IN_TEXT = re.compile(
+    r"(?:(?<![\w-])|(?<=\\n))(?i:(" + "|".join(sorted(SECRET_HEADERS)) + r"))"
+    r"(:[ \t]*+[\"']?)([^\r\n\\\"'<]+)"
+)
 #: The end of a text cut short (:func:`mask_free_text`) that may be a secret the cut split: a
 #: credential's start after its scheme word (a token68, RFC 7235 §2.1: ``/`` is one of its
 #: characters), or what follows a URL's ``//`` (its userinfo's start).
@@ -348,8 +357,9 @@ _ESCAPED_PAIR = re.compile(r'(\\")([^"\\]{1,256})(\\"\s*:\s*\\")((?:[^"\\]|\\[^"
 def mask_free_text(text: str, cut_short: bool = False) -> str:
     """Text of no known shape (a server's stderr line, a body that is neither JSON nor a form),
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
-    quoted secret key's value (``"access_token": "..."``; an array or an object to its closing
-    bracket, or to the end of text cut short), a ``key=value`` of a secret key, a URL as
+    secret header's value to its line's end (``X-Api-Key: xyz``), a quoted secret key's value
+    (``"access_token": "..."``; an array or an object to its closing bracket, or to the end of
+    text cut short), a ``key=value`` of a secret key (and ``code`` in a query), a URL as
     :func:`mask_url` masks one (an error naming the target URL), and a secret's string value in
     JSON written inside another string (``\\"password\\": \\"...\\"``).
 
@@ -358,6 +368,7 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     cut split, too short to read as one: after a scheme word (``Bearer ey``) or a URL's ``//``
     (``https://user:pa``) it is masked to the end."""
     text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", mask_url_string(text))
+    text = _HEADER_IN_TEXT.sub(lambda m: m[1] + m[2] + mask_header(m[1], m[3]), text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if cut_short:
         text = _CUT_SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)

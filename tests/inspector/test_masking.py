@@ -371,6 +371,27 @@ def test_an_authorization_code_in_a_query_without_a_host_is_masked_in_free_text(
     )
 
 
+def test_a_secret_header_written_in_text_loses_its_value_whatever_its_scheme():
+    """A header line in a server's output (``curl -v``, ``http.client``'s debug ``send: b'...'``)
+    showed what no scheme word named or what read as no token: ``Authorization: token ghp_...``,
+    a short or lower-case bearer token, ``X-Api-Key``, a cookie.  A secret header's value is
+    masked to the line's end now, as a header's is, its scheme word or its cookies' names kept."""
+    lines = {
+        "> Authorization: token ghp_1": f"> Authorization: token {MASK}",
+        "authorization: Bearer abc123": f"authorization: Bearer {MASK}",
+        "-H 'Proxy-Authorization: Basic secretpass'": f"-H 'Proxy-Authorization: Basic {MASK}'",
+        "send: b'GET / HTTP/1.1\\r\\nX-Api-Key: k-1\\r\\nCookie: sid=s-1; lang=en\\r\\n'": (
+            f"send: b'GET / HTTP/1.1\\r\\nX-Api-Key: {MASK}\\r\\nCookie: sid={MASK}; "
+            f"lang={MASK}\\r\\n'"
+        ),
+        "<p>Set-Cookie: sid=s-1; Path=/</p>": f"<p>Set-Cookie: sid={MASK}; Path=/</p>",
+        "Accept: */*, My-Cookie-Jar: full": "Accept: */*, My-Cookie-Jar: full",
+    }
+    for line, shown in lines.items():
+        assert mask_free_text(line) == shown
+        assert mask_free_text(shown) == shown  # masked again, it stays
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
@@ -423,6 +444,7 @@ MEGABYTE_SHAPES = {
     "dotted words": "a." * 500_000,
     "dashed words": "a-" * 500_000,
     "words after a digit": "1.a" * 330_000,
+    "secret headers without a value": "Cookie:\\n" * 125_000,
     "quoted keys before objects": "'a': {" * 170_000,
     "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
