@@ -309,7 +309,8 @@ _CREDENTIAL = re.compile(
 #: after a scheme of any length (RFC 3986 §3.1 sets none).  The scheme is not read: read from each
 #: word's start, each word of a long line of ``a.a.a.`` was read to the end of the line (time
 #: growing with the square of its length), and bounded, a longer scheme's userinfo was shown.
-_USERINFO = re.compile(r"(://)[^\s/?#@]++@")
+#: Its slashes may be escaped, as JSON may write them (PHP's ``json_encode``: ``"https:\/\/..."``).
+_USERINFO = re.compile(r"(:\\?/\\?/)[^\s/?#@]++@")
 #: A secret header written as an HTTP message's line in text (``curl -v``'s ``> Authorization:
 #: token ghp_...``, ``http.client``'s ``send: b'...\r\nX-Api-Key: k\r\n'``): its value, to the
 #: line's end, a backslash (an escaped line break, after which a name starts too), a quote or a
@@ -321,7 +322,9 @@ _HEADER_IN_TEXT = re.compile(
 #: The end of a text cut short (:func:`mask_free_text`) that may be a secret the cut split: a
 #: credential's start after its scheme word (a token68, RFC 7235 §2.1: ``/`` is one of its
 #: characters), or what follows a URL's ``//`` (its userinfo's start).
-_CUT_SECRET = re.compile(r"(\b(?i:Bearer|DPoP|Basic)\s+)[A-Za-z0-9._~+/=-]+\Z|(://)[^\s/?#@]+\Z")
+_CUT_SECRET = re.compile(
+    r"(\b(?i:Bearer|DPoP|Basic)\s+)[A-Za-z0-9._~+/=-]+\Z|(:\\?/\\?/)[^\s/?#@]+\Z"
+)
 #: A quoted key (any JSON string, escaped, of any length; or a Python repr's single-quoted one,
 #: ``{'api_key': '...'}``) and its colon, before a value that may be a secret: a string, an array
 #: or an object (a number, a boolean or null never is).
@@ -367,7 +370,7 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     takes time as the text's length does).  Its last word may then be the start of a secret the
     cut split, too short to read as one: after a scheme word (``Bearer ey``) or a URL's ``//``
     (``https://user:pa``) it is masked to the end."""
-    text = _USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", mask_url_string(text))
+    text = mask_url_string(_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text))
     text = _HEADER_IN_TEXT.sub(lambda m: m[1] + m[2] + mask_header(m[1], m[3]), text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if cut_short:

@@ -392,6 +392,17 @@ def test_a_secret_header_written_in_text_loses_its_value_whatever_its_scheme():
         assert mask_free_text(shown) == shown  # masked again, it stays
 
 
+def test_a_url_s_userinfo_is_masked_when_json_escapes_its_slashes():
+    """A JSON log line whose encoder escapes ``/`` (PHP's ``json_encode``) writes a URL
+    ``mysql:\\/\\/app:pw@db``: its password was shown, ``://`` being what a userinfo was read
+    after.  It is masked now, its slashes left as written, in a text cut short too."""
+    line = '{"DATABASE_URL":"mysql:\\/\\/app:pw@db\\/app","cb":"https:\\/\\/h\\/cb?code=abc"}'
+    assert mask_free_text(line) == (
+        f'{{"DATABASE_URL":"mysql:\\/\\/{MASK}@db\\/app","cb":"https:\\/\\/h\\/cb?code={MASK}"}}'
+    )
+    assert mask_free_text("to mysql:\\/\\/app:p", cut_short=True) == f"to mysql:\\/\\/{MASK}"
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
@@ -450,6 +461,7 @@ MEGABYTE_SHAPES = {
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
     "a key of each quote, unclosed": '"' + "a'" * 500_000,
     "urls without end": "a://b:" * 170_000,
+    "escaped urls without end": "a:\\/\\/b:" * 120_000,
     "urls with secrets": "see https://u:p@h/x?token=a&b=c " * 30_000,
     "escaped pairs": '\\"a\\":\\"' * 125_000,
     "an escaped secret never closed": '\\"password\\":\\"' + "x" * 1_000_000,
