@@ -28,9 +28,10 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   what reads as a secret (:func:`mask_free_text`): ``Bearer xyz``, a secret header's line
   (``Authorization: token xyz``, ``X-Api-Key: xyz``, ``Cookie: sid=...``), a quoted secret key's
   string, array or object (``"access_token": "..."``, ``"api_key": [...]``, a Python dict's
-  ``{'api_key': '...'}``), ``client_secret=...`` with its value bare or quoted
-  (``API_KEY='...'``, ``GITHUB_TOKEN="..."``), ``code=...`` after ``?`` or ``&`` (an access log's
-  ``GET /callback?code=...``), a URL masked as a URL is (its userinfo, ``?code=``).
+  ``{'api_key': '...'}``), an unquoted one's string (Node's ``{ access_token: '...' }``),
+  ``client_secret=...`` with its value bare or quoted (``API_KEY='...'``, ``GITHUB_TOKEN="..."``),
+  ``code=...`` after ``?`` or ``&`` (an access log's ``GET /callback?code=...``), a URL masked as
+  a URL is (its userinfo, ``?code=``).
 
 JSON numbers and booleans are never secrets (a JSON-RPC error's ``code`` stays).  Masking never
 raises.
@@ -336,6 +337,9 @@ _CUT_SECRET = re.compile(
 #: 300 characters ending in ``_password`` is a secret's).
 _QUOTED_KEY = re.compile(r"""(?<!\\)(["'])((?:(?!\1)[^\\]|\\.)*+)\1(\s*:\s*)(?=["'\[{])""")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+#: A key left unquoted, as Node writes an object (``console.error(tokens)``: ``{ access_token:
+#: 'ya29...' }``), and its colon, before a string: read from the start of its word, once.
+_BARE_KEY = re.compile(r"""(?<![\w"'])()([A-Za-z_]\w*+)(\s*:\s*)(?=["'])""")
 #: A string, a quote that starts none (the text is cut), a run of opening or of closing brackets.
 #: An apostrophe that closes no string (``[it's]``) is read as one character
 #: (:data:`_BRACKETS_NO_APOSTROPHE`, :func:`_value_end`).
@@ -362,9 +366,9 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     with what reads as a secret masked: a credential after its scheme word (``Bearer xyz``), a
     secret header's value to its line's end (``X-Api-Key: xyz``), a quoted secret key's value
     (``"access_token": "..."``; an array or an object to its closing bracket, or to the end of
-    text cut short), a ``key=value`` of a secret key (and ``code`` in a query), a URL as
-    :func:`mask_url` masks one (an error naming the target URL), and a secret's string value in
-    JSON written inside another string (``\\"password\\": \\"...\\"``).
+    text cut short; an unquoted key's string), a ``key=value`` of a secret key (and ``code`` in a
+    query), a URL as :func:`mask_url` masks one (an error naming the target URL), and a secret's
+    string value in JSON written inside another string (``\\"password\\": \\"...\\"``).
 
     ``cut_short``: ``text`` is what was kept of a longer text, cut before it is masked (masking
     takes time as the text's length does).  Its last word may then be the start of a secret the
@@ -375,7 +379,7 @@ def mask_free_text(text: str, cut_short: bool = False) -> str:
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     if cut_short:
         text = _CUT_SECRET.sub(lambda m: f"{m.group(1) or m.group(2)}{MASK}", text)
-    text = _mask_quoted_values(text)
+    text = _mask_quoted_values(_mask_quoted_values(text, _QUOTED_KEY), _BARE_KEY)
     text = _ESCAPED_PAIR.sub(_masked_escaped, text)
     return _BARE_PAIR.sub(_masked_pair, text)
 
@@ -398,21 +402,22 @@ def _masked_pair(pair: re.Match) -> str:
     return f"{pair.group(1)}={quote}{MASK}{quote}"
 
 
-def _mask_quoted_values(text: str) -> str:
-    """``text`` with the value after each quoted secret key masked: ``"api_key": ["k"]``,
+def _mask_quoted_values(text: str, keys: re.Pattern) -> str:
+    """``text`` with the value after each secret key ``keys`` finds masked: ``"api_key": ["k"]``,
     ``"pass\\u0077ord": "p"`` (the key read as JSON reads it) and ``"client_secret": {...}`` each
-    become ``"••••••"`` (as :func:`mask_json` masks them)."""
+    become ``"••••••"`` (as :func:`mask_json` masks them); ``token: 'x'``, ``token: '••••••'``."""
     pieces = []
     at = 0  # the text up to here is in pieces
     search_from = 0
-    while (match := _QUOTED_KEY.search(text, search_from)) is not None:
+    while (match := keys.search(text, search_from)) is not None:
         if not secret_key(_key_name(match.group(2), match.group(1))):
             # its opening quote may be a stray apostrophe ("the users' {"password": ...") whose
             # span swallowed a secret key: the search goes on just after it
             search_from = match.start() + 1
             continue
         pieces.append(text[at : match.end()])
-        pieces.append(f"{match.group(1)}{MASK}{match.group(1)}")
+        quote = match.group(1) or text[match.end()]  # a bare key's: its string's
+        pieces.append(f"{quote}{MASK}{quote}")
         at = search_from = _value_end(text, match.end())
     pieces.append(text[at:])
     return "".join(pieces)

@@ -403,6 +403,22 @@ def test_a_url_s_userinfo_is_masked_when_json_escapes_its_slashes():
     assert mask_free_text("to mysql:\\/\\/app:p", cut_short=True) == f"to mysql:\\/\\/{MASK}"
 
 
+def test_a_secret_under_a_key_node_leaves_unquoted_is_masked():
+    """Node writes an object it logs with its keys unquoted (a server's ``console.error("got",
+    tokens)``: ``{ access_token: 'ya29...', ... }``): the tokens were shown, a key being read
+    only when quoted.  A bare secret key's string is masked now; other keys, a value that is no
+    string and a word before a colon in a sentence stay."""
+    line = (
+        "got { access_token: 'ya29.a0', refresh_token: \"1//0g\", token_type: 'Bearer', "
+        "expiry_date: 1700000000000, scope: 's' }"
+    )
+    assert mask_free_text(line) == (
+        f"got {{ access_token: '{MASK}', refresh_token: \"{MASK}\", token_type: 'Bearer', "
+        "expiry_date: 1700000000000, scope: 's' }"
+    )
+    assert mask_free_text("note: 'x', token: 7") == "note: 'x', token: 7"
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
@@ -457,6 +473,8 @@ MEGABYTE_SHAPES = {
     "words after a digit": "1.a" * 330_000,
     "secret headers without a value": "Cookie:\\n" * 125_000,
     "quoted keys before objects": "'a': {" * 170_000,
+    "bare keys before strings": "a: 'b', " * 125_000,
+    "bare secret keys, unclosed": "token: '\\" * 110_000,
     "a long key then many": "'" + "a" * 500_000 + "': {" + "'b': {" * 80_000,
     "a secret key's array of escaped apostrophes": 'log "api_key": [' + "'\\" * 500_000,
     "a key of each quote, unclosed": '"' + "a'" * 500_000,
