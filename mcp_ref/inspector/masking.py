@@ -20,8 +20,9 @@ What is masked (the value replaced by :data:`MASK`, the kind of secret kept wher
   error message's), under any key, as a URL is masked (:func:`mask_url`, below:
   ``https://••••••@host/x``, ``?token=••••••``);
 - form-encoded bodies (an OAuth token request: ``grant_type=...&code=...&code_verifier=...``)
-  and URL queries (:func:`mask_url`): the same keys, and ``code`` (an authorization code), and a
-  URL's userinfo (``https://••••••@host/``); ``code`` in an OAuth exchange's JSON too;
+  and URL queries (:func:`mask_url`): the same keys, ``code`` (an authorization code) and ``key``
+  (an API key: ``?key=AIza...``), and a URL's userinfo (``https://••••••@host/``); ``code`` in an
+  OAuth exchange's JSON too;
 - SSE data and other text: as JSON when it parses (at any depth: JSON nested deeper than the
   session reads is read and written again without recursing), else as a form when it reads as one;
 - text of no known shape (a server's stderr line, a line that is no JSON, an HTML error page):
@@ -111,8 +112,9 @@ SECRET_ENDINGS = ("token",) + tuple(
 #: Keys that end so and are no secret: the protocol's own progress token.
 NOT_SECRET_KEYS = frozenset({"progresstoken"})
 #: Keys that are secrets in a form or a URL query only (in JSON, ``code`` is a JSON-RPC error code,
-#: or a tool's argument), and in an OAuth exchange's JSON (:func:`mask_json`'s ``oauth``).
-FORM_ONLY_KEYS = frozenset({"code"})
+#: or a tool's argument; ``key``, a map's), and in an OAuth exchange's JSON (:func:`mask_json`'s
+#: ``oauth``): an authorization code, and an API key (Google's APIs take theirs as ``?key=``).
+FORM_ONLY_KEYS = frozenset({"code", "key"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S")
 #: The authentication schemes whose word is kept when a JSON value holds a credential.
 KNOWN_SCHEMES = frozenset(
@@ -243,8 +245,9 @@ def _masked_value(value: Any) -> Any:
 
 
 def mask_form(text: str) -> str:
-    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``) masked;
-    every other pair is kept as it was sent (an SSE ``endpoint`` event's URL stays that URL)."""
+    """A form-encoded body (``a=1&b=2``) with the values of secret keys (and ``code``, ``key``)
+    masked; every other pair is kept as it was sent (an SSE ``endpoint`` event's URL stays that
+    URL)."""
     pairs = []
     for pair in text.split("&"):
         key, equals, _value = pair.partition("=")
@@ -254,9 +257,9 @@ def mask_form(text: str) -> str:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its userinfo and the values of secret keys (and ``code``) masked, in its query
-    and in a fragment of the same form (an implicit grant's ``#access_token=...``); ``url`` as it
-    is when none is there."""
+    """``url`` with its userinfo and the values of secret keys (and ``code``, ``key``) masked, in
+    its query and in a fragment of the same form (an implicit grant's ``#access_token=...``);
+    ``url`` as it is when none is there."""
     try:
         parts = urlsplit(url)
     except ValueError:

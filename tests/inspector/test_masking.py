@@ -419,6 +419,16 @@ def test_a_secret_under_a_key_node_leaves_unquoted_is_masked():
     assert mask_free_text("note: 'x', token: 7") == "note: 'x', token: 7"
 
 
+def test_an_api_key_passed_as_key_in_a_query_is_masked():
+    """Google's APIs take their API key as ``?key=`` (``...:generateContent?key=AIza...``), and a
+    failed request's error names its URL (``403 Client Error: Forbidden for url: ...``): the key
+    was shown.  ``key`` in a query or a form is masked now, as ``code`` is; in JSON it stays."""
+    line = "403 Client Error: Forbidden for url: https://h/v3/search?part=snippet&key=AIzaSy1"
+    assert mask_free_text(line) == line.replace("AIzaSy1", MASK)
+    assert mask_free_text("GET /v1/x?key=AIzaSy1 HTTP/1.1") == f"GET /v1/x?key={MASK} HTTP/1.1"
+    assert mask_json({"key": "ArrowDown"}) == {"key": "ArrowDown"}
+
+
 def test_a_redirect_s_location_loses_its_secrets():
     """A 3xx's ``Location`` (an authorization server's redirect back) is masked as a URL."""
     headers = mask_headers({"Location": "http://127.0.0.1:9/cb?code=abc&state=s", "X": "1"})
