@@ -65,6 +65,23 @@ def legacy():
         wire.assert_valid()
 
 
+def status_heard(client: Client, wire: WireChecker, status: str) -> threading.Event:
+    """Set once ``client`` reads a ``notifications/tasks/status`` saying ``status``.  The task's own
+    thread sends the last one after the task ended, while the ``tasks/result`` it woke is answered
+    from another thread: that answer may come first."""
+    heard = threading.Event()
+
+    def trace(direction: str, data: bytes) -> None:
+        wire(direction, data)
+        message = json.loads(data)
+        if direction == "<--" and message.get("method") == "notifications/tasks/status":
+            if message["params"]["status"] == status:
+                heard.set()
+
+    client.session.trace = trace
+    return heard
+
+
 def create(client, name: str, arguments=None, **task) -> dict:
     """``tools/call`` augmented with ``task``: the Task of its CreateTaskResult."""
     answer = client.request(
@@ -194,6 +211,7 @@ def test_a_task_answers_at_once_and_tasks_result_blocks_until_it_ends(legacy):
     # the task cannot end before `release`: the tasks/result still waits after a later request was answered
     assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "working"
     assert not waiting.done()
+    completed = status_heard(client, wire, "completed")
     client.request("tools/call", {"name": "release", "arguments": {}})
     result = waiting.result()
     assert result["content"] == [{"type": "text", "text": "5 squared is 25"}] and related_to(
@@ -204,6 +222,7 @@ def test_a_task_answers_at_once_and_tasks_result_blocks_until_it_ends(legacy):
     assert RELATED not in done.get("_meta", {})  # §Related Task Metadata: not on tasks/get
     # tasks/result of an ended task answers at once, the same
     assert client.request("tasks/result", {"taskId": task["taskId"]}) == result
+    assert completed.wait(WAIT)
     statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
     assert statuses[-1] == "completed" and all(
         RELATED not in m["params"].get("_meta", {})
@@ -389,9 +408,11 @@ def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_inp
     task = create(client, "confirm", {"filename": "a.txt"})
     assert asked.wait(WAIT)
     assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "input_required"
+    completed = status_heard(client, wire, "completed")
     go_on.set()
     result = client.request("tasks/result", {"taskId": task["taskId"]})
     assert result["content"][0]["text"] == "Ada deleted a.txt (True)"
+    assert completed.wait(WAIT)
     elicitations = wire.received("elicitation/create")
     assert len(elicitations) == 3 and all(related_to(m, task["taskId"]) for m in elicitations)
     # and the client's answers too (§Related Task Metadata: "responses related to a task MUST include" it)
