@@ -92,8 +92,8 @@ HTTP_PATH = "/mcp"
 HTTP_PROTOCOL_VERSION = "2025-11-25"
 # One tools/call, POSTed as is (no session: the servers under load are stateless).
 TOOLS_CALL_BODY = (
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
-    % ECHO_TEXT
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+    f'"params":{{"name":"echo","arguments":{{"text":"{ECHO_TEXT}"}}}}}}'
 )
 HTTP_HEADERS = {
     "Content-Type": "application/json",
@@ -105,10 +105,11 @@ HTTP_HEADERS = {
 # transports.http_headers.request_headers writes the same; tests/workbench/test_bench.py checks it).
 MODERN_PROTOCOL_VERSION = "2026-07-28"
 MODERN_TOOLS_CALL_BODY = (
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"},'
-    '"_meta":{"io.modelcontextprotocol/protocolVersion":"%s","io.modelcontextprotocol/clientCapabilities":{},'
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+    f'"params":{{"name":"echo","arguments":{{"text":"{ECHO_TEXT}"}},'
+    f'"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN_PROTOCOL_VERSION}",'
+    '"io.modelcontextprotocol/clientCapabilities":{},'
     '"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}'
-    % (ECHO_TEXT, MODERN_PROTOCOL_VERSION)
 )
 MODERN_HTTP_HEADERS = {
     "Content-Type": "application/json",
@@ -271,7 +272,7 @@ def _mcp_ref_server_cmd():
 
 def _mcp_ref_echo_check(result):
     if result.is_error or result.content[0].text != ECHO_TEXT:
-        raise AssertionError("unexpected echo result: %r" % (result,))
+        raise AssertionError(f"unexpected echo result: {result!r}")
 
 
 def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
@@ -312,7 +313,7 @@ def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY, era="handshake
 
     with Client.stdio(_mcp_ref_server_cmd(), env=_child_env(), era=era) as client:
         if client.era != era:
-            raise RuntimeError("the mcp_ref client settled on %r" % (client.era,))
+            raise RuntimeError(f"the mcp_ref client settled on {client.era!r}")
         return _threaded_rounds(
             client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency
         )
@@ -323,7 +324,7 @@ STDIO_MODES = (("pinned", True, 1), ("unpinned", False, 1), ("threads", False, C
 STDIO_MODE_LABELS = {
     "pinned": "sequential, pinned to 1 CPU",
     "unpinned": "sequential, unpinned",
-    "threads": "%d threads, unpinned" % CONCURRENCY,
+    "threads": f"{CONCURRENCY} threads, unpinned",
 }
 STDIO_FIGURES = ("rate", "wall_us", "client_us", "server_us")
 
@@ -365,10 +366,10 @@ def print_stdio_era_table(figures, out=sys.stdout):
         for mode, _, _ in STDIO_MODES:
             cell = stdio.get(era, {}).get(mode)
             if cell:
-                us = ["n/a" if cell[k] is None else "%.1f" % cell[k] for k in STDIO_FIGURES[1:]]
+                us = ["n/a" if cell[k] is None else f"{cell[k]:.1f}" for k in STDIO_FIGURES[1:]]
                 lines.append(
                     (
-                        "%s, %s" % (ERA_LABELS[era], STDIO_MODE_LABELS[mode]),
+                        f"{ERA_LABELS[era]}, {STDIO_MODE_LABELS[mode]}",
                         _fmt(cell["rate"], "/s"),
                         *us,
                         "",
@@ -392,9 +393,9 @@ def print_stdio_era_table(figures, out=sys.stdout):
 
 def _sdk_echo_check(result):
     if getattr(result, "is_error", None) or getattr(result, "isError", None):
-        raise AssertionError("SDK echo returned an error: %r" % (result,))
+        raise AssertionError(f"SDK echo returned an error: {result!r}")
     if result.content[0].text != ECHO_TEXT:
-        raise AssertionError("unexpected SDK echo result: %r" % (result,))
+        raise AssertionError(f"unexpected SDK echo result: {result!r}")
 
 
 async def _sdk_rounds(session, calls, rounds, warmup, concurrency):
@@ -465,11 +466,11 @@ async def _sdk_start(session, era):
         return
     if not hasattr(session, "discover"):
         raise RuntimeError(
-            "this SDK's ClientSession has no discover(): no %s client" % MODERN_PROTOCOL_VERSION
+            f"this SDK's ClientSession has no discover(): no {MODERN_PROTOCOL_VERSION} client"
         )
     await session.discover()
     if getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION) != MODERN_PROTOCOL_VERSION:
-        raise RuntimeError("the SDK client settled on %r" % (session.protocol_version,))
+        raise RuntimeError(f"the SDK client settled on {session.protocol_version!r}")
 
 
 # --------------------------------------------------------------------------
@@ -506,7 +507,7 @@ class HttpServerProcess:
     @property
     def url(self):
         """The server's Streamable HTTP endpoint."""
-        return "http://127.0.0.1:%d%s" % (self.port, HTTP_PATH)
+        return f"http://127.0.0.1:{self.port}{HTTP_PATH}"
 
     def __enter__(self):
         last_error = None
@@ -519,7 +520,7 @@ class HttpServerProcess:
             except _PortLost as exc:
                 last_error = exc
                 self.stop()
-        raise RuntimeError("%s: could not start: %s" % (self.name, last_error))
+        raise RuntimeError(f"{self.name}: could not start: {last_error}")
 
     def __exit__(self, *exc_info):
         self.stop()
@@ -532,7 +533,7 @@ class HttpServerProcess:
         import time
 
         self.port = _free_port()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self._stderr = tempfile.TemporaryFile()  # closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, self.script, str(self.port)] + self.args,
             env=_child_env() if self.env is None else self.env,
@@ -546,17 +547,15 @@ class HttpServerProcess:
                 tail = self.stderr_tail()
                 if "address already in use" in tail.lower():
                     raise _PortLost(tail)
-                raise RuntimeError(
-                    "%s exited with status %s: %s" % (self.name, self.proc.returncode, tail)
-                )
+                raise RuntimeError(f"{self.name} exited with status {self.proc.returncode}: {tail}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        "%s did not accept connections within %.0f s: %s"
-                        % (self.name, self.start_timeout, self.stderr_tail())
+                        f"{self.name} did not accept connections within"
+                        f" {self.start_timeout:.0f} s: {self.stderr_tail()}"
                     ) from None
                 time.sleep(0.05)
 
@@ -574,7 +573,7 @@ class HttpServerProcess:
     def check_alive(self):
         """Raise RuntimeError (with the server's stderr) unless the process is still running."""
         if self.proc is None or self.proc.poll() is not None:
-            raise RuntimeError("%s is not running: %s" % (self.name, self.stderr_tail()))
+            raise RuntimeError(f"{self.name} is not running: {self.stderr_tail()}")
 
     def stop(self):
         """Terminate the process (kill it if it lingers) and drop its stderr; safe to call twice."""
@@ -632,8 +631,8 @@ def check_bare_tools_call(server, era="handshake"):
         text = None
     if status != 200 or text != ECHO_TEXT:
         raise RuntimeError(
-            "%s: a bare %s tools/call POST got HTTP %s %r, not the echo result"
-            % (server.name, ERA_LABELS[era], status, body[:300])
+            f"{server.name}: a bare {ERA_LABELS[era]} tools/call POST got HTTP {status}"
+            f" {body[:300]!r}, not the echo result"
         )
     server.check_alive()  # the answer came from our server, not from whoever else holds the port
 
@@ -648,7 +647,7 @@ def bench_mcp_ref_http(url, calls, rounds, warmup, concurrency=CONCURRENCY, era=
 
     with Client.http(url, era=era) as client:
         if client.era != era:
-            raise RuntimeError("Client.http(era=%r) settled on the %r era" % (era, client.era))
+            raise RuntimeError(f"Client.http(era={era!r}) settled on the {client.era!r} era")
         return _threaded_rounds(
             client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency
         )
@@ -685,8 +684,8 @@ WRK_THREADS = 2
 def wrk_script(era="handshake"):
     """The Lua script that makes ``wrk`` POST the bare tools/call of ``era``."""
     body, headers = BARE_POSTS[era]
-    lines = ['wrk.method = "POST"', "wrk.body = '%s'" % body]
-    lines += ['wrk.headers["%s"] = "%s"' % item for item in headers.items()]
+    lines = ['wrk.method = "POST"', f"wrk.body = '{body}'"]
+    lines += [f'wrk.headers["{name}"] = "{value}"' for name, value in headers.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -703,9 +702,9 @@ def run_wrk(url, duration, script_path, connections=CONCURRENCY, threads=WRK_THR
 
     cmd = [
         _wrk_path(),
-        "-t%d" % threads,
-        "-c%d" % connections,
-        "-d%ds" % duration,
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{duration}s",
         "--timeout",
         "10s",
         "-s",
@@ -723,7 +722,7 @@ def run_wrk(url, duration, script_path, connections=CONCURRENCY, threads=WRK_THR
     out = proc.stdout
     match = re.search(r"Requests/sec:\s*([0-9.]+)", out)
     if proc.returncode != 0 or not match:
-        raise RuntimeError("wrk failed (status %s): %s" % (proc.returncode, out.strip()[-500:]))
+        raise RuntimeError(f"wrk failed (status {proc.returncode}): {out.strip()[-500:]}")
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
     sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     total = re.search(r"(\d+) requests in", out)
@@ -795,7 +794,7 @@ def process_cpu_seconds(pid):
     """The CPU time (user + system, seconds) process ``pid`` has used so far; None where
     ``/proc`` cannot tell (not Linux, or the process is gone)."""
     try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
+        with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
@@ -821,7 +820,7 @@ def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
         if generator == "wrk":
             if era not in scripts:
                 fd, scripts[era] = tempfile.mkstemp(
-                    prefix="mcp_ref_bench_wrk_%s_" % era, suffix=".lua"
+                    prefix=f"mcp_ref_bench_wrk_{era}_", suffix=".lua"
                 )
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     f.write(wrk_script(era))
@@ -862,16 +861,16 @@ def _fmt(value, unit):
     if value is None:
         return "n/a"
     if unit == "ms":
-        return "%.1f ms" % value
+        return f"{value:.1f} ms"
     if unit == "us":
-        return "%.1f" % value
-    return "{:,.0f}/s".format(value)
+        return f"{value:.1f}"
+    return f"{value:,.0f}/s"
 
 
 def _fmt_ratio(ratio):
     if ratio is None:
         return "n/a"
-    return ("%.3fx" if abs(ratio) < 0.1 else "%.2fx") % ratio
+    return f"{ratio:.3f}x" if abs(ratio) < 0.1 else f"{ratio:.2f}x"
 
 
 def _ratio(a, b):
@@ -882,12 +881,12 @@ def _ratio(a, b):
 
 def _stdio_key(era, name):
     """The figure key of a stdio echo figure ``name`` (``sequential``, ``concurrent``) in ``era``."""
-    return name if era == "handshake" else "%s_%s" % (era, name)
+    return name if era == "handshake" else f"{era}_{name}"
 
 
 def _http_key(era, name):
     """The figure key of an HTTP figure ``name`` (``sequential``, ``concurrent``, ``capacity``) in ``era``."""
-    return ("http_" if era == "handshake" else "http_%s_" % era) + name
+    return ("http_" if era == "handshake" else f"http_{era}_") + name
 
 
 def _print_rows(head, lines, out):
@@ -924,13 +923,13 @@ def print_table(figures, out=sys.stdout):
         for era in HTTP_ERAS:
             rows += [
                 (
-                    "%s, %s, sequential" % (prefix, ERA_LABELS[era]),
+                    f"{prefix}, {ERA_LABELS[era]}, sequential",
                     key_of(era, "sequential"),
                     "calls/s",
                     "higher is better",
                 ),
                 (
-                    "%s, %s, %d concurrent" % (prefix, ERA_LABELS[era], CONCURRENCY),
+                    f"{prefix}, {ERA_LABELS[era]}, {CONCURRENCY} concurrent",
                     key_of(era, "concurrent"),
                     "calls/s",
                     "higher is better",
@@ -939,7 +938,7 @@ def print_table(figures, out=sys.stdout):
     for era in HTTP_ERAS:
         rows.append(
             (
-                "HTTP server capacity, %s (%s)" % (ERA_LABELS[era], load),
+                f"HTTP server capacity, {ERA_LABELS[era]} ({load})",
                 _http_key(era, "capacity"),
                 "req/s",
                 "higher is better",
@@ -978,14 +977,14 @@ def era_ratios(figures):
         handshake_runs = figures[side].get(_http_key("handshake", "capacity") + "_runs") or []
         if modern_runs and len(modern_runs) == len(handshake_runs) and all(handshake_runs):
             ratios[side][_http_key("handshake", "capacity")] = _median(
-                [m / h for m, h in zip(modern_runs, handshake_runs)]
+                [m / h for m, h in zip(modern_runs, handshake_runs, strict=True)]
             )
         # Serving speed, from the server's CPU time per request: handshake / 2026-07-28, so that
         # above 1 still means 2026-07-28 is faster.  Paired as capacity is.
         modern_cpu = figures[side].get(_http_key("modern", "cpu_us") + "_runs") or []
         handshake_cpu = figures[side].get(_http_key("handshake", "cpu_us") + "_runs") or []
         ratios[side]["http_cpu_us"] = (
-            _median([h / m for m, h in zip(modern_cpu, handshake_cpu)])
+            _median([h / m for m, h in zip(modern_cpu, handshake_cpu, strict=True)])
             if modern_cpu and len(modern_cpu) == len(handshake_cpu) and all(modern_cpu)
             else None
         )
@@ -1001,8 +1000,8 @@ def print_era_table(figures, out=sys.stdout):
     load = figures.get("settings", {}).get("load_generator_label", "load")
     rows = [
         ("HTTP echo calls, sequential", "http_sequential"),
-        ("HTTP echo calls, %d concurrent" % CONCURRENCY, "http_concurrent"),
-        ("HTTP server capacity (%s, paired runs)" % load, "http_capacity"),
+        (f"HTTP echo calls, {CONCURRENCY} concurrent", "http_concurrent"),
+        (f"HTTP server capacity ({load}, paired runs)", "http_capacity"),
         ("HTTP serving speed (1 / server CPU per request, paired runs)", "http_cpu_us"),
     ]
     ratios = figures.get("era_ratios", {})
@@ -1027,9 +1026,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
     if generator == "auto":
         generator = "wrk" if _wrk_path() else "python"
     if generator == "wrk":
-        label = "wrk -t%d -c%d" % (WRK_THREADS, CONCURRENCY)
+        label = f"wrk -t{WRK_THREADS} -c{CONCURRENCY}"
     else:
-        label = "python load, %d conns" % CONCURRENCY
+        label = f"python load, {CONCURRENCY} conns"
         if ns.load_generator == "auto":
             msg = "wrk not on PATH: server capacity measured with the Python load generator (a floor, GIL-bound)"
             figures["notes"].append(msg)
@@ -1046,12 +1045,8 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 
     def fail(side, what, exc):
         nonlocal ok
-        msg = "%s %s failed: %s: %s" % (
-            "mcp_ref" if side == "mcp_ref" else "SDK",
-            what,
-            type(exc).__name__,
-            exc,
-        )
+        who = "mcp_ref" if side == "mcp_ref" else "SDK"
+        msg = f"{who} {what} failed: {type(exc).__name__}: {exc}"
         figures["notes"].append(msg)
         note("note: " + msg)
         if side == "mcp_ref":
@@ -1097,21 +1092,16 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                     r = bench(server.url, ns.http_calls, ns.http_rounds, ns.warmup, era=era)
                     server.check_alive()
                 except Exception as exc:
-                    fail(side, "HTTP round trips (%s)" % ERA_LABELS[era], exc)
+                    fail(side, f"HTTP round trips ({ERA_LABELS[era]})", exc)
                     continue
                 for key in ("sequential", "concurrent"):
                     figures[side][_http_key(era, key)] = r[key]["median"]
                     figures[side][_http_key(era, key) + "_rounds"] = r[key]["rounds"]
+                who = "mcp_ref" if side == "mcp_ref" else "SDK"
+                callers = "threads" if side == "mcp_ref" else "asyncio tasks"
                 note(
-                    "%s HTTP echo, %s: %s sequential, %s with %d %s"
-                    % (
-                        "mcp_ref" if side == "mcp_ref" else "SDK",
-                        ERA_LABELS[era],
-                        _fmt(r["sequential"]["median"], "/s"),
-                        _fmt(r["concurrent"]["median"], "/s"),
-                        CONCURRENCY,
-                        "threads" if side == "mcp_ref" else "asyncio tasks",
-                    )
+                    f"{who} HTTP echo, {ERA_LABELS[era]}: {_fmt(r['sequential']['median'], '/s')}"
+                    f" sequential, {_fmt(r['concurrent']['median'], '/s')} with {CONCURRENCY} {callers}"
                 )
 
         # server capacity: each stateless server under the bare POSTs of both eras
@@ -1123,7 +1113,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                         check_bare_tools_call(server, era)
                     targets[(side, era)] = (server.url, era, server.proc.pid)
                 except Exception as exc:
-                    fail(side, "bare %s tools/call POST" % ERA_LABELS[era], exc)
+                    fail(side, f"bare {ERA_LABELS[era]} tools/call POST", exc)
         if targets:
             try:
                 baseline = stack.enter_context(
@@ -1134,12 +1124,12 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                 check_bare_tools_call(baseline)
                 targets[("baseline", "handshake")] = (baseline.url, "handshake", baseline.proc.pid)
             except Exception as exc:
-                msg = "stdlib baseline server failed: %s: %s" % (type(exc).__name__, exc)
+                msg = f"stdlib baseline server failed: {type(exc).__name__}: {exc}"
                 figures["notes"].append(msg)
                 note("note: " + msg)
             note(
-                "server capacity: %s, %d s x %d runs per server (+1 s warm-up), servers taking turns ..."
-                % (label, ns.load_duration, ns.load_runs)
+                f"server capacity: {label}, {ns.load_duration} s x {ns.load_runs} runs per server"
+                " (+1 s warm-up), servers taking turns ..."
             )
             try:
                 results = bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
@@ -1152,7 +1142,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                 results = {}
             for (side, era), r in results.items():
                 key = _http_key(era, "capacity")
-                what = side if side == "baseline" else "%s, %s" % (side, ERA_LABELS[era])
+                what = side if side == "baseline" else f"{side}, {ERA_LABELS[era]}"
                 figures.setdefault(side, {})
                 figures[side][key] = r["median"]
                 figures[side][key + "_runs"] = r["runs"]
@@ -1160,28 +1150,23 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                 figures[side][_http_key(era, "cpu_us")] = r["cpu_us"]
                 figures[side][_http_key(era, "cpu_us") + "_runs"] = r["cpu_us_runs"]
                 if r["non_2xx"] or r["socket_errors"]:
-                    msg = "%s under load: %d non-2xx answers, %d socket errors (figure suspect)" % (
-                        what,
-                        r["non_2xx"],
-                        r["socket_errors"],
+                    msg = (
+                        f"{what} under load: {r['non_2xx']} non-2xx answers,"
+                        f" {r['socket_errors']} socket errors (figure suspect)"
                     )
                     figures["notes"].append(msg)
                     note("note: " + msg)
-                cpu = (
-                    ""
-                    if r["cpu_us"] is None
-                    else "; server CPU %.0f us/request (runs: %s)"
-                    % (r["cpu_us"], ", ".join("%.0f" % x for x in r["cpu_us_runs"]))
-                )
-                note(
-                    "  %s: %s (runs: %s)%s"
-                    % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"]), cpu)
-                )
+                cpu = ""
+                if r["cpu_us"] is not None:
+                    cpu_runs = ", ".join(f"{x:.0f}" for x in r["cpu_us_runs"])
+                    cpu = f"; server CPU {r['cpu_us']:.0f} us/request (runs: {cpu_runs})"
+                runs = ", ".join(f"{x:.0f}" for x in r["runs"])
+                note(f"  {what}: {_fmt(r['median'], '/s')} (runs: {runs}){cpu}")
             for side in stateless.values():
                 try:
                     side.check_alive()
                 except RuntimeError as exc:
-                    msg = "after the load: %s" % exc
+                    msg = f"after the load: {exc}"
                     figures["notes"].append(msg)
                     note("note: " + msg)
     return ok
@@ -1190,33 +1175,25 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 def print_http_notes(figures, ns, out=sys.stdout):
     """Print how the HTTP rows were measured, and the stdlib baseline next to mcp_ref's capacity."""
     settings = figures["settings"]
+    servers = "with sessions" if ns.http_stateful else "stateless"
     print(
         "HTTP echo calls: tools/call over Streamable HTTP (JSON replies, keep-alive), each server in its own"
-        " process, %s; mcp_ref Client.http with %d threads, the SDK's streamable_http_client + ClientSession with"
-        ' %d asyncio tasks; median of %d rounds of %d calls.  Handshake: Client.http(era="handshake") / the SDK\'s'
+        f" process, {servers}; mcp_ref Client.http with {CONCURRENCY} threads, the SDK's streamable_http_client"
+        f" + ClientSession with {CONCURRENCY} asyncio tasks; median of {ns.http_rounds} rounds of"
+        f' {ns.http_calls} calls.  Handshake: Client.http(era="handshake") / the SDK\'s'
         ' initialize(), then each call a POST at 2025-11-25; 2026-07-28: Client.http(era="modern") / the SDK\'s'
-        " discover(), then each call a POST with its _meta envelope and Mcp-Method/Mcp-Name headers, same server."
-        % (
-            "with sessions" if ns.http_stateful else "stateless",
-            CONCURRENCY,
-            CONCURRENCY,
-            ns.http_rounds,
-            ns.http_calls,
-        ),
+        " discover(), then each call a POST with its _meta envelope and Mcp-Method/Mcp-Name headers, same server.",
         file=out,
     )
     if settings.get("load_generator") == "wrk":
-        how = "wrk -t%d -c%d -d%ds" % (WRK_THREADS, CONCURRENCY, ns.load_duration)
+        how = f"wrk -t{WRK_THREADS} -c{CONCURRENCY} -d{ns.load_duration}s"
     else:
-        how = (
-            "the Python load generator (%d threads, keep-alive http.client; wrk not used)"
-            % CONCURRENCY
-        )
+        how = f"the Python load generator ({CONCURRENCY} threads, keep-alive http.client; wrk not used)"
     print(
-        "HTTP server capacity: bare tools/call POSTs (no session; stateless servers, JSON replies) from %s,"
-        " median of %d runs; the handshake era's POST (MCP-Protocol-Version: %s) and 2026-07-28's (its _meta"
-        " envelope; MCP-Protocol-Version, Mcp-Method, Mcp-Name headers) to the same server, the runs interleaved."
-        % (how, ns.load_runs, HTTP_PROTOCOL_VERSION),
+        f"HTTP server capacity: bare tools/call POSTs (no session; stateless servers, JSON replies) from {how},"
+        f" median of {ns.load_runs} runs; the handshake era's POST (MCP-Protocol-Version: {HTTP_PROTOCOL_VERSION})"
+        " and 2026-07-28's (its _meta envelope; MCP-Protocol-Version, Mcp-Method, Mcp-Name headers) to the same"
+        " server, the runs interleaved.",
         file=out,
     )
     base = figures.get("baseline", {}).get("http_capacity")
@@ -1225,33 +1202,34 @@ def print_http_notes(figures, ns, out=sys.stdout):
         for era in HTTP_ERAS:
             ref = figures["mcp_ref"].get(_http_key(era, "capacity"))
             if ref:
-                reached.append("%.0f%% (%s)" % (100.0 * ref / base, ERA_LABELS[era]))
+                reached.append(f"{100.0 * ref / base:.0f}% ({ERA_LABELS[era]})")
         print(
-            "  stdlib ThreadingHTTPServer answering canned JSON, same load: %s; mcp_ref reaches %s of it."
-            % (_fmt(base, "/s"), ", ".join(reached) or "n/a"),
+            f"  stdlib ThreadingHTTPServer answering canned JSON, same load: {_fmt(base, '/s')};"
+            f" mcp_ref reaches {', '.join(reached) or 'n/a'} of it.",
             file=out,
         )
     ratio = figures["ratios"].get("http_capacity")
     if ratio is not None:
+        verdict = "met" if ratio >= 3 else "NOT met"
         print(
-            "  target (issue 3 section 6): mcp_ref capacity >= 3x the SDK's: %s (%s)."
-            % ("met" if ratio >= 3 else "NOT met", _fmt_ratio(ratio)),
+            f"  target (issue 3 section 6): mcp_ref capacity >= 3x the SDK's: {verdict} ({_fmt_ratio(ratio)}).",
             file=out,
         )
     cpu = {era: figures["mcp_ref"].get(_http_key(era, "cpu_us")) for era in HTTP_ERAS}
     if all(cpu.values()):
+        per_era = ", ".join(f"{cpu[era]:.0f} us ({ERA_LABELS[era]})" for era in HTTP_ERAS)
         print(
-            "  mcp_ref server CPU time per request served (user + system, the server process): %s."
-            % ", ".join("%.0f us (%s)" % (cpu[era], ERA_LABELS[era]) for era in HTTP_ERAS),
+            f"  mcp_ref server CPU time per request served (user + system, the server process): {per_era}.",
             file=out,
         )
     ratios = figures.get("era_ratios", {}).get("mcp_ref", {})
     ratio = ratios.get("http_capacity")
     if ratio is not None:
+        verdict = "met" if ratio >= 1 else "NOT met"
         print(
             "  target (issue 10): mcp_ref's stateless 2026-07-28 serving at least as fast as its handshake-era"
-            " stateless mode (server capacity, 2026-07-28 / handshake, median of paired runs >= 1): %s (%s)."
-            % ("met" if ratio >= 1 else "NOT met", _fmt_ratio(ratio)),
+            " stateless mode (server capacity, 2026-07-28 / handshake, median of paired runs >= 1):"
+            f" {verdict} ({_fmt_ratio(ratio)}).",
             file=out,
         )
 
@@ -1427,7 +1405,7 @@ def _parse_args(argv):
         "state_changes",
     ):
         if getattr(ns, name) < 1:
-            p.error("--%s must be at least 1" % name.replace("_", "-"))
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
     if ns.warmup < 0:
         p.error("--warmup must not be negative")
     return ns
@@ -1455,28 +1433,16 @@ def main(argv=None):
         import bench_against
 
         print(
-            "benchmarks/bench.py --against %s: Python %s, %s CPUs; %d pairs; stdio %d calls x %d rounds (+%d warm-up);"
-            " HTTP %d calls x %d rounds; capacity %d s x %d runs; %d import pairs"
-            % (
-                ns.against,
-                sys.version.split()[0],
-                os.cpu_count(),
-                ns.pairs,
-                ns.calls,
-                ns.rounds,
-                ns.warmup,
-                ns.http_calls,
-                ns.http_rounds,
-                ns.load_duration,
-                ns.load_runs,
-                ns.import_reps,
-            ),
+            f"benchmarks/bench.py --against {ns.against}: Python {sys.version.split()[0]},"
+            f" {os.cpu_count()} CPUs; {ns.pairs} pairs; stdio {ns.calls} calls x {ns.rounds} rounds"
+            f" (+{ns.warmup} warm-up); HTTP {ns.http_calls} calls x {ns.http_rounds} rounds;"
+            f" capacity {ns.load_duration} s x {ns.load_runs} runs; {ns.import_reps} import pairs",
             flush=True,
         )
         try:
             _, ok = bench_against.run_against(ns, lambda msg: print(msg, flush=True))
         except bench_against.ExportError as exc:
-            print("error: %s" % exc, file=sys.stderr)
+            print(f"error: {exc}", file=sys.stderr)
             return 2
         faulthandler.cancel_dump_traceback_later()
         if ns.quick:
@@ -1512,22 +1478,18 @@ def main(argv=None):
     }
 
     if others:
-        sizes = "%d calls x %d rounds (+%d warm-up), %d import pairs" % (
-            ns.calls,
-            ns.rounds,
-            ns.warmup,
-            ns.import_reps,
+        sizes = (
+            f"{ns.calls} calls x {ns.rounds} rounds (+{ns.warmup} warm-up),"
+            f" {ns.import_reps} import pairs"
         )
     else:
-        sizes = "shared-state rows only: %d calls x %d rounds (+%d warm-up), %d changes" % (
-            ns.state_calls,
-            ns.rounds,
-            ns.warmup,
-            ns.state_changes,
+        sizes = (
+            f"shared-state rows only: {ns.state_calls} calls x {ns.rounds} rounds"
+            f" (+{ns.warmup} warm-up), {ns.state_changes} changes"
         )
     note(
-        "benchmarks/bench.py: Python %s on %s, %s CPUs; %s"
-        % (figures["python"], figures["platform"], figures["cpus"], sizes)
+        f"benchmarks/bench.py: Python {figures['python']} on {figures['platform']},"
+        f" {figures['cpus']} CPUs; {sizes}"
     )
 
     failed = False  # an mcp_ref measurement failed: exit status 1 (SDK trouble is only noted)
@@ -1566,7 +1528,7 @@ def main(argv=None):
         try:
             r = measure_import_ms(statement, ns.import_reps)
         except Exception as exc:
-            msg = "%r failed: %s" % (statement, exc)
+            msg = f"{statement!r} failed: {exc}"
             figures["notes"].append(msg)
             note("note: " + msg)
             if side == "mcp_ref":
@@ -1578,8 +1540,8 @@ def main(argv=None):
         figures[side][key + "_importtime_samples_ms"] = r["importtime_samples_ms"]
         figures[side][key + "_statement"] = statement
         note(
-            "%s: %s wall, %s by -X importtime"
-            % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
+            f"{statement}: {_fmt(r['median_ms'], 'ms')} wall,"
+            f" {_fmt(r['importtime_median_ms'], 'ms')} by -X importtime"
         )
 
     # round trips
@@ -1589,24 +1551,15 @@ def main(argv=None):
                 ns.calls, ns.rounds, ns.warmup
             )
             for era in HTTP_ERAS:
-                note(
-                    "mcp_ref stdio echo, %s: %s"
-                    % (
-                        ERA_LABELS[era],
-                        "; ".join(
-                            "%s %s (CPU per call: client %s + server %s us)"
-                            % (
-                                STDIO_MODE_LABELS[mode],
-                                _fmt(r[era][mode]["rate"], "/s"),
-                                _fmt(r[era][mode]["client_us"], "us"),
-                                _fmt(r[era][mode]["server_us"], "us"),
-                            )
-                            for mode, _, _ in STDIO_MODES
-                        ),
-                    )
+                modes = "; ".join(
+                    f"{STDIO_MODE_LABELS[mode]} {_fmt(r[era][mode]['rate'], '/s')} (CPU per call:"
+                    f" client {_fmt(r[era][mode]['client_us'], 'us')}"
+                    f" + server {_fmt(r[era][mode]['server_us'], 'us')} us)"
+                    for mode, _, _ in STDIO_MODES
                 )
+                note(f"mcp_ref stdio echo, {ERA_LABELS[era]}: {modes}")
         except Exception as exc:
-            msg = "mcp_ref stdio figures per era failed: %s: %s" % (type(exc).__name__, exc)
+            msg = f"mcp_ref stdio figures per era failed: {type(exc).__name__}: {exc}"
             figures["notes"].append(msg)
             failed = True
             note("note: " + msg)
@@ -1622,12 +1575,7 @@ def main(argv=None):
             try:
                 r = bench(ns.calls, ns.rounds, ns.warmup, era=era)
             except Exception as exc:
-                msg = "%s round trips (%s) failed: %s: %s" % (
-                    name,
-                    ERA_LABELS[era],
-                    type(exc).__name__,
-                    exc,
-                )
+                msg = f"{name} round trips ({ERA_LABELS[era]}) failed: {type(exc).__name__}: {exc}"
                 figures["notes"].append(msg)
                 failed = failed or side == "mcp_ref"  # SDK trouble is only noted
                 note("note: " + msg)
@@ -1636,15 +1584,8 @@ def main(argv=None):
                 figures[side][_stdio_key(era, key)] = r[key]["median"]
                 figures[side][_stdio_key(era, key) + "_rounds"] = r[key]["rounds"]
             note(
-                "%s echo, %s: %s sequential, %s with %d %s"
-                % (
-                    name,
-                    ERA_LABELS[era],
-                    _fmt(r["sequential"]["median"], "/s"),
-                    _fmt(r["concurrent"]["median"], "/s"),
-                    CONCURRENCY,
-                    callers,
-                )
+                f"{name} echo, {ERA_LABELS[era]}: {_fmt(r['sequential']['median'], '/s')} sequential,"
+                f" {_fmt(r['concurrent']['median'], '/s')} with {CONCURRENCY} {callers}"
             )
 
     if not ns.skip_http and others and not run_http_benchmarks(ns, figures, sdk_ok, note):
@@ -1699,8 +1640,8 @@ def main(argv=None):
         print_stdio_notes(figures, ns)
     else:
         print(
-            "On a %s-CPU machine; expect run-to-run noise of 10%% or more, so compare figures from the same run only."
-            % figures["cpus"]
+            f"On a {figures['cpus']}-CPU machine; expect run-to-run noise of 10% or more,"
+            " so compare figures from the same run only."
         )
     if not ns.skip_http and others:
         print_http_notes(figures, ns)
@@ -1718,16 +1659,15 @@ def print_stdio_notes(figures, ns, out=sys.stdout):
     print(
         "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
         " `from mcp import ClientSession` + stdio_client; import client + server: `from mcp_ref import Client, Server` /"
-        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)."
-        % ns.import_reps,
+        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached;"
+        f" median of {ns.import_reps}).",
         file=out,
     )
     print(
         "echo calls: tools/call over stdio to a server of the same implementation, in each era;"
-        " mcp_ref with %d threads on one Client, the SDK with %d asyncio tasks on one ClientSession."
-        ' Handshake: Client.stdio(era="handshake") / the SDK\'s initialize(); 2026-07-28:'
-        ' Client.stdio(era="modern") / the SDK\'s discover(), each call with its _meta envelope.'
-        % (CONCURRENCY, CONCURRENCY),
+        f" mcp_ref with {CONCURRENCY} threads on one Client, the SDK with {CONCURRENCY} asyncio tasks"
+        ' on one ClientSession. Handshake: Client.stdio(era="handshake") / the SDK\'s initialize();'
+        ' 2026-07-28: Client.stdio(era="modern") / the SDK\'s discover(), each call with its _meta envelope.',
         file=out,
     )
     if figures["mcp_ref"].get("stdio"):
@@ -1739,8 +1679,8 @@ def print_stdio_notes(figures, ns, out=sys.stdout):
             file=out,
         )
     print(
-        "Medians of %d rounds (stdio) on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
-        "so compare figures from the same run only." % (ns.rounds, figures["cpus"]),
+        f"Medians of {ns.rounds} rounds (stdio) on a {figures['cpus']}-CPU machine; expect run-to-run"
+        " noise of 10% or more, so compare figures from the same run only.",
         file=out,
     )
 

@@ -80,7 +80,7 @@ def _git(repo, *args):
 
     done = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
-        raise ExportError("git %s: %s" % (" ".join(args), done.stderr.strip()))
+        raise ExportError(f"git {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout.strip()
 
 
@@ -109,11 +109,10 @@ def export_tree(repo, rev, dest):
         status = archive.wait(60)
     if status != 0 or untar.returncode != 0:
         raise ExportError(
-            "git archive %s | tar -x failed: %s %s"
-            % (rev, err.strip(), untar.stderr.decode().strip())
+            f"git archive {rev} | tar -x failed: {err.strip()} {untar.stderr.decode().strip()}"
         )
     if not os.path.isfile(os.path.join(dest, "mcp_ref", "__init__.py")):
-        raise ExportError("revision %s has no mcp_ref package" % rev)
+        raise ExportError(f"revision {rev} has no mcp_ref package")
     return commit
 
 
@@ -159,7 +158,7 @@ def measure_imports(trees, reps, pycache, cwd, statement=IMPORT_STATEMENT):
             timeout=120,
         ).stdout.strip()
         if not os.path.realpath(where).startswith(os.path.realpath(trees[side]) + os.sep):
-            raise RuntimeError("%s imports %s, not the mcp_ref of %s" % (side, where, trees[side]))
+            raise RuntimeError(f"{side} imports {where}, not the mcp_ref of {trees[side]}")
         run([sys.executable, "-c", statement], env)
     samples = {side: [] for side in trees}
     cpus = {side: [] for side in trees}
@@ -206,8 +205,8 @@ def run_against(ns, note):
         except ExportError:
             head = "?"
         note(
-            "HEAD = the work tree %s (git HEAD %s, uncommitted changes included); REV = %s (%s), exported to %s"
-            % (repo, head, ns.against, commit[:12], rev_tree)
+            f"HEAD = the work tree {repo} (git HEAD {head}, uncommitted changes included);"
+            f" REV = {ns.against} ({commit[:12]}), exported to {rev_tree}"
         )
         figures = {
             "against": ns.against,
@@ -248,21 +247,19 @@ def _measure_all(ns, note, trees, pycache, cwd, figures):
     def fail(what, exc):
         nonlocal ok
         ok = False
-        msg = "%s failed: %s: %s" % (what, type(exc).__name__, exc)
+        msg = f"{what} failed: {type(exc).__name__}: {exc}"
         figures["notes"].append(msg)
         note("note: " + msg)
 
     base = {"calls": ns.calls, "rounds": ns.rounds, "warmup": ns.warmup}
     for era in ERAS:
         for pinned, threads, tag in (
-            (True, 1, "stdio_pinned_%s_" % era),
-            (False, 8, "stdio_8threads_%s_" % era),
+            (True, 1, f"stdio_pinned_{era}_"),
+            (False, 8, f"stdio_8threads_{era}_"),
         ):
-            what = "stdio, %s, %s" % (
-                ERA_LABELS[era],
-                "sequential pinned" if pinned else "8 threads unpinned",
-            )
-            note("%s: %d pairs ..." % (what, ns.pairs))
+            how = "sequential pinned" if pinned else "8 threads unpinned"
+            what = f"stdio, {ERA_LABELS[era]}, {how}"
+            note(f"{what}: {ns.pairs} pairs ...")
             try:
                 sides_of(
                     lambda side, e=era, p=pinned, t=threads: dict(
@@ -275,7 +272,7 @@ def _measure_all(ns, note, trees, pycache, cwd, figures):
                 fail(what, exc)
     if not ns.skip_http:
         _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail)
-    note("import %r: %d pairs ..." % (IMPORT_STATEMENT, ns.import_reps))
+    note(f"import {IMPORT_STATEMENT!r}: {ns.import_reps} pairs ...")
     try:
         walls, cpus, itimes = measure_imports(trees, ns.import_reps, pycache, cwd)
         samples["import_both_ms"], samples["import_both_cpu_ms"] = walls, cpus
@@ -301,7 +298,7 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
             try:
                 server = stack.enter_context(
                     bench.HttpServerProcess(
-                        "%s's stateless echo" % side,
+                        f"{side}'s stateless echo",
                         bench.MCP_REF_HTTP_SERVER,
                         ["1"],
                         env=side_env(trees[side], pycache),
@@ -310,13 +307,13 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
                 bench.check_bare_tools_call(server)
                 servers[side] = server
             except Exception as exc:
-                fail("%s's HTTP server" % side, exc)
+                fail(f"{side}'s HTTP server", exc)
         if "REV" in servers:
             rev = servers["REV"]
             for era in ERAS:
                 note(
-                    "HTTP client, 8 threads, %s, against REV's server: %d pairs ..."
-                    % (ERA_LABELS[era], ns.pairs)
+                    f"HTTP client, 8 threads, {ERA_LABELS[era]}, against REV's server:"
+                    f" {ns.pairs} pairs ..."
                 )
                 try:
                     sides_of(
@@ -330,12 +327,12 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
                             "warmup": ns.warmup,
                             "threads": 8,
                         },
-                        "http_client_%s_" % era,
+                        f"http_client_{era}_",
                         ns.pairs,
                     )
                     rev.check_alive()
                 except Exception as exc:
-                    fail("HTTP client, %s" % ERA_LABELS[era], exc)
+                    fail(f"HTTP client, {ERA_LABELS[era]}", exc)
         targets = {}
         if len(servers) == 2:
             for era in ERAS:
@@ -349,11 +346,11 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
                         }
                     )
                 except Exception as exc:
-                    fail("a bare %s POST" % ERA_LABELS[era], exc)
+                    fail(f"a bare {ERA_LABELS[era]} POST", exc)
         if targets:
             note(
-                "HTTP server capacity (%s): %d s x %d runs per target, interleaved ..."
-                % (generator, ns.load_duration, ns.load_runs)
+                f"HTTP server capacity ({generator}): {ns.load_duration} s x {ns.load_runs} runs"
+                " per target, interleaved ..."
             )
             try:
                 results = bench.bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
@@ -361,16 +358,16 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
                 fail("HTTP server capacity", exc)
                 results = {}
             for (side, era), r in results.items():
-                figures["samples"].setdefault("capacity_%s_rps" % era, {s: [] for s in SIDES})[
+                figures["samples"].setdefault(f"capacity_{era}_rps", {s: [] for s in SIDES})[
                     side
                 ] = r["runs"]
-                figures["samples"].setdefault("capacity_%s_cpu_us" % era, {s: [] for s in SIDES})[
+                figures["samples"].setdefault(f"capacity_{era}_cpu_us", {s: [] for s in SIDES})[
                     side
                 ] = r["cpu_us_runs"]
                 if r["non_2xx"] or r["socket_errors"]:
                     figures["notes"].append(
-                        "%s %s under load: %d non-2xx, %d socket errors"
-                        % (side, era, r["non_2xx"], r["socket_errors"])
+                        f"{side} {era} under load: {r['non_2xx']} non-2xx,"
+                        f" {r['socket_errors']} socket errors"
                     )
 
 
@@ -394,12 +391,12 @@ def rows():
     for era in ERAS:
         out += [
             (
-                "HTTP server capacity, %s: req/s" % ERA_LABELS[era],
-                "capacity_%s_rps" % era,
+                f"HTTP server capacity, {ERA_LABELS[era]}: req/s",
+                f"capacity_{era}_rps",
                 "/s",
                 "higher",
             ),
-            ("  server CPU us/request", "capacity_%s_cpu_us" % era, "us", "lower"),
+            ("  server CPU us/request", f"capacity_{era}_cpu_us", "us", "lower"),
         ]
     out.append(("import Client, Server (warm, -c minus pass)", "import_both_ms", "ms", "lower"))
     out.append(("  CPU of the child (-c minus pass)", "import_both_cpu_ms", "ms", "lower"))
@@ -412,7 +409,7 @@ def _fmt(value, unit):
         return "n/a"
     if unit == "/s":
         return f"{value:,.0f}"
-    return "%.1f" % value
+    return f"{value:.1f}"
 
 
 def ratios(figures):
@@ -440,15 +437,15 @@ def print_against(figures, out=sys.stdout):
                 label,
                 _fmt(head, unit) + units,
                 _fmt(rev, unit) + units,
-                "n/a" if ratio is None else "%.2fx" % ratio,
-                "%s is better" % sense,
+                "n/a" if ratio is None else f"{ratio:.2f}x",
+                f"{sense} is better",
             )
         )
     bench._print_rows(
         ("figure (medians)", "HEAD", "REV " + figures["against"], "HEAD/REV", ""), lines, out
     )
     print(file=out)
-    print("Targets (issue 24, HEAD against %s):" % figures["against"], file=out)
+    print(f"Targets (issue 24, HEAD against {figures['against']}):", file=out)
     for label, key, op, bound, eras in TARGETS:
         for era in eras:
             name = key % era if era else key
@@ -458,26 +455,18 @@ def print_against(figures, out=sys.stdout):
                 if ratio is None
                 else ("met" if (ratio >= bound if op == ">=" else ratio <= bound) else "NOT met")
             )
-            print(
-                "  %s: %s (%s)"
-                % (
-                    label % ERA_LABELS[era] if era else label,
-                    verdict,
-                    "n/a" if ratio is None else "%.2fx" % ratio,
-                ),
-                file=out,
-            )
+            what = label % ERA_LABELS[era] if era else label
+            shown = "n/a" if ratio is None else f"{ratio:.2f}x"
+            print(f"  {what}: {verdict} ({shown})", file=out)
     for era in ERAS:  # pinned: the wall time should be the two processes' CPU time
         for side in SIDES:
-            wall = _median(
-                figures["samples"].get("stdio_pinned_%s_wall_us" % era, {}).get(side, [])
-            )
-            cpu = _median(figures["samples"].get("stdio_pinned_%s_cpu_us" % era, {}).get(side, []))
+            wall = _median(figures["samples"].get(f"stdio_pinned_{era}_wall_us", {}).get(side, []))
+            cpu = _median(figures["samples"].get(f"stdio_pinned_{era}_cpu_us", {}).get(side, []))
             if wall and cpu and wall > 1.1 * cpu:
                 print(
-                    "note: %s, %s, pinned: wall %.0f us/call against %.0f us of client + server CPU: the CPU was shared"
-                    " with other work, so the wall and calls/s figures are inflated; compare the CPU rows"
-                    % (side, ERA_LABELS[era], wall, cpu),
+                    f"note: {side}, {ERA_LABELS[era]}, pinned: wall {wall:.0f} us/call against {cpu:.0f} us"
+                    " of client + server CPU: the CPU was shared with other work, so the wall and calls/s"
+                    " figures are inflated; compare the CPU rows",
                     file=out,
                 )
     for msg in figures["notes"]:

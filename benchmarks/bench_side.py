@@ -63,7 +63,7 @@ def schedstat_ns(pid):
 
     total = 0
     found = False
-    for path in glob.glob("/proc/%d/task/*/schedstat" % pid):
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
         try:
             with open(path, "rb") as f:
                 total += int(f.read().split()[0])
@@ -119,7 +119,7 @@ def child_pids(pid=None):
     import glob
 
     kids = []
-    for path in glob.glob("/proc/%d/task/*/children" % (os.getpid() if pid is None else pid)):
+    for path in glob.glob(f"/proc/{os.getpid() if pid is None else pid}/task/*/children"):
         try:
             with open(path) as f:
                 kids += [int(k) for k in f.read().split()]
@@ -235,7 +235,7 @@ def _echo_call(client):
     def call():
         result = client.call_tool("echo", args)
         if result.is_error or result.content[0].text != ECHO_TEXT:
-            raise AssertionError("unexpected echo result: %r" % (result,))
+            raise AssertionError(f"unexpected echo result: {result!r}")
 
     return call
 
@@ -255,11 +255,11 @@ def run(spec):
         client = Client.http(spec["url"], era=era)
     with client:
         if client.era != era:
-            raise RuntimeError("era=%r settled on the %r era" % (era, client.era))
+            raise RuntimeError(f"era={era!r} settled on the {client.era!r} era")
         if spec["mode"] == "stdio":
             kids = child_pids()
             if len(kids) != 1:
-                raise RuntimeError("expected one child process (the server), found %r" % (kids,))
+                raise RuntimeError(f"expected one child process (the server), found {kids!r}")
             server_pid = kids[0]
             server_cpus = sorted(
                 os.sched_getaffinity(server_pid)
@@ -317,13 +317,13 @@ def run_side(tree, spec, cwd=None, timeout=900.0, pycache=None):
         )
     if done.returncode != 0:
         raise RuntimeError(
-            "bench_side %s (%s) failed with status %s: %s"
-            % (spec.get("mode"), spec.get("era"), done.returncode, done.stderr.strip()[-1500:])
+            f"bench_side {spec.get('mode')} ({spec.get('era')}) failed with status"
+            f" {done.returncode}: {done.stderr.strip()[-1500:]}"
         )
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     root = os.path.realpath(tree) + os.sep
     if not os.path.realpath(figures["mcp_ref_file"]).startswith(root):
-        raise RuntimeError("measured %s, not the mcp_ref of %s" % (figures["mcp_ref_file"], tree))
+        raise RuntimeError(f"measured {figures['mcp_ref_file']}, not the mcp_ref of {tree}")
     return figures
 
 

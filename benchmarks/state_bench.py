@@ -107,7 +107,7 @@ class RedisProcess:
     @property
     def url(self):
         """``redis://127.0.0.1:<port>/0``."""
-        return "redis://127.0.0.1:%d/0" % self.port
+        return f"redis://127.0.0.1:{self.port}/0"
 
     def scripts_run(self):
         """How many scripts (EVALSHA, EVAL) the server has run so far (``INFO commandstats``)."""
@@ -223,7 +223,7 @@ def _connect(url, era="modern"):
     client = Client.http(url, era=era, timeout=WAIT)
     if client.era != era:
         client.close()
-        raise RuntimeError("Client.http(era=%r) settled on the %r era" % (era, client.era))
+        raise RuntimeError(f"Client.http(era={era!r}) settled on the {client.era!r} era")
     return client
 
 
@@ -236,7 +236,7 @@ def _redirect(client, url):
 def _call(client, text=ECHO):
     result = client.call_tool("limited", {"text": text})
     if result.is_error or result.content[0].text != text:
-        raise AssertionError("unexpected result of the rate-limited tool: %r" % (result,))
+        raise AssertionError(f"unexpected result of the rate-limited tool: {result!r}")
 
 
 def _round(client, calls, worker_pid, redis):
@@ -297,8 +297,7 @@ def bench_rate_limited_calls(targets, calls, rounds, warmup, redis):
     for mode, samples in per_round.items():
         if mode != "memory" and min(r["redis_scripts"] for r in samples) < 1:
             raise RuntimeError(
-                "the deployment given MCP_REF_STATE (%s) ran less than one Redis script per call"
-                % mode
+                f"the deployment given MCP_REF_STATE ({mode}) ran less than one Redis script per call"
             )
     results = {}
     for mode, samples in per_round.items():
@@ -342,12 +341,10 @@ def bench_change_delay(changer, listener, changes, tag):
             with arrived:
                 seen = len(arrivals)
             t0 = time.perf_counter()
-            changer.call_tool("add_tool", {"name": "added_%s_%d" % (tag, n)})
+            changer.call_tool("add_tool", {"name": f"added_{tag}_{n}"})
             with arrived:
                 if not arrived.wait_for(lambda seen=seen: len(arrivals) > seen, WAIT):
-                    raise RuntimeError(
-                        "no tools/list_changed within %.0f s of change %d" % (WAIT, n)
-                    )
+                    raise RuntimeError(f"no tools/list_changed within {WAIT:.0f} s of change {n}")
                 if n >= 2:
                     delays.append((arrivals[seen] - t0) * 1000.0)
         with arrived:
@@ -372,7 +369,7 @@ def run_state_benchmarks(ns, figures, note):
 
     why = missing_requirement()
     if why is not None:
-        msg = "%s: shared-state rows (in memory vs Redis) skipped" % why
+        msg = f"{why}: shared-state rows (in memory vs Redis) skipped"
         figures["notes"].append(msg)
         note("note: " + msg)
         return True
@@ -398,7 +395,7 @@ def run_state_benchmarks(ns, figures, note):
         with contextlib.ExitStack() as stack:
             redis = stack.enter_context(RedisProcess(redis_server_binary()))
             state["redis_version"] = redis.version()
-            shared = "%s?namespace=bench-%d" % (redis.url, os.getpid())
+            shared = f"{redis.url}?namespace=bench-{os.getpid()}"
 
             def deploy(stack, name, url, sessions="stateless"):
                 server = bench.HttpServerProcess(name, STATE_APP, [kind, sessions], env=_env(url))
@@ -412,7 +409,7 @@ def run_state_benchmarks(ns, figures, note):
                 )
             _handshake_rows(ns, note, state, redis, shared, lambda *args: deploy(stack, *args))
     except Exception as exc:
-        msg = "mcp_ref shared-state benchmark failed: %s: %s" % (type(exc).__name__, exc)
+        msg = f"mcp_ref shared-state benchmark failed: {type(exc).__name__}: {exc}"
         figures["notes"].append(msg)
         note("note: " + msg)
         return False
@@ -432,8 +429,8 @@ def _modern_rows(ns, figures, note, state, redis, shared, deploy):
             for mode, server in (("memory", memory), ("redis", on_redis), ("other", other))
         }
         note(
-            "shared state: rate-limited tools/call, %d calls x %d rounds (+%d warm-up), %s vs redis-server %s ..."
-            % (ns.state_calls, ns.rounds, ns.warmup, "in memory", state["redis_version"] or "?")
+            f"shared state: rate-limited tools/call, {ns.state_calls} calls x {ns.rounds} rounds"
+            f" (+{ns.warmup} warm-up), in memory vs redis-server {state['redis_version'] or '?'} ..."
         )
         calls = bench_rate_limited_calls(
             {"memory": clients["memory"], "redis": clients["redis"]},
@@ -446,20 +443,17 @@ def _modern_rows(ns, figures, note, state, redis, shared, deploy):
         state.update(calls)
         for mode in ("memory", "redis"):
             r = state[mode]
-            note(
-                "  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s"
-                % (
-                    mode,
-                    r["p50_ms"],
-                    r["p99_ms"],
-                    _us(r["cpu_us"]),
-                    ""
-                    if mode == "memory"
-                    else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r)),
-                )
+            redis_cpu = (
+                ""
+                if mode == "memory"
+                else f", redis-server CPU {_us(r['redis_cpu_us'])} us/call, {_trips(r)}"
             )
-        note("shared state: change -> listener, %d changes each ..." % ns.state_changes)
-        tag = "%d" % os.getpid()
+            note(
+                f"  {mode}: p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms,"
+                f" server CPU {_us(r['cpu_us'])} us/call{redis_cpu}"
+            )
+        note(f"shared state: change -> listener, {ns.state_changes} changes each ...")
+        tag = str(os.getpid())
         state["delay_redis_other_worker"] = bench_change_delay(
             clients["redis"], clients["other"], ns.state_changes, tag + "r"
         )
@@ -471,12 +465,9 @@ def _modern_rows(ns, figures, note, state, redis, shared, deploy):
             ("delay_memory_same_worker", "in memory, same worker"),
         ):
             r = state[key]
-            note("  %s: median %.2f ms, p99 %.2f ms" % (what, r["median_ms"], r["p99_ms"]))
+            note(f"  {what}: median {r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms")
             if r["extra"]:
-                msg = "%s: %d more tools/list_changed than changes (delays suspect)" % (
-                    what,
-                    r["extra"],
-                )
+                msg = f"{what}: {r['extra']} more tools/list_changed than changes (delays suspect)"
                 figures["notes"].append(msg)
                 note("note: " + msg)
     for server in (memory, on_redis, other):
@@ -503,8 +494,8 @@ def _handshake_rows(ns, note, state, redis, shared, deploy):
             )
         _redirect(clients["other"], away.url)  # made on A; every call from here on goes to B
         note(
-            "shared state: handshake-era rate-limited tools/call, %d calls x %d rounds (+%d warm-up), in memory,"
-            " on Redis, and a session made on A served by B ..." % (calls, ns.rounds, ns.warmup)
+            f"shared state: handshake-era rate-limited tools/call, {calls} calls x {ns.rounds} rounds"
+            f" (+{ns.warmup} warm-up), in memory, on Redis, and a session made on A served by B ..."
         )
         results = bench_rate_limited_calls(clients, calls, ns.rounds, ns.warmup, redis)
         results.pop("p50_diff_ms", None)
@@ -522,17 +513,14 @@ def _handshake_rows(ns, note, state, redis, shared, deploy):
         ("other", "on Redis, made on A, served by B"),
     ):
         r = results[mode]
+        redis_cpu = (
+            ""
+            if mode == "memory"
+            else f", redis-server CPU {_us(r['redis_cpu_us'])} us/call, {_trips(r)}"
+        )
         note(
-            "  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s"
-            % (
-                what,
-                r["p50_ms"],
-                r["p99_ms"],
-                _us(r["cpu_us"]),
-                ""
-                if mode == "memory"
-                else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r)),
-            )
+            f"  {what}: p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms,"
+            f" server CPU {_us(r['cpu_us'])} us/call{redis_cpu}"
         )
     for server in (memory, home, away):
         server.check_alive()
@@ -540,15 +528,15 @@ def _handshake_rows(ns, note, state, redis, shared, deploy):
 
 def _trips(figures):
     """``1.0 Redis scripts (round trips) per call``: every Redis operation of a call is one script."""
-    return "%.1f Redis scripts (round trips) per call" % figures["redis_scripts"]
+    return f"{figures['redis_scripts']:.1f} Redis scripts (round trips) per call"
 
 
 def _us(value):
-    return "n/a" if value is None else "%.0f" % value
+    return "n/a" if value is None else f"{value:.0f}"
 
 
 def _ms(value, digits=3):
-    return "n/a" if value is None else "%.*f ms" % (digits, value)
+    return "n/a" if value is None else f"{value:.{digits}f} ms"
 
 
 def print_state_table(figures, out=sys.stdout):
@@ -564,14 +552,14 @@ def print_state_table(figures, out=sys.stdout):
             "rate-limited tools/call, p50 latency",
             _ms(memory["p50_ms"]),
             _ms(redis["p50_ms"]),
-            "n/a" if state["p50_diff_ms"] is None else "%+.3f ms" % state["p50_diff_ms"],
+            "n/a" if state["p50_diff_ms"] is None else f"{state['p50_diff_ms']:+.3f} ms",
             "lower is better",
         ),
         (
             "rate-limited tools/call, p99 latency",
             _ms(memory["p99_ms"]),
             _ms(redis["p99_ms"]),
-            "%+.3f ms" % (redis["p99_ms"] - memory["p99_ms"]),
+            f"{redis['p99_ms'] - memory['p99_ms']:+.3f} ms",
             "lower is better",
         ),
     ]
@@ -579,9 +567,9 @@ def print_state_table(figures, out=sys.stdout):
         lines.append(
             (
                 "mcp_ref server CPU per call",
-                "%.0f us" % memory["cpu_us"],
-                "%.0f us" % redis["cpu_us"],
-                "%+.0f us" % (redis["cpu_us"] - memory["cpu_us"]),
+                f"{memory['cpu_us']:.0f} us",
+                f"{redis['cpu_us']:.0f} us",
+                f"{redis['cpu_us'] - memory['cpu_us']:+.0f} us",
                 "user + system, the serving process",
             )
         )
@@ -590,7 +578,7 @@ def print_state_table(figures, out=sys.stdout):
             (
                 "redis-server CPU per call",
                 "-",
-                "%.0f us" % redis["redis_cpu_us"],
+                f"{redis['redis_cpu_us']:.0f} us",
                 "",
                 "apart from the above; " + _trips(redis),
             )
@@ -600,7 +588,7 @@ def print_state_table(figures, out=sys.stdout):
         for label, key in (("median", "median_ms"), ("p99", "p99_ms")):
             lines.append(
                 (
-                    "change -> listener, %s" % label,
+                    f"change -> listener, {label}",
                     _ms(near[key], 2),
                     _ms(far[key], 2),
                     "",
@@ -625,7 +613,7 @@ def _handshake_lines(handshake):
             if key == "p50_ms"
             else (None if r[key] is None or memory[key] is None else r[key] - memory[key])
         )
-        return "n/a" if value is None else "%+.*f %s" % (digits, value, unit)
+        return "n/a" if value is None else f"{value:+.{digits}f} {unit}"
 
     lines = []
     for label, r, what in (
@@ -660,8 +648,8 @@ def _handshake_lines(handshake):
             lines.append(
                 (
                     label + ", server CPU",
-                    "%.0f us" % memory["cpu_us"],
-                    "%.0f us" % r["cpu_us"],
+                    f"{memory['cpu_us']:.0f} us",
+                    f"{r['cpu_us']:.0f} us",
                     diff(r, "cpu_us", "us", 0),
                     "user + system, the serving process",
                 )
@@ -671,7 +659,7 @@ def _handshake_lines(handshake):
                 (
                     label + ", redis-server CPU",
                     "-",
-                    "%.0f us" % r["redis_cpu_us"],
+                    f"{r['redis_cpu_us']:.0f} us",
                     "",
                     "per call, apart from the above; " + _trips(r),
                 )
@@ -687,19 +675,18 @@ def print_state_notes(figures, out=sys.stdout):
     print(
         "shared state: a rate-limited tools/call (the tool's and the server's limit 1000000/minute: nothing refused,"
         " every call takes a token) over Streamable HTTP, 2026-07-28 (Client.http era='modern', one thread,"
-        " sequential, keep-alive), against %s in a subprocess, its state in memory or, with MCP_REF_STATE, on a"
-        " fresh redis-server %s on loopback (--save '' --appendonly no). Latency measured at the client; CPU = the"
-        " serving process's user + system time (/proc) over a round / calls. Medians of %d rounds of %d calls,"
-        " the two deployments taking turns; Redis - memory at p50 is the median of the rounds' paired differences."
-        % (state["server"], state.get("redis_version") or "", state["rounds"], state["calls"]),
+        f" sequential, keep-alive), against {state['server']} in a subprocess, its state in memory or, with"
+        f" MCP_REF_STATE, on a fresh redis-server {state.get('redis_version') or ''} on loopback (--save ''"
+        " --appendonly no). Latency measured at the client; CPU = the serving process's user + system time"
+        f" (/proc) over a round / calls. Medians of {state['rounds']} rounds of {state['calls']} calls,"
+        " the two deployments taking turns; Redis - memory at p50 is the median of the rounds' paired differences.",
         file=out,
     )
     print(
         "  change -> listener: from just before a client on deployment A calls a tool that adds a tool, to"
         " notifications/tools/list_changed arriving at a client listening (subscriptions/listen) on deployment B,"
-        " A and B single-worker and sharing the Redis; %d changes, each a new tool name. In memory, for"
-        " reference: listener and change on the same worker (another worker never hears it)."
-        % state["changes"],
+        f" A and B single-worker and sharing the Redis; {state['changes']} changes, each a new tool name."
+        " In memory, for reference: listener and change on the same worker (another worker never hears it).",
         file=out,
     )
     handshake = state.get("handshake") or {}
@@ -710,20 +697,21 @@ def print_state_notes(figures, out=sys.stdout):
             " three more single-worker deployments (the 2026-07-28 ones stopped): sessions in memory, on Redis (A),"
             " on Redis (B). With MCP_REF_STATE every request of a session touches its record on Redis. 'Other"
             " deployment': the session initialized on A, then every call sent to B, which serves it from a replica"
-            " built from the shared record (its GET stream stays on A). Medians of %d rounds of %d calls, the three"
-            " taking turns; the p50 differences are medians of paired differences to the in-memory deployment."
-            % (state["rounds"], state["calls"]),
+            " built from the shared record (its GET stream stays on A)."
+            f" Medians of {state['rounds']} rounds of {state['calls']} calls, the three"
+            " taking turns; the p50 differences are medians of paired differences to the in-memory deployment.",
             file=out,
         )
     diff = state.get("p50_diff_ms")
     if diff is not None:
+        verdict = "met" if diff <= TARGET_P50_MS else "NOT met"
         print(
-            "  target (issue 22 section 6): Redis adds at most %.1f ms at p50: %s (%+.3f ms)."
-            % (TARGET_P50_MS, "met" if diff <= TARGET_P50_MS else "NOT met", diff),
+            f"  target (issue 22 section 6): Redis adds at most {TARGET_P50_MS:.1f} ms at p50:"
+            f" {verdict} ({diff:+.3f} ms).",
             file=out,
         )
     print(
-        "  On %s CPUs, shared by the client, the deployments and redis-server: per-call latency and CPU"
-        " only; no throughput scaling across workers is measured or claimed." % figures["cpus"],
+        f"  On {figures['cpus']} CPUs, shared by the client, the deployments and redis-server: per-call"
+        " latency and CPU only; no throughput scaling across workers is measured or claimed.",
         file=out,
     )

@@ -62,7 +62,7 @@ def run_gunicorn(port, stateless=True):
     class App(BaseApplication):
         def load_config(self):
             for key, value in {
-                "bind": "127.0.0.1:%d" % port,
+                "bind": f"127.0.0.1:{port}",
                 "workers": 1,
                 "worker_class": "gthread",
                 "threads": 8,
