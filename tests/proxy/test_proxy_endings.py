@@ -188,19 +188,32 @@ def test_closing_the_proxy_ends_the_process_a_cancel_left_closing():
     # CANCEL_GRACE its connection is closed on a thread of its own, which waits for the process
     # to exit before it ends it.  The proxy closes meanwhile (as `mcp-ref proxy` at Ctrl-C, which
     # then exits): that old process has exited by the time close() returns, not left running.
+    # (That close ends the process once its wait, shutdown_timeout, has passed: a new process
+    # slower to serve Bob than that left none still at work to see.  Its pipes are closed here
+    # once the proxy closes, so the process is at work until then.)
     opened: list[Client] = []
     with served(recording(STUBBORN_TARGET, opened)) as (proxy, url):
         with (
             Client.http(url, era="modern", timeout=WAIT) as alice,
             Client.http(url, era="modern", timeout=WAIT) as bob,
         ):
+            transport = opened[0].session.transport
+            close_transport = transport.close
+            closing = threading.Event()
+
+            def close_once_the_proxy_closes() -> None:
+                closing.wait(WAIT)
+                close_transport()
+
+            transport.close = close_once_the_proxy_closes  # type: ignore[method-assign]
             started = threading.Event()
             stubborn = alice.start_tool_call("stubborn", on_progress=lambda *report: started.set())
             assert started.wait(WAIT)
             stubborn.cancel("the user gave up")
             assert bob.call_tool("echo", {"text": "hi"}).text == "hi"
             assert len(opened) == 2 and proxy.watcher.client is opened[1]
-            assert opened[0].session.transport.process.poll() is None  # still at work
+            assert transport.process.poll() is None  # still at work
+        closing.set()
         proxy.close()
         assert opened[0].session.transport.process.poll() is not None
     for back in opened:
