@@ -992,7 +992,9 @@ def test_a_stray_being_read_does_not_keep_the_redirect_waiting(app, caplog):
 def test_a_stray_gets_a_bounded_time_and_size_for_its_request(app, caplog):
     """Each connection sends its request line and headers within ``request_timeout`` in all (a
     stray trickling past it is closed, unanswered) and within MAX_REQUEST_BYTES (more is answered
-    431 and closed); the login goes on meanwhile, and the user's redirect ends it."""
+    431 and closed); the login goes on meanwhile, and the user's redirect ends it.  (The large
+    request had the slow one's 0.2 s too: a busy machine read less than 64 KiB by then and closed
+    it unanswered, as a stray.  It now has WAIT.)"""
     from mcp_ref.oauth.browser import MAX_REQUEST_BYTES
 
     approved = threading.Event()
@@ -1013,6 +1015,7 @@ def test_a_stray_gets_a_bounded_time_and_size_for_its_request(app, caplog):
         _trickle_while(thread, slow)  # until the listener closes it (0.2 s)
         assert thread.is_alive()  # the login waits on
         assert read_to_the_end(slow) == b""
+        handler.request_timeout = WAIT  # the size bound next, the time bound out of its way
         with socket.create_connection(("127.0.0.1", strays.port), timeout=WAIT) as large:
             # one byte too many, all of them read before the answer (none left unread: no reset)
             large.sendall((b"GET /callback?" + b"x" * MAX_REQUEST_BYTES)[: MAX_REQUEST_BYTES + 1])
