@@ -314,16 +314,20 @@ def test_sealing_refuses_a_caller_that_is_not_a_string():
 # -- class 5: tasks waiting for input ---------------------------------------------------------------
 
 
-def poll(caller: Caller, task_id: str, done, bound: float = WAIT) -> dict:
-    """``tasks/get`` at the task's ``pollIntervalMs`` until ``done(state)`` (at most ``bound`` s)."""
-    deadline = time.monotonic() + bound
-    pause = threading.Event()
-    while True:
-        state = caller.ask("tasks/get", {"taskId": task_id})["result"]
-        if done(state):
-            return state
-        assert time.monotonic() < deadline, f"task {task_id} stayed {state['status']}"
-        pause.wait(state["pollIntervalMs"] / 1000)
+def settled(store: TaskStore, task_id: str, done) -> None:
+    """Wait (WAIT s at most) until ``done(state)`` holds of the task's state: on its condition
+    (``Task.lock``), which every change of its record notifies."""
+    task = store.find(task_id, store.records.get(task_id)["owner"])
+    with task.lock:
+        assert task.lock.wait_for(lambda: done(task.to_wire()), WAIT), task.to_wire()
+
+
+def state_once(server: Server, caller: Caller, task_id: str, done) -> dict:
+    """The task's ``tasks/get`` state, asked once ``done(state)`` holds (see :func:`settled`)."""
+    settled(server.tasks, task_id, done)
+    state = caller.ask("tasks/get", {"taskId": task_id})["result"]
+    assert done(state), state
+    return state
 
 
 def start(caller: Caller, name: str) -> str:
@@ -332,9 +336,9 @@ def start(caller: Caller, name: str) -> str:
     return answer["result"]["taskId"]
 
 
-def parked(caller: Caller) -> str:
+def parked(server: Server, caller: Caller) -> str:
     task_id = start(caller, "park")
-    poll(caller, task_id, lambda t: t["status"] == "input_required")
+    state_once(server, caller, task_id, lambda t: t["status"] == "input_required")
     return task_id
 
 
@@ -342,14 +346,18 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
     server = build(workers=2, max_waiting=4, poll_interval_ms=20)
     url = protected(serve, server)
     callers = [Caller(url, f"{user}-token") for user in ("alice", "bob")]
-    waiting = [parked(callers[n % 2]) for n in range(4)]  # twice as many as there are workers
+    waiting = [
+        parked(server, callers[n % 2]) for n in range(4)
+    ]  # twice as many as there are workers
     # the old store: every worker holds a parked task, and this stays "working" until the TTL
     carol = Caller(url, "carol-token")
-    done = poll(carol, start(carol, "quick"), lambda t: t["status"] != "working")
+    done = state_once(server, carol, start(carol, "quick"), lambda t: t["status"] != "working")
     assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "quick done"
     assert server.tasks.threads <= 2 + 4 and server.tasks.waiting == 4  # workers + max_waiting
     # past max_waiting a task that asks for input fails at once, with a clear error
-    refused = poll(carol, start(carol, "park"), lambda t: t["status"] in ("failed", "completed"))
+    refused = state_once(
+        server, carol, start(carol, "park"), lambda t: t["status"] in ("failed", "completed")
+    )
     assert refused["status"] == "failed" and refused["error"]["code"] == -31000
     assert "waiting for input" in refused["error"]["message"]
     # the parked tasks are still theirs to answer, and finish
@@ -358,7 +366,8 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
             "tasks/update", {"taskId": task_id, "inputResponses": {"go": accept(go=True)}}
         )
     for n, task_id in enumerate(waiting):
-        state = poll(
+        state = state_once(
+            server,
             callers[n % 2],
             task_id,
             lambda t: t["status"] != "working" and t["status"] != "input_required",
@@ -366,37 +375,41 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
         assert state["status"] == "completed" and state["result"]["content"][0]["text"] == "went on"
     assert server.tasks.waiting == 0
     # the room is back: a task may wait for input again
-    assert parked(carol)
+    assert parked(server, carol)
 
 
 def test_a_task_waits_for_input_only_input_timeout_seconds(serve):
-    url = protected(serve, build(workers=1, input_timeout=0.3, poll_interval_ms=20))
+    server = build(workers=1, input_timeout=0.3, poll_interval_ms=20)
+    url = protected(serve, server)
     alice = Caller(url, "alice-token")
     task_id = start(alice, "park")
-    state = poll(alice, task_id, lambda t: t["status"] not in ("working", "input_required"))
+    state = state_once(
+        server, alice, task_id, lambda t: t["status"] not in ("working", "input_required")
+    )
     assert state["status"] == "failed" and state["error"]["code"] == -31005
     assert (
         "no input came within 0.3 s" in state["statusMessage"]
         and "tasks/update" in state["statusMessage"]
     )
     # the one worker is free again
-    done = poll(alice, start(alice, "quick"), lambda t: t["status"] == "completed")
+    done = state_once(server, alice, start(alice, "quick"), lambda t: t["status"] == "completed")
     assert done["result"]["content"][0]["text"] == "quick done"
 
 
 def test_tasks_are_capped_per_principal(serve):
-    url = protected(serve, build(max_tasks_per_principal=2, poll_interval_ms=20))
+    server = build(max_tasks_per_principal=2, poll_interval_ms=20)
+    url = protected(serve, server)
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
-    first, _second = parked(alice), parked(alice)
+    first, _second = parked(server, alice), parked(server, alice)
     over = alice.call("park")
     assert over["error"]["code"] == -31005 and over["error"]["data"] == {"limit": 2}
     assert "at most 2 unfinished tasks per caller" in over["error"]["message"]
     # another principal is not affected
-    done = poll(bob, start(bob, "quick"), lambda t: t["status"] == "completed")
+    done = state_once(server, bob, start(bob, "quick"), lambda t: t["status"] == "completed")
     assert done["result"]["content"][0]["text"] == "quick done"
     # a finished task makes room again
     alice.ask("tasks/cancel", {"taskId": first})
-    assert poll(alice, first, lambda t: t["status"] == "cancelled")
+    assert state_once(server, alice, first, lambda t: t["status"] == "cancelled")
     assert alice.call("quick")["result"]["resultType"] == "task"
     assert alice.text("whoami") == "oauth:hardening-client:alice"
 
@@ -405,7 +418,7 @@ def test_a_principal_finds_only_its_own_tasks_by_its_string_id(serve):
     server = build(poll_interval_ms=20)
     url = protected(serve, server)
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
-    task_id = parked(alice)
+    task_id = parked(server, alice)
     task = server.tasks.find(task_id, "oauth:hardening-client:alice")
     assert task.owner == "oauth:hardening-client:alice"
     for method, params in (
@@ -417,7 +430,9 @@ def test_a_principal_finds_only_its_own_tasks_by_its_string_id(serve):
         assert refused["error"]["code"] == -32602, method
     alice.ask("tasks/update", {"taskId": task_id, "inputResponses": {"go": accept(go=False)}})
     assert (
-        poll(alice, task_id, lambda t: t["status"] == "completed")["result"]["content"][0]["text"]
+        state_once(server, alice, task_id, lambda t: t["status"] == "completed")["result"][
+            "content"
+        ][0]["text"]
         == "stopped"
     )
 
@@ -516,12 +531,14 @@ def test_a_task_cancelled_before_it_ran_never_runs_and_frees_its_place_at_once(s
     finally:
         release.set()
     assert (
-        poll(alice, holding, lambda t: t["status"] == "completed")["result"]["content"][0]["text"]
+        state_once(server, alice, holding, lambda t: t["status"] == "completed")["result"][
+            "content"
+        ][0]["text"]
         == "held"
     )
     quick = over_before["result"]["taskId"]
-    assert poll(
-        alice, quick, lambda t: t["status"] == "completed"
+    assert state_once(
+        server, alice, quick, lambda t: t["status"] == "completed"
     )  # queued after the cancelled one
     assert (
         effects == []
@@ -592,10 +609,8 @@ def test_tasks_cancelled_while_queued_leave_the_run_queue_at_once(era):
             assert len(store.queue) == 1
         finally:
             release.set()
-        deadline = time.monotonic() + WAIT
-        while status_of(victim, era, queued) != "completed":
-            assert time.monotonic() < deadline
-            threading.Event().wait(0.02)
+        settled(store, queued, lambda t: t["status"] == "completed")
+        assert status_of(victim, era, queued) == "completed"
         assert status_of(victim, era, holding) == "completed"
 
 
