@@ -23,6 +23,7 @@ from conftest import WAIT
 from http_fixtures import ACCEPT_BOTH, LATEST, init_params, request, serve  # noqa: F401 - a fixture
 
 from mcp_ref import ConnectionLimits, Context, Server
+from mcp_ref.cancellation import Cancellation
 from mcp_ref.http.headers import request_headers
 
 V26 = "2026-07-28"
@@ -50,6 +51,16 @@ def wait_until(predicate, timeout: float = WAIT) -> bool:
     return True
 
 
+def ended(threads: frozenset, timeout: float = WAIT) -> int:
+    """Wait (``timeout`` s in all) for ``threads``, each serving a connection, to end; how many are
+    still alive.  A connection's thread releases its slot in the table, its stream and its hold on
+    the client's share before it ends: once it has, they are free."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return sum(thread.is_alive() for thread in threads)
+
+
 def connection_threads(before: frozenset = frozenset()) -> int:
     """The live threads serving an HTTP connection, not counting ``before`` (a snapshot: a thread
     of an earlier test's server on this worker may still be ending, and must not count either way)."""
@@ -70,21 +81,26 @@ def streams_server(events: dict | None = None) -> Server:
         started=threading.Semaphore(0),
         cancelled=threading.Semaphore(0),
         finished=threading.Semaphore(0),
-        release=threading.Event(),
+        release=Cancellation(),  # an Event that calls back when set
     )
     server = Server("streams")
 
     @server.tool()
     def hold(ctx: Context) -> str:
         """Wait for cancellation or release."""
+        woken = threading.Event()
+        ctx.request.cancelled.add_callback(woken.set)
+        events["release"].add_callback(woken.set)
         events["started"].release()
-        for _ in range(int(WAIT * 20)):
-            if ctx.is_cancelled:
-                events["cancelled"].release()
-                return "cancelled"
-            if events["release"].wait(0.05):
-                events["finished"].release()
-                return "released"
+        woken.wait(WAIT)
+        events["release"].remove_callback(woken.set)
+        ctx.request.cancelled.remove_callback(woken.set)
+        if ctx.is_cancelled:
+            events["cancelled"].release()
+            return "cancelled"
+        if events["release"].is_set():
+            events["finished"].release()
+            return "released"
         return "timed out"
 
     return server
@@ -259,9 +275,11 @@ def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):
     started = time.monotonic()
     for n, stream in enumerate(streams):
         stream.drop(reset=bool(n % 2))  # half closed, half reset; no cancellation sent
-    assert wait_until(
-        lambda: len(hub) == 0 and table.count == 0 and connection_threads(before) == 0, FREED_WITHIN
-    ), (len(hub), table.count, connection_threads(before))
+    assert hub.wait_at_most(0, FREED_WITHIN), len(hub)
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0 and table.count == 0, (
+        table.count,
+        connection_threads(before),
+    )
     freed = time.monotonic() - started
     assert srv.app.streams_held() == 0
     assert discover(srv.port) == 200, f"freed in {freed:.2f} s, yet a new client is refused"
@@ -301,7 +319,7 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):
         assert events["started"].acquire(timeout=WAIT)
     for call in calls:
         call.close()
-    assert wait_until(lambda: table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), (
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0 and table.count == 0, (
         table.count,
         connection_threads(before),
     )
@@ -321,15 +339,18 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):
 def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):
     srv = serve(streams_server(), keepalive=60)
     table = srv.httpd.connections
+    before = connection_thread_set()
     sessions = [initialize(srv.port) for _ in range(4)]
     streams = [standalone_get(srv.port, session) for session in sessions]
     assert all(stream.status == 200 for stream in streams)
-    assert wait_until(
-        lambda: all(srv.app.sessions[s].standalone.consumer is not None for s in sessions)
-    )
+    for session in sessions:
+        standalone = srv.app.sessions[session].standalone
+        with standalone.cond:  # notified as a consumer attaches
+            assert standalone.cond.wait_for(lambda s=standalone: s.consumer is not None, WAIT)
     for stream in streams:
         stream.drop()
-    assert wait_until(lambda: table.count == 0, FREED_WITHIN), table.count
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0, table.count
+    assert table.count == 0
     assert all(srv.app.sessions[s].standalone.consumer is None for s in sessions)  # free to expire
     again = standalone_get(srv.port, sessions[0])  # the session goes on: its client comes back
     assert again.status == 200
@@ -339,12 +360,14 @@ def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):
 def test_dropped_legacy_streams_end_their_sessions_at_once(serve):
     srv = serve(streams_server(), keepalive=60)
     table = srv.httpd.connections
+    before = connection_thread_set()
     streams = [raw_http(srv.port, "GET", "/sse", {"Accept": "text/event-stream"}) for _ in range(4)]
     assert all(stream.event()["event"] == "endpoint" for stream in streams)
     assert len(srv.app.sessions) == 4
     for stream in streams:
         stream.drop(reset=True)
-    assert wait_until(lambda: table.count == 0 and not srv.app.sessions, FREED_WITHIN), (
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0, table.count
+    assert table.count == 0 and not srv.app.sessions, (
         table.count,
         len(srv.app.sessions),
     )
@@ -356,6 +379,7 @@ def test_a_pipelined_request_is_not_taken_for_a_close(serve):
     without closing it: the stream goes on (the check peeks; only an end of input is a close)."""
     srv = serve(streams_server(), keepalive=60)
     hub, watchdog = srv.app.server.subscriptions, srv.httpd.watchdog
+    before = connection_thread_set()
     stream = listen(srv.port)
     ping = json.dumps(request("server/discover", {"_meta": meta()}, 2)).encode()
     stream.sock.sendall(
@@ -375,7 +399,9 @@ def test_a_pipelined_request_is_not_taken_for_a_close(serve):
     srv.app.server.subscriptions.publish("notifications/tools/list_changed")
     assert stream.message()["method"] == "notifications/tools/list_changed"  # still served
     stream.drop()
-    assert wait_until(lambda: len(hub) == 0 and srv.httpd.connections.count == 0, FREED_WITHIN)
+    assert hub.wait_at_most(0, FREED_WITHIN), len(hub)
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0
+    assert srv.httpd.connections.count == 0
 
 
 # -- idle streams do not lock newcomers out -----------------------------------------------------------
@@ -402,7 +428,7 @@ def test_at_the_cap_the_oldest_stream_of_the_heaviest_client_ends_gracefully(ser
     assert answer["id"] == 2 and answer["result"]["resultType"] == "complete"
     assert answer["result"]["_meta"][SUBSCRIPTION_ID] == 2
     assert heavy[0].event() is None and heavy[0].ended_by_server()
-    assert wait_until(lambda: len(hub) == 3)
+    assert hub.wait_at_most(3, WAIT), len(hub)
     srv.app.server.subscriptions.publish("notifications/tools/list_changed")
     for stream in (light, heavy[1], heavy[2]):  # the others go on
         assert stream.message()["method"] == "notifications/tools/list_changed"
@@ -413,21 +439,21 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):
     """2025-11-25 basic/transports §Listening: the server "MAY close the SSE stream at any time",
     "sending a retry field and allowing the client to reconnect"."""
     srv = serve(streams_server(), keepalive=60, limits=ConnectionLimits(max_connections=2))
+    before = connection_thread_set()
     sessions = []
     for _ in range(2):  # each after the last one's connections have left the table (a cap of 2)
-        assert wait_until(lambda: srv.httpd.connections.count == 0)
+        assert ended(connection_thread_set() - before) == 0
         sessions.append(initialize(srv.port))
     first, second = sessions
-    assert wait_until(
-        lambda: srv.httpd.connections.count == 0
-    )  # the second initialize's connection too (a cap of 2)
+    # the second initialize's connections too (a cap of 2)
+    assert ended(connection_thread_set() - before) == 0
+    assert srv.httpd.connections.count == 0
     streams = [
         standalone_get(srv.port, first, source="127.0.0.2"),
         standalone_get(srv.port, second, source="127.0.0.3"),
     ]
-    assert wait_until(
-        lambda: srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting
-    )
+    # each stream's head was read (it answered): both are at work, none waits for a head
+    assert srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting
     priming = streams[0].event()
     assert priming is not None and priming["id"] and "retry" in priming  # the stream's first event
     assert discover(srv.port) == 200
@@ -456,7 +482,10 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):
 def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(serve):
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=3)
     hub = srv.app.server.subscriptions
-    held = [listen(srv.port, n) for n in (1, 2, 3)]
+    before = connection_thread_set()
+    held = [listen(srv.port, 1)]
+    first = connection_thread_set() - before  # the thread serving held[0]
+    held += [listen(srv.port, n) for n in (2, 3)]
     refused = post(
         srv.port, request("subscriptions/listen", {"_meta": meta(), "notifications": {}}, 4)
     )
@@ -480,11 +509,13 @@ def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(s
     other = listen(srv.port, 5, source="127.0.0.2")  # and another client's streams
     assert len(hub) == 4
     held[0].drop()  # a stream closed frees its place at once
-    assert wait_until(lambda: srv.app.streams_held() == 3, FREED_WITHIN)
+    assert ended(first, FREED_WITHIN) == 0 and srv.app.streams_held() == 3
     again = listen(srv.port, 6)
     for stream in (*held[1:], other, again):
         stream.drop()
-    assert wait_until(lambda: srv.app.streams_held() == 0 and len(hub) == 0, FREED_WITHIN)
+    assert hub.wait_at_most(0, FREED_WITHIN), len(hub)
+    assert ended(connection_thread_set() - before, FREED_WITHIN) == 0
+    assert srv.app.streams_held() == 0
 
 
 def test_a_get_that_takes_over_a_stream_whose_end_was_already_taken_ends_too():
