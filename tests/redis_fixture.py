@@ -19,6 +19,8 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -143,6 +145,34 @@ def own_redis(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+def wait_for_writes(url: str, parts: tuple, done: Callable[[], bool], timeout: float) -> bool:
+    """Wait until ``done()`` holds, checked again at each write to the key ``parts`` names in
+    ``url``'s namespace (``Connection.key(*parts)``, told by Redis's keyspace notifications, turned
+    on here): state that Redis holds, waited for on its own changes, not polled.  False past
+    ``timeout``."""
+    from mcp_ref.state.redis.connection import Connection
+
+    connection = Connection(url, socket_timeout=timeout)  # a Redis frozen a while is waited for
+    connection.client.config_set("notify-keyspace-events", "KEA")
+    writes = connection.client.pubsub(ignore_subscribe_messages=True)
+    try:
+        # the reply to SUBSCRIBE is read before done() is asked again: no write after it is missed
+        writes.subscribe(
+            f"__keyspace@{connection.client.get_connection_kwargs()['db']}__:"
+            + connection.key(*parts)
+        )
+        deadline = time.monotonic() + timeout
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            writes.get_message(timeout=left)
+        return True
+    finally:
+        writes.close()
+        connection.close()
 
 
 _NAMESPACES = itertools.count(1)
