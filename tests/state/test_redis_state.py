@@ -15,8 +15,15 @@ import threading
 import time
 
 import pytest
-from conftest import WAIT, run_threads
-from redis_fixture import RedisServer, own_redis, redis_server, redis_url, required_binary  # noqa: F401 - fixtures
+from conftest import WAIT, Seen, run_threads
+from redis_fixture import (  # noqa: F401 - fixtures
+    RedisServer,
+    own_redis,
+    redis_server,
+    redis_url,
+    required_binary,
+    wait_for_writes,
+)
 
 from mcp_ref import Client, Context, McpError, ServerBusy
 from mcp_ref.extensions.client_tasks import EXTENSION
@@ -582,6 +589,8 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
     assert other.get(task.id)["status"] == "working"  # only the renewals kept it alive
     passing = threading.Event()
     holder._leases_stop.set()  # the holder stops, as a dead worker would
+    # A bounded poll, as no event exists: nothing is written when a lease runs out (its end is a
+    # time in the record, and a read after it says failed), and no one else is there to tell.
     deadline = time.monotonic() + WAIT
     while other.get(task.id)["status"] == "working" and time.monotonic() < deadline:
         passing.wait(0.05)
@@ -620,17 +629,14 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(
         ).result()
         assert held["resultType"] == queued["resultType"] == "task"
         own_server.stop()
-        with caplog.at_level(logging.WARNING):
-            release.set()  # the slot frees: "quick" starts with its store down
-            deadline = time.monotonic() + WAIT
-            while (
-                not any(
-                    "quick" in r.getMessage() or queued["taskId"] in r.getMessage()
-                    for r in caplog.records
-                )
-                and time.monotonic() < deadline
-            ):
-                release.wait(0.05)
+        heard = Seen(queued["taskId"])
+        logging.getLogger().addHandler(heard)  # after caplog's: it has the record once this is set
+        try:
+            with caplog.at_level(logging.WARNING):
+                release.set()  # the slot frees: "quick" starts with its store down
+                assert heard.came.wait(WAIT), caplog.text
+        finally:
+            logging.getLogger().removeHandler(heard)
         said = [r for r in caplog.records if queued["taskId"] in r.getMessage()]
         assert said and all(r.levelno == logging.WARNING and r.exc_info is None for r in said), (
             caplog.text
@@ -688,17 +694,19 @@ def start_one_task(era: str, records: RedisTaskRecords):
 
 
 def ends_completed(records: RedisTaskRecords, task_id: str) -> dict:
-    """The record of ``task_id`` once it is no longer ``working`` (WAIT seconds at most; a read
-    while Redis is frozen fails, and is made again)."""
-    pause = threading.Event()
-    deadline = time.monotonic() + WAIT
-    record: dict | None = {"status": "working"}
-    while record is not None and record["status"] == "working" and time.monotonic() < deadline:
-        pause.wait(0.05)
+    """The record of ``task_id`` once it is no longer ``working`` (WAIT seconds at most), waited
+    for on its writes; a read while Redis is frozen fails, and the next write asks again."""
+
+    def ended() -> bool:
         try:
             record = records.get(task_id)
         except McpError:
-            continue
+            return False
+        return record is None or record["status"] != "working"
+
+    url = f"{records.connection.url}?namespace={records.connection.namespace}"
+    assert wait_for_writes(url, ("task", task_id), ended, WAIT)
+    record = records.get(task_id)
     assert record is not None and record["status"] == COMPLETED, record
     assert record["result"]["content"][0]["text"] == "worked"
     return record
@@ -771,6 +779,9 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
 
     connection = Connection(f"{redis.url}?namespace=outcome", socket_timeout=0.5)
     records = RedisTaskRecords(connection)
+    failed = threading.Semaphore(0)  # a release for each try that failed
+    fault = records.fault
+    monkeypatch.setattr(records, "fault", lambda *args: (fault(*args), failed.release()))
     server.tasks = TaskStore(records=records, poll_interval_ms=10)
     try:
         with Client.in_memory(server) as client:
@@ -780,14 +791,15 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
             assert running.wait(WAIT)  # it began (recorded) while Redis was up
             redis.stop()
             release.set()  # it ends now, with Redis down: its final write fails, and is tried again
-            gone = threading.Event()
-            gone.wait(0.5)  # a few tries fail meanwhile
+            for _ in range(3):  # a few tries fail meanwhile
+                assert failed.acquire(timeout=WAIT)
             redis.start()  # the same port, the same data
-            deadline = time.monotonic() + WAIT
-            while (records.get(task_id) or {}).get(
-                "status"
-            ) != COMPLETED and time.monotonic() < deadline:
-                release.wait(0.05)
+            assert wait_for_writes(
+                f"{redis.url}?namespace=outcome",
+                ("task", task_id),
+                lambda: (records.get(task_id) or {}).get("status") == COMPLETED,
+                WAIT,
+            )
             record = records.get(task_id)
             assert record is not None and record["status"] == COMPLETED
             assert record["result"]["content"][0]["text"] == "held"
