@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
-from conftest import WAIT
+from conftest import WAIT, Collector
 from http_fixtures import (
     ACCEPT_BOTH,
     RawSession,
@@ -23,10 +22,12 @@ from http_fixtures import (
     request,
     start,
 )
-from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
-from test_hardening_streams import wait_until
+from redis_fixture import redis_server, redis_url, wait_for_writes  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, Server
+from mcp_ref.cancellation import Cancellation
+from mcp_ref.http.server.homes import use_key
+from mcp_ref.http.server.shared import SESSIONS
 
 pytestmark = pytest.mark.slow
 
@@ -70,7 +71,7 @@ class Worker:
             from mcp_ref.oauth.resource import ProtectedResource
 
             options["auth"] = ProtectedResource(Tokens(), ["https://as.example"], resource=RESOURCE)
-        self.release = threading.Event()  # lets `steps` go on
+        self.release = Cancellation()  # lets `steps` go on (an Event that calls back when set)
         self.release_again = threading.Event()  # lets `polled` answer
         self.cancelled = threading.Event()  # `wait_for_cancel` saw its cancellation
         server = Server("shared-sessions", state=state, **(server_options or {}))
@@ -124,9 +125,12 @@ class Worker:
         def wait_for_cancel(ctx: Context) -> str:
             """Runs until it is cancelled."""
             ctx.info("waiting")
-            while not ctx.is_cancelled:
-                if self.release.wait(0.05):  # the test gave up
-                    break
+            woken = threading.Event()
+            ctx.request.cancelled.add_callback(woken.set)
+            self.release.add_callback(woken.set)  # the test gave up
+            woken.wait(3 * WAIT)
+            self.release.remove_callback(woken.set)
+            ctx.request.cancelled.remove_callback(woken.set)
             if ctx.is_cancelled:
                 self.cancelled.set()
             return "not cancelled"
@@ -518,7 +522,9 @@ INITIALIZE = request(
 )
 
 
-def test_a_session_whose_request_runs_on_another_worker_is_not_ended_as_its_clients_idlest(workers):
+def test_a_session_whose_request_runs_on_another_worker_is_not_ended_as_its_clients_idlest(
+    workers, redis_url
+):
     """max_sessions_per_client=1: the client's one session runs a call on B while it initializes
     again on A, where the session was made.  The session is in use (B marks it so in the shared
     state), so the new one gets 429 and the call is answered; it used to be ended under the call
@@ -536,8 +542,14 @@ def test_a_session_whose_request_runs_on_another_worker_is_not_ended_as_its_clie
     messages = [message for _, message in reader.messages()]
     assert messages[-1]["id"] == request_id
     assert messages[-1]["result"]["content"][0]["text"] == "done on w1"
-    # idle everywhere once B's watcher lets its mark go (within a second): the session makes room
-    assert wait_until(lambda: a.raw().post(INITIALIZE, version=False).status_code == 200)
+    # idle everywhere once B's watcher lets its mark go (within a second), a write to the shared
+    # held sets: the session makes room
+    mark = ("held", use_key(a.app.live_session(raw.session_id)))
+
+    def initialized() -> bool:
+        return a.raw().post(INITIALIZE, version=False).status_code == 200
+
+    assert wait_for_writes(redis_url, mark, initialized, WAIT)
     assert on(raw, a).post(request("ping", None, raw.next_id())).status_code == 404
 
 
@@ -712,12 +724,14 @@ class ShutOutHome:
         assert bus.wait_for(lambda: not bus.connected, WAIT)
 
     def hear(self) -> None:
-        """Let ``a``'s user in again, and wait until its pub/sub connection is back."""
+        """Let ``a``'s user in again, and wait until its pub/sub connection is back with every
+        channel subscribed again (a reconnection is counted once Redis confirmed them all)."""
         from mcp_ref.http.server.shared import DELIVERY_WINDOW
 
         bus = self.a.server.bus
+        reconnects = bus.reconnects
         self.admin.acl_setuser(self.user, enabled=True)
-        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
+        assert bus.wait_for(lambda: bus.reconnects > reconnects, WAIT + DELIVERY_WINDOW)
 
     def close(self) -> None:
         """Stop both workers; remove ``a``'s user."""
@@ -725,16 +739,6 @@ class ShutOutHome:
         self.b.stop()
         self.admin.acl_deluser(self.user)
         self.admin.close()
-
-
-def status_once_heard(post, what: str) -> int:
-    """The status of ``post()``, sent again while it is 503 (for at most WAIT): once the bus is
-    connected again, its channels' subscriptions are sent and may still be on their way; a 503
-    (after the server's own DELIVERY_WINDOW of tries) says to send it again, as a client does."""
-    deadline = time.monotonic() + WAIT
-    while (status := post()) == 503:
-        assert time.monotonic() < deadline, f"{what} was never heard"
-    return status
 
 
 def test_a_2024_11_05_message_its_streams_worker_cannot_hear_is_refused_503_not_lost(redis_server):
@@ -755,12 +759,8 @@ def test_a_2024_11_05_message_its_streams_worker_cannot_hear_is_refused_503_not_
         call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
         refused = requests.post(b.served.url + path, json=call, timeout=WAIT + DELIVERY_WINDOW)
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
-        pair.hear()
-        status = status_once_heard(
-            lambda: requests.post(b.served.url + path, json=call, timeout=WAIT).status_code,
-            "the message",
-        )
-        assert status == 202
+        pair.hear()  # sent again once A hears: taken
+        assert requests.post(b.served.url + path, json=call, timeout=WAIT).status_code == 202
         answer = answer_on(stream, 2)
         assert answer["result"]["content"][0]["text"] == "a"
         stream.response.close()
@@ -968,14 +968,11 @@ def test_a_2024_11_05_post_whose_worker_cannot_hear_the_word_on_it_is_refused_an
         call = request("tools/call", {"name": "whoami", "arguments": {}}, 3)
         refused = requests.post(b.served.url + path, json=call, timeout=WAIT + 2 * DELIVERY_WINDOW)
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+        reconnects = bus.reconnects
         admin.acl_setuser(user, enabled=True)
-        assert bus.wait_for(lambda: bus.connected, WAIT + DELIVERY_WINDOW)
-        deadline = time.monotonic() + WAIT
-        while (
-            status := requests.post(b.served.url + path, json=call, timeout=WAIT).status_code
-        ) == 503:
-            assert time.monotonic() < deadline, "the word on it was never heard"
-        assert status == 202
+        # counted once Redis confirmed every channel again: B hears A's word on the next POST
+        assert bus.wait_for(lambda: bus.reconnects > reconnects, WAIT + DELIVERY_WINDOW)
+        assert requests.post(b.served.url + path, json=call, timeout=WAIT).status_code == 202
         assert answer_on(stream, 3)["result"]["content"][0]["text"] == "a"
         # the refused one was not run: no second answer to it before the next call's
         last = request("tools/call", {"name": "whoami", "arguments": {}}, 4)
@@ -1174,13 +1171,16 @@ def test_a_resource_unsubscribed_on_another_worker_no_longer_counts_against_the_
     raw.initialize()
     request_id, response = on(raw, a).call("resources/subscribe", {"uri": "memo://note"})
     raw.result(response, request_id)
+    heard = Collector()  # called after A's own subscriber, on the bus's one delivery thread
+    unsubscribe = a.server.bus.subscribe(SESSIONS, heard)
     request_id, response = on(raw, b).call("resources/unsubscribe", {"uri": "memo://note"})
     raw.result(response, request_id)
     session_id = raw.session_id
     changed = b.app.session_table.get(session_id)["generation"]
     home = a.app.live_session(session_id)
     # the home has taken the change up (the bus told it); the generation is set last
-    assert wait_until(lambda: home.generation == changed)
+    heard.wait_until(lambda _: home.generation == changed)
+    unsubscribe()
     request_id, response = on(raw, b).call("resources/subscribe", {"uri": "memo://other"})
     answer, _ = raw.result(response, request_id)
     assert answer.get("result") == {}, answer
@@ -1291,9 +1291,8 @@ def test_an_answer_no_worker_hears_is_refused_503_and_heard_when_sent_again(redi
         refused = on(raw, b).post(answer)
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
         assert "retry" in refused.json()["error"]["message"] and "id" not in refused.json()
-        pair.hear()
-        status = status_once_heard(lambda: on(raw, b).post(answer).status_code, "the answer")
-        assert status == 202
+        pair.hear()  # sent again once A hears: taken
+        assert on(raw, b).post(answer).status_code == 202
         messages = [m for _, m in reader.messages(request_id)]
         assert messages[-1]["result"]["content"][0]["text"] == "Ada via a"
     finally:
