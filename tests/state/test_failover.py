@@ -7,6 +7,7 @@ worker" is certain).  The app is tests/servers/failover_app.py.  See spec_notes/
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import queue
@@ -14,14 +15,14 @@ import signal
 import threading
 
 import pytest
-from conftest import SERVERS, WAIT
+from conftest import SERVERS, WAIT, Collector
 from http_fixtures import RawSession, RoundRobin
-from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
-from test_hardening_streams import wait_until
+from redis_fixture import redis_server, redis_url, wait_for_writes  # noqa: F401 - fixtures
 from test_http_deploy import start_gunicorn, stop
 from test_shared_sessions import Worker, on, tool_call
 
 from mcp_ref import Client, McpError
+from mcp_ref.http.server.shared import SESSIONS
 
 pytestmark = [
     pytest.mark.skipif(
@@ -122,7 +123,7 @@ def test_a_killed_home_workers_notifications_and_cut_calls_are_not_lost(deployme
         balancer.stop()
 
 
-def test_one_clients_stream_cap_holds_over_every_worker(deployments):
+def test_one_clients_stream_cap_holds_over_every_worker(deployments, redis_url):
     """``max_streams_per_client`` (here 4) counts one address's GET streams on both workers."""
     a, b = deployments(stream_cap=4)
     statuses: list[int] = []
@@ -138,7 +139,9 @@ def test_one_clients_stream_cap_holds_over_every_worker(deployments):
         streams[0].close()  # a place freed on a is free on b (once a notices: its next keep-alive)
         freed = RawSession(b.base + "/mcp")
         freed.initialize()
-        assert wait_until(lambda: _opened(freed, streams), WAIT)
+        # the place goes back to the shared count (shares.ClientStreams): a write to its key
+        places = "streams:" + hashlib.sha256(b"http-client:127.0.0.1").hexdigest()[:32]
+        assert wait_for_writes(redis_url, ("count", places), lambda: _opened(freed, streams), WAIT)
     finally:
         for response in streams:
             response.close()
@@ -170,6 +173,8 @@ def test_a_home_whose_lease_lapsed_steps_down_when_another_worker_claims_it(redi
         at_a, at_b = a.app.live_session(raw.session_id), b.app.live_session(raw.session_id)
         assert at_a.home and not at_b.home
 
+        heard = Collector()  # a's messages about sessions, each once a's own subscriber has it
+        unsubscribe = a.server.bus.subscribe(SESSIONS, heard)
         homes = a.app.shared_sessions.homes._held
         beating = homes._beater
         homes._stop.set()  # a's heartbeat stops ...
@@ -177,13 +182,16 @@ def test_a_home_whose_lease_lapsed_steps_down_when_another_worker_claims_it(redi
             beating.join(WAIT)
         state = a.server.shared_state.connection
         state.client.zrem(state.key("holders"), homes.token)  # ... and its lease has lapsed
-        # b's watcher finds a gone and claims the session, which no request nor stream uses now
-        assert wait_until(lambda: at_b.home, WAIT)
+        # b's watcher finds a gone and claims the session, which no request nor stream uses now,
+        # and then says so over the bus: heard here after a's own subscriber took it up
+        assert heard.wait_until(lambda said: any(m["kind"] == "home" for m in said))
+        assert at_b.home
         assert at_b.connection in b.server.connections()
 
-        assert wait_until(lambda: not at_a.home, WAIT)  # a heard b's claim over the bus
+        assert not at_a.home  # a heard b's claim over the bus
         assert at_a.connection not in a.server.connections()  # a sends its changes no more
         assert at_a.home_worker == b.app.shared_sessions.worker
+        unsubscribe()
     finally:
         a.stop()
         b.stop()
