@@ -500,6 +500,22 @@ def live_group_members(pgid: int) -> list[int]:
     return members
 
 
+def wait_gone(pid: int, timeout: float = WAIT) -> bool:
+    """Wait until process ``pid`` has ended, whoever's child it is (one that is not ours has no
+    ``wait()``): its pidfd becomes readable then (Linux 5.3).  True once it has (a zombie has
+    ended), False past ``timeout``."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
 # -- waiting on callbacks -------------------------------------------------------------------------
 
 
@@ -527,6 +543,32 @@ class LoggedOnce(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if self.words in record.getMessage():
             self.seen.set()
+
+
+class WatchedLock(threading.Condition):
+    """A lock that wakes its waiters each time it is let go (:func:`watch_lock`)."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.RLock())
+
+    def __exit__(self, *exc) -> None:
+        self.notify_all()
+        super().__exit__(*exc)
+
+
+def watch_lock(owner: object, name: str = "_lock") -> Callable[[Callable[[], bool]], bool]:
+    """Put a :class:`WatchedLock` in place of ``owner``'s own lock (attribute ``name``; before any
+    thread takes it): each change ``owner`` makes under it wakes the waits of the function
+    returned, ``until(predicate, timeout=WAIT)``, True once ``predicate()`` holds.  For state the
+    library keeps under a lock (counts of requests, of connections) and tells no one of."""
+    lock = WatchedLock()
+    setattr(owner, name, lock)
+
+    def until(predicate: Callable[[], bool], timeout: float = WAIT) -> bool:
+        with lock:
+            return lock.wait_for(predicate, timeout)
+
+    return until
 
 
 class Collector:
