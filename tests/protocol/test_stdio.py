@@ -24,7 +24,9 @@ from conftest import (
     Workers,
     live_group_members,
     run_threads,
+    wait_gone,
     wait_pipe_full,
+    watch_lock,
 )
 
 from mcp_ref import Client, ConnectionClosed, RequestTimeout
@@ -57,21 +59,6 @@ def _alive(pid: int) -> bool:
     # An orphan that was killed stays a zombie until its new parent (init, or
     # whatever this container runs as pid 1) reaps it; it is dead all the same.
     return state != "Z"
-
-
-def _wait_gone(pid: int, limit: float = 3.0) -> bool:
-    """Wait (bounded) for a process that is not our child to disappear.
-
-    It is not our child, so there is nothing to ``wait()`` on and no event
-    tells us when it dies: a signal sent with killpg is delivered
-    asynchronously, so a short bounded poll is the only way to observe it.
-    """
-    deadline = time.monotonic() + limit
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _read(path) -> str:
@@ -240,11 +227,9 @@ def test_close_finishes_a_line_begun_while_the_server_reads(tmp_path):
     transport = client.session.transport
     writers = Workers(lambda _: client.call_tool("echo", {"text": BIG}), 1).start()
     wait_pipe_full(transport.process.stdin.fileno())
+    began = watch_lock(transport, "_close_lock")  # closing is set under it
     closer = Workers(lambda _: client.close(), 1).start()
-    deadline = time.monotonic() + WAIT
-    while not transport.closing:  # no event tells it: close() has begun on its thread
-        assert time.monotonic() < deadline, "close() did not begin"
-        time.sleep(0.01)
+    assert began(lambda: transport.closing), "close() did not begin"
     os.kill(transport.process.pid, signal.SIGUSR1)  # now it reads
     closer.join()
     with pytest.raises(AssertionError, match="ConnectionClosed"):
@@ -284,7 +269,7 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
     try:
         client.close()
         assert launcher.returncode == -15  # the launcher died of the group's SIGTERM
-        assert _wait_gone(grandchild), f"the real server (pid {grandchild}) outlived client.close()"
+        assert wait_gone(grandchild), f"the real server (pid {grandchild}) outlived client.close()"
         assert _read(marker).split()[:2] == ["eof", "SIGTERM"]
         assert live_group_members(launcher.pid) == []  # nothing left running in the group
     finally:
@@ -322,7 +307,7 @@ def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     )  # out of the launcher's session and group
     try:
         client.close()
-        assert _wait_gone(grandchild), (
+        assert wait_gone(grandchild), (
             f"the server in its own session (pid {grandchild}) outlived client.close()"
         )
         assert _read(marker).split()[:2] == ["eof", "SIGTERM"]  # asked nicely first
@@ -354,7 +339,7 @@ def test_a_process_the_server_started_in_a_session_of_its_own_is_ended_at_close(
         assert os.getsid(leader) == leader != os.getsid(server)  # its own session and process group
         assert (_parent(leader) == server) is not orphan
         client.close()
-        assert _wait_gone(leader), f"the session leader (pid {leader}) outlived client.close()"
+        assert wait_gone(leader), f"the session leader (pid {leader}) outlived client.close()"
         # Only that server's tree: another client's server, started later, still serves.
         assert "leave_reporter" in [tool.name for tool in bystander.list_tools()]
     finally:
