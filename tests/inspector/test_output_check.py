@@ -86,8 +86,7 @@ def test_the_child_ends_when_the_inspector_is_killed_in_the_middle_of_a_match():
     import subprocess
     import sys
 
-    from conftest import WAIT
-    from test_hardening_streams import wait_until
+    from conftest import WAIT, wait_gone
 
     from mcp_ref.inspector.output_check import PARENT_CHECK_EVERY
 
@@ -111,7 +110,7 @@ def test_the_child_ends_when_the_inspector_is_killed_in_the_middle_of_a_match():
     try:
         parent.kill()
         parent.wait(WAIT)
-        assert wait_until(lambda: not running(), WAIT + PARENT_CHECK_EVERY)
+        assert wait_gone(child, WAIT + PARENT_CHECK_EVERY)  # our grandchild: no wait() of ours
     finally:
         if running():
             os.kill(child, signal.SIGKILL)
