@@ -10,7 +10,7 @@ import math
 import threading
 
 import pytest
-from conftest import WAIT
+from conftest import WAIT, watch_lock
 from http_fixtures import (
     ACCEPT_BOTH,
     JSON_CT,
@@ -22,7 +22,7 @@ from http_fixtures import (
     serve,  # noqa: F401 - fixture
 )
 from policy_tokens import Tokens
-from test_hardening_streams import FREED_WITHIN, Raw, raw_http, streams_server, wait_until
+from test_hardening_streams import FREED_WITHIN, Raw, raw_http, streams_server
 from test_http_server import tool
 from test_http_state import Clock
 
@@ -308,6 +308,7 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
     server = streams_server_with_echo(events)
 
     srv = serve(server, handler_threads=8)
+    handlers = watch_lock(srv.app._handlers)  # its count is kept under it
     greedy, other = LegacyOn(srv.port, "127.0.0.1"), LegacyOn(srv.port, "127.0.0.2")
     for n in range(10):
         greedy.post(request("tools/call", tool("hold"), n))
@@ -323,7 +324,7 @@ def test_one_legacy_client_cannot_queue_unbounded_work_on_the_handler_pool(serve
     assert answer["id"] == "e" and answer["result"]["content"][0]["text"] == "served"
     events["release"].set()
     assert sorted(greedy.stream.message()["id"] for _ in range(2)) == [0, 1]
-    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+    assert handlers(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
     greedy.post(request("tools/call", tool("echo", {"text": "again"}), "g"))
     assert greedy.stream.message()["result"]["content"][0]["text"] == "again"
     greedy.stream.drop()
@@ -358,6 +359,7 @@ def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_
     (2: handler_threads=8) are answered -31000 in the batch's one array; ping is answered at
     once, never queued, so it takes no place."""
     srv = serve(handler_threads=8)
+    handlers = watch_lock(srv.app._handlers)  # its count is kept under it
     client = Caller(srv.port)
     session_id = client.session("2025-03-26")
     batch = [request("tools/call", tool("echo", {"text": str(n)}), n) for n in range(1, 4)]
@@ -370,7 +372,7 @@ def test_the_requests_of_a_batch_past_the_share_are_answered_server_busy_in_its_
     assert [answers[n]["result"]["content"][0]["text"] for n in (1, 2)] == ["1", "2"]
     assert answers[3]["error"]["code"] == -31000 and answers[3]["error"]["data"] == {"limit": 2}
     assert answers[4]["result"] == {}
-    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+    assert handlers(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
 
 
 def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
@@ -382,6 +384,7 @@ def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
     server = streams_server_with_echo(events)
 
     srv = serve(server, handler_threads=12, inline_handlers=False)
+    handlers = watch_lock(srv.app._handlers)  # its count is kept under it
     client = Caller(srv.port)
     session_id = client.session("2025-03-26")
     pool = srv.app.handler_pool()
@@ -427,7 +430,7 @@ def test_a_batchs_jobs_are_counted_once_while_it_is_dispatched(serve):
     batch.join(WAIT)
     assert answers and sorted(a["id"] for a in json.loads(answers[0].body())) == [1, 2]
     answers[0].drop()
-    assert wait_until(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
+    assert handlers(lambda: srv.app.handlers_held() == 0, FREED_WITHIN)
 
 
 def test_a_batch_whose_kept_requests_are_cancelled_still_gets_its_refusals(serve):
@@ -608,6 +611,7 @@ def test_pooled_initializes_a_client_leaves_are_within_its_share_and_never_run(s
     server = streams_server_with_echo(events)
     counter = server.add_extension(CountInitializes())
     srv = serve(server, handler_threads=8, inline_handlers=False, handshake_timeout=0.5)
+    handlers = watch_lock(srv.app._handlers)  # its count is kept under it
     holds = fill_the_handler_pool(srv, events, batches=False)
     leaver = Caller(srv.port, "127.0.0.9")
     try:
@@ -629,7 +633,7 @@ def test_pooled_initializes_a_client_leaves_are_within_its_share_and_never_run(s
     for sock in holds:
         Raw(sock).drop()
     # the two queued jobs leave the queue without running their handlers
-    assert wait_until(lambda: srv.app.handlers_held("http-client:127.0.0.9") == 0)
+    assert handlers(lambda: srv.app.handlers_held("http-client:127.0.0.9") == 0)
     assert counter.runs == 4  # the four clients that filled the pool
     assert leaver.session()  # the pool free, it is served
     assert counter.runs == 5
