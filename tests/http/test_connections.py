@@ -19,7 +19,7 @@ import time
 
 import pytest
 import requests
-from conftest import SERVERS, WAIT, watch_stderr
+from conftest import SERVERS, WAIT, watch_lock, watch_stderr
 from http_fixtures import (  # noqa: F401 - fixtures
     ACCEPT_BOTH,
     SseReader,
@@ -28,7 +28,7 @@ from http_fixtures import (  # noqa: F401 - fixtures
     request,
     serve,
 )
-from test_hardening_streams import Raw, wait_until
+from test_hardening_streams import Raw
 
 from mcp_ref import Client, ConnectionLimits, Context, Server
 from mcp_ref.http.connection_limits import MAX_LINGERING
@@ -299,6 +299,8 @@ def test_error_answers_to_trickled_bodies_close_so_one_client_cannot_take_every_
             max_connections=SLOTS, header_timeout=60, keepalive_timeout=60, body_timeout=60
         ),
     )
+    in_flight = watch_lock(srv.app._requests)  # the counts are kept under these locks
+    admitted = watch_lock(srv.httpd.connections, "lock")
     trickle = head(path, length=TRICKLED) + b"{"
     held = []
     if path == "/mcp":  # the client's share taken by POSTs whose bodies the app waits for
@@ -306,7 +308,7 @@ def test_error_answers_to_trickled_bodies_close_so_one_client_cannot_take_every_
             sock = connect(srv.port)
             sock.sendall(head(length=TRICKLED) + b"{")
             held.append(sock)
-        assert wait_until(lambda: srv.app.requests_in_flight() == SHARE)
+        assert in_flight(lambda: srv.app.requests_in_flight() == SHARE)
     refused = []
     for _ in range(2 * SLOTS):  # more than every slot of the server, each one answered
         sock = connect(srv.port)
@@ -316,7 +318,7 @@ def test_error_answers_to_trickled_bodies_close_so_one_client_cannot_take_every_
         assert json.loads(answer.body())["error"]["code"] == code
         assert closed_by_server(sock)  # ended by the server, its body never awaited
         refused.append(sock)  # kept open on this side: only the server's close frees the slot
-    assert wait_until(lambda: srv.httpd.connections.count == len(held))
+    assert admitted(lambda: srv.httpd.connections.count == len(held))
     with from_another_client(srv.port) as sock:  # another client is served, not refused with 503
         sock.sendall(head(length=len(INITIALIZE)) + INITIALIZE)
         answer = Raw(sock)
