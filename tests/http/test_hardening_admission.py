@@ -16,11 +16,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-from conftest import WAIT, run_threads
+from conftest import WAIT, run_threads, watch_lock
 from http_fixtures import ACCEPT_BOTH, LATEST, TIMEOUT, init_params, request, serve  # noqa: F401 - a fixture
 from policy_tokens import Tokens
 from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
-from test_hardening_streams import FREED_WITHIN, Raw, listen, raw_http, streams_server, wait_until
+from test_hardening_streams import FREED_WITHIN, Raw, listen, raw_http, streams_server
 from test_legacy_sse import legacy_raw  # noqa: F401 - a fixture
 
 from mcp_ref import ConnectionLimits, Server
@@ -329,6 +329,7 @@ def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
         limits=ConnectionLimits(max_connections=SLOTS),
         **options,
     )
+    in_flight = watch_lock(srv.app._requests)  # its count is kept under it
     # the resource: the name raw_http's Host gives, and the port the server listens on
     tokens.audience = (f"http://127.0.0.1:{srv.port}/mcp",)
     greedy = {"source": "127.0.0.1", "token": "alice-token" if by == "principal" else None}
@@ -360,7 +361,7 @@ def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
             and json.loads(answer.body())["result"]["content"][0]["text"] == "released"
         )
         answer.drop()
-    assert wait_until(lambda: srv.app.requests_in_flight() == 0, FREED_WITHIN)
+    assert in_flight(lambda: srv.app.requests_in_flight() == 0, FREED_WITHIN)
     assert echoed(
         tool_call(srv.port, "echo", 12, **greedy)
     )  # and, once its calls ended, the greedy one
