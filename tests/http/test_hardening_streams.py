@@ -40,17 +40,6 @@ def meta() -> dict:
     }
 
 
-def wait_until(predicate, timeout: float = WAIT) -> bool:
-    """True once ``predicate()`` holds; False if it still does not after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return False
-        pause.wait(0.01)
-    return True
-
-
 def ended(threads: frozenset, timeout: float = WAIT) -> int:
     """Wait (``timeout`` s in all) for ``threads``, each serving a connection, to end; how many are
     still alive.  A connection's thread releases its slot in the table, its stream and its hold on
