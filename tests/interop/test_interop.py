@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import pytest
 from conftest import (
@@ -29,6 +28,7 @@ from conftest import (
     command_label,
     live_group_members,
     run_cli,
+    wait_gone,
     watch_stderr,
 )
 from everything_server import EVERYTHING, EVERYTHING_START, everything_client
@@ -389,8 +389,7 @@ def test_everything_server_shuts_down_without_orphans(everything):
     assert os.getpgid(leader.pid) == leader.pid != os.getpgid(0)
     client.close()
     assert leader.returncode is not None
-    deadline = time.monotonic() + 5.0
-    # Not our children, so nothing to wait() on: a bounded poll of the group's members.
-    while live_group_members(leader.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # Not our children, so nothing to wait() on: each member's end, told by its pidfd.
+    for member in live_group_members(leader.pid):
+        assert wait_gone(member), f"pid {member} of the group outlived close()"
     assert live_group_members(leader.pid) == []
