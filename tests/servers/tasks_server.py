@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, Elicit, McpError, ResourceNotFound, Server, ToolError
+from mcp_ref.cancellation import Cancellation
 
 CONFIRM = {
     "type": "object",
@@ -23,7 +24,7 @@ NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required"
 
 def build() -> Server:
     server = Server("tasks", version="1.0")
-    gate = threading.Event()
+    gate = Cancellation()  # an Event that calls back when set
 
     @server.tool()
     def plain(text: str) -> str:
@@ -35,8 +36,13 @@ def build() -> Server:
         """A task for a client that takes tasks; waits until `release` is called (or it is cancelled)."""
         ctx.start_task()
         ctx.report_progress(1, 2, "half way")
-        while not gate.wait(0.05):
-            ctx.check_cancelled()
+        woken = threading.Event()  # by `release`, or by the cancellation
+        gate.add_callback(woken.set)
+        ctx.request.cancelled.add_callback(woken.set)
+        woken.wait(600)
+        gate.remove_callback(woken.set)
+        ctx.request.cancelled.remove_callback(woken.set)
+        ctx.check_cancelled()
         return f"{n} squared is {n * n}"
 
     @server.tool()
