@@ -59,19 +59,6 @@ if (
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-class Seen(logging.Handler):
-    """A log handler: ``came`` is set once a record whose message holds ``words`` is logged."""
-
-    def __init__(self, words: str):
-        super().__init__(logging.DEBUG)
-        self.words = words
-        self.came = threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.words in record.getMessage():
-            self.came.set()
-
-
 def outcome_within(job: Callable[[], Any], seconds: float = WAIT) -> Any:
     """Run ``job()`` on a thread: its result, or the exception it raised, within ``seconds``."""
     outcome: dict = {}

@@ -21,7 +21,7 @@ import socket
 import threading
 
 import pytest
-from conftest import WAIT, Collector, Seen
+from conftest import WAIT, Collector, LoggedOnce
 from http_fixtures import handshake_http_client, serve  # noqa: F401 - fixtures
 from test_http_client_giving_up import Holding, method_is
 
@@ -484,12 +484,12 @@ def test_an_unsubscribe_during_the_renewal_reaches_the_new_session_after_its_sub
             return lambda connection: subscribe_when_released(connection, request)
         if unsubscribe(request):
             act_on(request)
-            queued.came.set()  # sent at once: the test releases the subscribe, and sees the order
+            queued.seen.set()  # sent at once: the test releases the subscribe, and sees the order
         return None
 
     server = scripted(script)
     server.capabilities = {"tools": {}, "resources": {"subscribe": True}}
-    queued = Seen("waits for the answer to the one before it")
+    queued = LoggedOnce("waits for the answer to the one before it")
     listening_log = logging.getLogger("mcp_ref.client.listening")
     listening_log.addHandler(queued)
     level = listening_log.level
@@ -504,7 +504,7 @@ def test_an_unsubscribe_during_the_renewal_reaches_the_new_session_after_its_sub
                 target=lambda: client.unsubscribe("res://x"), daemon=True
             )
             unsubscribing.start()
-            assert queued.came.wait(WAIT), "the unsubscribe was neither sent nor queued"
+            assert queued.seen.wait(WAIT), "the unsubscribe was neither sent nor queued"
             release.set()
             unsubscribing.join(WAIT)
             assert not unsubscribing.is_alive(), "the unsubscribe never ended"

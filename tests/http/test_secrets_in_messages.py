@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from conftest import WAIT, Seen
+from conftest import WAIT, LoggedOnce
 from http_fixtures import serve, serving  # noqa: F401 - serve is a fixture
 from test_http_client import scripted
 from test_http_client_sessions import scripted as scripted_server  # noqa: F401 - a fixture
@@ -141,11 +141,11 @@ def test_an_event_dropped_from_the_get_stream_is_logged_without_the_urls_credent
 
     server.script = lambda request: stream if request["method"] == "GET" else None
     url = server.url.replace("http://", "http://user:SECRET-PASS@") + "?api_key=SECRET-QUERY"
-    dropped = Seen("dropped an SSE event")
+    dropped = LoggedOnce("dropped an SSE event")
     logging.getLogger("mcp_ref").addHandler(dropped)
     try:
         with Client.http(url, era="handshake", timeout=WAIT, max_message_size=1000):
-            assert dropped.came.wait(WAIT), "the event was never dropped"
+            assert dropped.seen.wait(WAIT), "the event was never dropped"
     finally:
         logging.getLogger("mcp_ref").removeHandler(dropped)
     assert "dropped an SSE event from http://***@127.0.0.1" in caplog.text

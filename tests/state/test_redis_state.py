@@ -15,7 +15,7 @@ import threading
 import time
 
 import pytest
-from conftest import WAIT, Seen, run_threads
+from conftest import WAIT, LoggedOnce, run_threads
 from redis_fixture import (  # noqa: F401 - fixtures
     RedisServer,
     own_redis,
@@ -629,12 +629,12 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(
         ).result()
         assert held["resultType"] == queued["resultType"] == "task"
         own_server.stop()
-        heard = Seen(queued["taskId"])
+        heard = LoggedOnce(queued["taskId"])
         logging.getLogger().addHandler(heard)  # after caplog's: it has the record once this is set
         try:
             with caplog.at_level(logging.WARNING):
                 release.set()  # the slot frees: "quick" starts with its store down
-                assert heard.came.wait(WAIT), caplog.text
+                assert heard.seen.wait(WAIT), caplog.text
         finally:
             logging.getLogger().removeHandler(heard)
         said = [r for r in caplog.records if queued["taskId"] in r.getMessage()]
