@@ -125,8 +125,7 @@ def initialize_instead(
     :class:`LegacyServer`, which may name the handshake revision to ask for; any other error the
     probe raised is raised again), within what the probe left of connecting's bound
     (``wait`` seconds from ``began``, the ``time.monotonic()`` connecting began at; None: no bound).
-    ``modern_only``
-    (``Client(era="modern")``): an McpError instead.
+    ``modern_only`` (``Client(era="modern")``): an McpError instead.
 
     A server that went unanswered within the probe's bound (``legacy.silent``) and then refuses
     ``initialize`` with -32022 is a modern one slow to start: that refusal "identifies a modern

@@ -118,7 +118,8 @@ def finished(call: InputCall) -> bool:
         answer = call.pending.result()  # it came: at once
     except tuple(RETRIES) as exc:
         # retried as often as it may be (a -32020 only if the tool's headers can be learnt)
-        return call.retries.get(retried_as(exc), 0) >= RETRIES[retried_as(exc)]
+        kind = retried_as(exc)
+        return call.retries.get(kind, 0) >= RETRIES[kind]
     except BaseException:  # an error answer, a timeout: the call's outcome
         return True
     # input_required for a request no server may ask for input in ends it: InvalidResult
